@@ -1,0 +1,25 @@
+//! Pure core of email-verdict, shared by the sidecar and the Envoy filter.
+//!
+//! Holds everything that decides *what* a verdict is, and nothing that does I/O:
+//! input parsing and normalization ([`input`], [`domain`], [`email`]), list matching bounded by
+//! the Public Suffix List ([`lists`]), the verdict rules of the spec ([`verdict`]) and the JSON
+//! types of `/api/v1` ([`api`]).
+//!
+//! Invariants: no tokio, pingora, hickory or proxy-wasm here (the filter compiles this crate to
+//! wasm); no panics on any input; every `Domain` is ASCII, lowercase, without a trailing dot.
+
+pub mod api;
+pub mod catalog;
+pub mod domain;
+pub mod email;
+pub mod input;
+pub mod lists;
+pub mod verdict;
+
+pub use api::{ErrorBody, ErrorCode, InputType, LookupResponse, VerdictResult};
+pub use catalog::{Catalog, ListKind};
+pub use domain::Domain;
+pub use email::EmailAddress;
+pub use input::{InputError, LookupInput};
+pub use lists::{DomainSet, NameMap};
+pub use verdict::{Decision, MxInfo, Signals};

@@ -1,0 +1,170 @@
+//! Domain lists and how a name is matched against them.
+//!
+//! A list entry matches a name when it equals the name or one of its parents up to the name's
+//! registrable domain. Entries that are themselves public suffixes (`com.ar`, `pp.ua`, ...) are
+//! refused at load: honouring them would block whole zones of legitimate users.
+
+use std::collections::HashMap;
+
+use crate::Domain;
+use crate::domain::is_public_suffix;
+
+/// Why a list line was not loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("not a valid domain name")]
+    Invalid,
+    #[error("is a public suffix")]
+    PublicSuffix,
+}
+
+/// What loading a list text did: how many entries it took and which lines it refused.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LoadReport {
+    pub loaded: usize,
+    pub refused: Vec<(String, EntryError)>,
+}
+
+/// A map from normalized domain names to a value, matched by parent walk.
+#[derive(Debug, Clone)]
+pub struct NameMap<V> {
+    entries: HashMap<Box<str>, V>,
+}
+
+/// A set of domain names, matched by parent walk.
+pub type DomainSet = NameMap<()>;
+
+impl<V> Default for NameMap<V> {
+    fn default() -> Self {
+        Self { entries: HashMap::new() }
+    }
+}
+
+impl<V> NameMap<V> {
+    /// Normalizes `name` like any input (a leading `*.` or `.` wildcard marker is dropped: every
+    /// entry already covers its subdomains) and inserts it, unless it is invalid or a public suffix.
+    pub fn insert(&mut self, name: &str, value: V) -> Result<(), EntryError> {
+        let name = name.trim();
+        let name = name.strip_prefix("*.").or_else(|| name.strip_prefix('.')).unwrap_or(name);
+        let domain = Domain::parse(name).map_err(|_| EntryError::Invalid)?;
+        if is_public_suffix(domain.as_str()) {
+            return Err(EntryError::PublicSuffix);
+        }
+        self.entries.insert(domain.as_str().into(), value);
+        Ok(())
+    }
+
+    /// The most specific entry that covers `domain`, with its value.
+    pub fn find(&self, domain: &Domain) -> Option<(&str, &V)> {
+        domain.parents_to_registrable().find_map(|name| self.entries.get_key_value(name)).map(|(k, v)| (&**k, v))
+    }
+
+    /// Like [`find`](Self::find) for a name that is not a validated `Domain` (e.g. an MX host
+    /// name from DNS); a name that does not parse matches nothing.
+    pub fn find_name(&self, name: &str) -> Option<(&str, &V)> {
+        Domain::parse(name).ok().and_then(|d| self.find(&d))
+    }
+
+    pub fn contains(&self, domain: &Domain) -> bool {
+        self.find(domain).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl DomainSet {
+    /// Loads a list text: one name per line; blank lines and `#` comments are skipped.
+    pub fn load_text(&mut self, text: &str) -> LoadReport {
+        load_lines(text, |line| self.insert(line, ()).map(|_| ()))
+    }
+}
+
+impl NameMap<Box<str>> {
+    /// Loads `name<TAB>value` lines (e.g. an MX host suffix and its provider's name); a line
+    /// without a value maps to the name itself.
+    pub fn load_tsv(&mut self, text: &str) -> LoadReport {
+        load_lines(text, |line| {
+            let (name, value) = line.split_once('\t').unwrap_or((line, line));
+            self.insert(name, value.trim().into())
+        })
+    }
+}
+
+fn load_lines(text: &str, mut insert: impl FnMut(&str) -> Result<(), EntryError>) -> LoadReport {
+    let mut report = LoadReport::default();
+    for line in text.lines() {
+        let line = line.split(" #").next().unwrap_or_default().trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match insert(line) {
+            Ok(()) => report.loaded += 1,
+            Err(e) => report.refused.push((line.to_owned(), e)),
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> DomainSet {
+        let mut s = DomainSet::default();
+        s.load_text(text);
+        s
+    }
+
+    fn check(list: &DomainSet, name: &str, expected: Option<&str>) {
+        let d = Domain::parse(name).unwrap();
+        assert_eq!(list.find(&d).map(|(k, _)| k), expected, "name {name:?}");
+    }
+
+    #[test]
+    fn matches_name_and_subdomains_within_registrable_domain() {
+        let s = set("# comment\nmailinator.com\n\nTempMail.Example.\n*.wild.example\nbücher.example # idn\n");
+        check(&s, "mailinator.com", Some("mailinator.com"));
+        check(&s, "a.b.mailinator.com", Some("mailinator.com"));
+        check(&s, "notmailinator.com", None);
+        check(&s, "mailinator.com.evil.example", None);
+        check(&s, "tempmail.example", Some("tempmail.example"));
+        check(&s, "x.wild.example", Some("wild.example"));
+        check(&s, "xn--bcher-kva.example", Some("xn--bcher-kva.example"));
+        check(&s, "other.example", None);
+    }
+
+    #[test]
+    fn refuses_public_suffix_entries() {
+        let mut s = DomainSet::default();
+        let report = s.load_text("com.ar\npp.ua\nshop.pp.ua\nnot a domain\n");
+        assert_eq!(report.loaded, 1);
+        assert_eq!(
+            report.refused,
+            vec![
+                ("com.ar".to_owned(), EntryError::PublicSuffix),
+                ("pp.ua".to_owned(), EntryError::PublicSuffix),
+                ("not a domain".to_owned(), EntryError::Invalid),
+            ]
+        );
+        check(&s, "other.pp.ua", None);
+        check(&s, "shop.pp.ua", Some("shop.pp.ua"));
+        check(&s, "example.com.ar", None);
+    }
+
+    #[test]
+    fn tsv_maps_suffix_to_value() {
+        let mut m = NameMap::<Box<str>>::default();
+        m.load_tsv("mail.protection.outlook.com\tMicrosoft 365\ngoogle.com\tGoogle Workspace\n");
+        let hit = m.find_name("ACME-com.mail.protection.outlook.com.").map(|(_, v)| &**v);
+        assert_eq!(hit, Some("Microsoft 365"));
+        assert_eq!(m.find_name("aspmx.l.google.com").map(|(_, v)| &**v), Some("Google Workspace"));
+        assert_eq!(m.find_name("outlook.com"), None);
+        assert_eq!(m.find_name("not valid"), None);
+    }
+}

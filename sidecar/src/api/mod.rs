@@ -1,0 +1,140 @@
+//! The public listener: `GET /api/v1/domain/:input` on Pingora.
+//!
+//! Every answer carries `X-Request-ID`; every error has the one JSON body of
+//! [`email_verdict_core::ErrorBody`]; one log line per request, without the API key or the
+//! email address (the query string is dropped and the key stripped from the request before
+//! anything, Pingora included, can log it).
+
+mod lookup;
+mod response;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use email_verdict_core::ErrorCode;
+use http::{Method, Response};
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+use tokio::time::Instant;
+
+use crate::auth::{Authenticator, presented_key, redact_query};
+use crate::verdicts::Verdicts;
+pub use response::{ApiError, Reply};
+
+const LOOKUP_PREFIX: &str = "/api/v1/domain";
+
+/// What the handlers share.
+pub struct Api {
+    pub auth: Authenticator,
+    pub verdicts: Verdicts,
+}
+
+/// The Pingora app serving [`Api`].
+pub struct ApiApp(pub Arc<Api>);
+
+/// What a handler learned, for the request's log line.
+#[derive(Debug, Default)]
+pub struct LogFields {
+    pub key_id: Option<String>,
+    pub domain: Option<String>,
+    pub cached: Option<bool>,
+}
+
+/// A request as the handlers see it: the key already taken out.
+pub struct Request {
+    pub id: String,
+    pub method: Method,
+    pub path: String,
+    pub key: Option<String>,
+    pub peer: Option<IpAddr>,
+}
+
+#[async_trait]
+impl ServeHttp for ApiApp {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let started = Instant::now();
+        let request = take_request(session);
+        let mut log = LogFields::default();
+        let reply = route(&self.0, &request, &mut log).await;
+        if !matches!(request.method, Method::GET | Method::HEAD) {
+            session.set_keepalive(None); // the body was not read
+        }
+        let (status, code) = reply.status_and_code();
+        tracing::info!(
+            request_id = %request.id,
+            method = %request.method,
+            route = route_name(&request.path),
+            status,
+            code,
+            key_id = log.key_id.as_deref(),
+            domain = log.domain.as_deref(),
+            cached = log.cached,
+            micros = started.elapsed().as_micros() as u64,
+            "request"
+        );
+        reply.into_response(&request.id)
+    }
+}
+
+/// Reads what the handlers need and removes the key from the request (so no later log can
+/// show it).
+fn take_request(session: &mut ServerSession) -> Request {
+    let header = session.req_header();
+    let query = header.uri.query();
+    let key = presented_key(header.headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes()), query);
+    let method = header.method.clone();
+    let path = header.uri.path().to_owned();
+    if let Some(query) = query {
+        let redacted = redact_query(query);
+        let target = if redacted.is_empty() { path.clone() } else { format!("{path}?{redacted}") };
+        if let Ok(uri) = target.parse() {
+            session.req_header_mut().set_uri(uri);
+        }
+    }
+    session.req_header_mut().remove_header(&http::header::AUTHORIZATION);
+    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+    let id = uuid::Uuid::new_v4().to_string();
+    Request { id, method, path, key, peer }
+}
+
+async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
+    let Some(segment) = lookup_segment(&request.path) else {
+        return ApiError::new(ErrorCode::NotFound, "no such endpoint").into();
+    };
+    if !matches!(request.method, Method::GET | Method::HEAD) {
+        return ApiError::new(ErrorCode::MethodNotAllowed, "only GET is allowed here")
+            .with_header("Allow", "GET, HEAD")
+            .into();
+    }
+    lookup::handle(api, request, segment, log).await.unwrap_or_else(Reply::from)
+}
+
+/// The raw `:input` segment of a lookup path (`""` when missing), or `None` for other paths.
+fn lookup_segment(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(LOOKUP_PREFIX)?;
+    match rest.strip_prefix('/') {
+        Some(segment) if !segment.contains('/') => Some(segment),
+        None if rest.is_empty() => Some(""),
+        _ => None,
+    }
+}
+
+fn route_name(path: &str) -> &'static str {
+    if lookup_segment(path).is_some() { "lookup" } else { "other" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_paths() {
+        assert_eq!(lookup_segment("/api/v1/domain/gmail.com"), Some("gmail.com"));
+        assert_eq!(lookup_segment("/api/v1/domain/"), Some(""));
+        assert_eq!(lookup_segment("/api/v1/domain"), Some(""));
+        assert_eq!(lookup_segment("/api/v1/domain/a/b"), None);
+        assert_eq!(lookup_segment("/api/v1/domains/x"), None);
+        assert_eq!(lookup_segment("/api/v2/domain/x"), None);
+    }
+}

@@ -1,0 +1,78 @@
+//! Turning handler results into HTTP responses: JSON bodies, `X-Request-ID`, error statuses.
+
+use email_verdict_core::{ErrorBody, ErrorCode, LookupResponse};
+use http::{Response, StatusCode};
+use serde::Serialize;
+
+/// A failed request: a stable code, a message for the caller, and extra headers.
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), headers: Vec::new() }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn with_retry_after(self, seconds: u64) -> Self {
+        self.with_header("Retry-After", seconds.to_string())
+    }
+}
+
+pub enum Reply {
+    Lookup(Box<LookupResponse>),
+    Error(ApiError),
+}
+
+impl From<ApiError> for Reply {
+    fn from(e: ApiError) -> Self {
+        Reply::Error(e)
+    }
+}
+
+impl Reply {
+    /// Status and error code, for the log line.
+    pub fn status_and_code(&self) -> (u16, Option<&'static str>) {
+        match self {
+            Reply::Lookup(_) => (200, None),
+            Reply::Error(e) => (e.code.status(), Some(e.code.as_str())),
+        }
+    }
+
+    pub fn into_response(self, request_id: &str) -> Response<Vec<u8>> {
+        match self {
+            Reply::Lookup(body) => json(StatusCode::OK, request_id, &body, &[]),
+            Reply::Error(e) => {
+                let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                json(status, request_id, &ErrorBody::new(request_id, e.code, e.message), &e.headers)
+            }
+        }
+    }
+}
+
+fn json(
+    status: StatusCode,
+    request_id: &str,
+    body: &impl Serialize,
+    extra: &[(&'static str, String)],
+) -> Response<Vec<u8>> {
+    let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    let mut builder = Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .header("X-Request-ID", request_id);
+    for (name, value) in extra {
+        builder = builder.header(*name, value.as_str());
+    }
+    builder.body(body).unwrap_or_else(|_| Response::new(Vec::new()))
+}

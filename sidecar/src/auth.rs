@@ -1,0 +1,121 @@
+//! Who is calling: the API key from the request, checked against the state store.
+//!
+//! Known and unknown keys are remembered for [`FRESHNESS`], so a burst of requests costs one
+//! store read, and a key created or revoked elsewhere is honoured within that time.
+
+use std::net::IpAddr;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lru::LruCache;
+use percent_encoding::percent_decode_str;
+use tokio::time::Instant;
+
+use crate::keys::{ApiKey, KeyHash};
+use crate::state::{KeyRecord, StateError, StateStore};
+
+/// How long a key lookup is reused. Bounds how late a revocation takes effect.
+pub const FRESHNESS: Duration = Duration::from_millis(500);
+const CACHED_KEYS: usize = 10_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("an API key is required: pass ?key= or an Authorization: Bearer header")]
+    Missing,
+    #[error("the API key is not valid")]
+    Invalid,
+    #[error(transparent)]
+    Store(#[from] StateError),
+}
+
+/// The key a request presents: the `Authorization: Bearer` header when there is one (it wins),
+/// else the first `key` query parameter. Other authorization schemes are ignored.
+pub fn presented_key(authorization: Option<&[u8]>, query: Option<&str>) -> Option<String> {
+    let bearer = authorization.and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| {
+        let (scheme, token) = h.trim().split_once(' ').unwrap_or((h.trim(), ""));
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+    });
+    bearer.or_else(|| query_param(query?, "key"))
+}
+
+/// The first value of `name` in a query string, percent-decoded.
+pub fn query_param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == name).then(|| percent_decode_str(v).decode_utf8_lossy().into_owned())
+    })
+}
+
+/// The query string with every `key` parameter removed, so it can be logged.
+pub fn redact_query(query: &str) -> String {
+    query.split('&').filter(|p| p.split('=').next() != Some("key")).collect::<Vec<_>>().join("&")
+}
+
+pub struct Authenticator {
+    store: Arc<dyn StateStore>,
+    cache: Mutex<LruCache<KeyHash, (Option<KeyRecord>, Instant)>>,
+}
+
+impl Authenticator {
+    pub fn new(store: Arc<dyn StateStore>) -> Self {
+        let cache = Mutex::new(LruCache::new(NonZeroUsize::new(CACHED_KEYS).unwrap_or(NonZeroUsize::MIN)));
+        Self { store, cache }
+    }
+
+    /// The active key record for `presented`, if it may be used from `peer`.
+    pub async fn authenticate(&self, presented: Option<&str>, peer: Option<IpAddr>) -> Result<KeyRecord, AuthError> {
+        let key = ApiKey::parse(presented.ok_or(AuthError::Missing)?).ok_or(AuthError::Invalid)?;
+        let record = self.record(&key.hash()).await?.ok_or(AuthError::Invalid)?;
+        if record.revoked || !allowed_from(&record, peer) {
+            return Err(AuthError::Invalid);
+        }
+        Ok(record)
+    }
+
+    async fn record(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
+        if let Some((record, at)) = self.lock().get(hash)
+            && at.elapsed() < FRESHNESS
+        {
+            return Ok(record.clone());
+        }
+        let record = self.store.key_by_hash(hash).await?;
+        self.lock().put(hash.clone(), (record.clone(), Instant::now()));
+        Ok(record)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<KeyHash, (Option<KeyRecord>, Instant)>> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn allowed_from(record: &KeyRecord, peer: Option<IpAddr>) -> bool {
+    record.allow_ips.is_empty() || peer.is_some_and(|ip| record.allow_ips.iter().any(|net| net.contains(&ip)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_wins_over_query() {
+        let check = |h: Option<&str>, q: Option<&str>, want: Option<&str>| {
+            assert_eq!(presented_key(h.map(str::as_bytes), q).as_deref(), want, "{h:?} {q:?}");
+        };
+        check(None, None, None);
+        check(None, Some("key=abc"), Some("abc"));
+        check(None, Some("x=1&key=a%2Bb&key=second"), Some("a+b"));
+        check(Some("Bearer hdr"), Some("key=q"), Some("hdr"));
+        check(Some("bearer   hdr "), None, Some("hdr"));
+        check(Some("Bearer"), Some("key=q"), Some(""));
+        check(Some("Basic dXNlcjpwYXNz"), Some("key=q"), Some("q"));
+        check(None, Some("keys=1"), None);
+    }
+
+    #[test]
+    fn redaction_removes_every_key_param() {
+        assert_eq!(redact_query("key=secret"), "");
+        assert_eq!(redact_query("a=1&key=secret&b=2&key"), "a=1&b=2");
+        assert_eq!(redact_query("keyx=1"), "keyx=1");
+    }
+}

@@ -1,0 +1,44 @@
+//! Wall-clock helpers. The UTC day is what quotas are counted by; it is computed from Unix time
+//! so that callers (and tests) can pass any instant in.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `YYYY-MM-DD` of the UTC day holding `unix` (proleptic Gregorian; Howard Hinnant's algorithm).
+pub fn utc_day(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_days() {
+        for (unix, day) in [
+            (0, "1970-01-01"),
+            (86_399, "1970-01-01"),
+            (86_400, "1970-01-02"),
+            (951_782_400, "2000-02-29"),
+            (1_709_164_800, "2024-02-29"),
+            (1_798_761_599, "2026-12-31"),
+            (1_798_761_600, "2027-01-01"),
+            (-1, "1969-12-31"),
+        ] {
+            assert_eq!(utc_day(unix), day, "{unix}");
+        }
+    }
+}

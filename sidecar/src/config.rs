@@ -1,0 +1,208 @@
+//! `serve` settings: each from its flag, else `EMAIL_VERDICT_<FLAG>`, else the `--config` TOML
+//! file (same names as the flags), else the default.
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use serde::Deserialize;
+
+use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
+use crate::lists::OperatorLists;
+use crate::usage_error;
+
+pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
+
+/// Flags of `serve`. Values left unset here fall through to the file, then the defaults.
+#[derive(Debug, Default, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ServeArgs {
+    /// Public listener: the API and public pages [default: 127.0.0.1:8080]
+    #[arg(long, env = "EMAIL_VERDICT_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Admin listener: health, key management, metrics [default: 127.0.0.1:8081]
+    #[arg(long, env = "EMAIL_VERDICT_ADMIN_LISTEN", value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
+    /// State store: sqlite:PATH [default: sqlite:email-verdict.db]
+    #[arg(long, env = "EMAIL_VERDICT_STATE", value_name = "URL")]
+    pub state: Option<String>,
+    /// Nameserver ADDR[:PORT] to query instead of the system resolver; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_DNS", value_name = "ADDR[:PORT]", value_delimiter = ',')]
+    pub dns: Vec<String>,
+    /// Settings file (TOML, keys named like these flags)
+    #[arg(long, env = "EMAIL_VERDICT_CONFIG", value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Per-query DNS timeout in milliseconds [default: 2000]
+    #[arg(long, env = "EMAIL_VERDICT_DNS_TIMEOUT_MS", value_name = "MS")]
+    pub dns_timeout_ms: Option<u64>,
+    /// Shortest time an answer is cached, in seconds, whatever its DNS TTL [default: 60]
+    #[arg(long, env = "EMAIL_VERDICT_CACHE_MIN_TTL", value_name = "SECS")]
+    pub cache_min_ttl: Option<u64>,
+    /// Longest time an answer is cached, in seconds, whatever its DNS TTL [default: 3600]
+    #[arg(long, env = "EMAIL_VERDICT_CACHE_MAX_TTL", value_name = "SECS")]
+    pub cache_max_ttl: Option<u64>,
+    /// How long an expired answer is kept to serve when DNS fails, in seconds [default: 86400]
+    #[arg(long, env = "EMAIL_VERDICT_CACHE_STALE_TTL", value_name = "SECS")]
+    pub cache_stale_ttl: Option<u64>,
+    /// Most domains kept in the cache [default: 100000]
+    #[arg(long, env = "EMAIL_VERDICT_CACHE_SIZE", value_name = "N")]
+    pub cache_size: Option<usize>,
+    /// Extra disposable-domain list file (one name per line); repeatable
+    #[arg(long, env = "EMAIL_VERDICT_DISPOSABLE_LIST", value_name = "FILE", value_delimiter = ',')]
+    pub disposable_list: Vec<PathBuf>,
+    /// Extra free-webmail list file; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_FREE_LIST", value_name = "FILE", value_delimiter = ',')]
+    pub free_list: Vec<PathBuf>,
+    /// Domains always `safe` (allowlisted); repeatable
+    #[arg(long, env = "EMAIL_VERDICT_ALLOWLIST", value_name = "FILE", value_delimiter = ',')]
+    pub allowlist: Vec<PathBuf>,
+    /// Domains always `disposable` (blocked), unless free webmail; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_BLOCKLIST", value_name = "FILE", value_delimiter = ',')]
+    pub blocklist: Vec<PathBuf>,
+    /// Worker threads [default: number of CPUs]
+    #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
+    pub threads: Option<usize>,
+    /// Log format: text or json [default: text]
+    #[arg(long, env = "EMAIL_VERDICT_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Settings after layering; what the server runs with.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub state: String,
+    pub resolver: ResolverSettings,
+    pub cache: CacheConfig,
+    pub lists: OperatorLists,
+    pub threads: usize,
+    pub log_format: LogFormat,
+}
+
+impl ServeArgs {
+    /// Layers these flags over the `--config` file and the defaults, and checks the result.
+    pub fn resolve(self) -> anyhow::Result<ServeConfig> {
+        let file = match &self.config {
+            Some(path) => read_file(path)?,
+            None => ServeArgs::default(),
+        };
+        let merged = self.over(file);
+        let nameservers = merged
+            .dns
+            .iter()
+            .map(|s| parse_nameserver(s).ok_or_else(|| usage_error(format!("--dns {s:?}: expected ADDR[:PORT]"))))
+            .collect::<Result<_, _>>()?;
+        let timeout = Duration::from_millis(merged.dns_timeout_ms.unwrap_or(2000).max(1));
+        let min_ttl = Duration::from_secs(merged.cache_min_ttl.unwrap_or(60));
+        let max_ttl = Duration::from_secs(merged.cache_max_ttl.unwrap_or(3600));
+        if min_ttl > max_ttl {
+            return Err(usage_error("--cache-min-ttl must not exceed --cache-max-ttl"));
+        }
+        let capacity = NonZeroUsize::new(merged.cache_size.unwrap_or(100_000))
+            .ok_or_else(|| usage_error("--cache-size must be at least 1"))?;
+        let attempts = 2;
+        Ok(ServeConfig {
+            listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            admin_listen: merged.admin_listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8081))),
+            state: merged.state.unwrap_or_else(|| DEFAULT_STATE.to_owned()),
+            resolver: ResolverSettings { nameservers, timeout, attempts },
+            cache: CacheConfig {
+                capacity,
+                min_ttl,
+                max_ttl,
+                stale_ttl: Duration::from_secs(merged.cache_stale_ttl.unwrap_or(86_400)),
+                // Every query may take `attempts` timeouts; MX then addresses run in sequence.
+                lookup_timeout: timeout * (2 * attempts as u32) + Duration::from_millis(500),
+            },
+            lists: OperatorLists {
+                disposable: merged.disposable_list,
+                free: merged.free_list,
+                allow: merged.allowlist,
+                block: merged.blocklist,
+            },
+            threads: merged
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1),
+            log_format: merged.log_format.unwrap_or(LogFormat::Text),
+        })
+    }
+
+    /// Each field of `self` if set, else the one from `lower`.
+    fn over(self, lower: ServeArgs) -> ServeArgs {
+        fn vec<T>(upper: Vec<T>, lower: Vec<T>) -> Vec<T> {
+            if upper.is_empty() { lower } else { upper }
+        }
+        ServeArgs {
+            listen: self.listen.or(lower.listen),
+            admin_listen: self.admin_listen.or(lower.admin_listen),
+            state: self.state.or(lower.state),
+            dns: vec(self.dns, lower.dns),
+            config: self.config,
+            dns_timeout_ms: self.dns_timeout_ms.or(lower.dns_timeout_ms),
+            cache_min_ttl: self.cache_min_ttl.or(lower.cache_min_ttl),
+            cache_max_ttl: self.cache_max_ttl.or(lower.cache_max_ttl),
+            cache_stale_ttl: self.cache_stale_ttl.or(lower.cache_stale_ttl),
+            cache_size: self.cache_size.or(lower.cache_size),
+            disposable_list: vec(self.disposable_list, lower.disposable_list),
+            free_list: vec(self.free_list, lower.free_list),
+            allowlist: vec(self.allowlist, lower.allowlist),
+            blocklist: vec(self.blocklist, lower.blocklist),
+            threads: self.threads.or(lower.threads),
+            log_format: self.log_format.or(lower.log_format),
+        }
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| usage_error(format!("--config {}: {}", path.display(), e.message())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_file_beats_defaults() {
+        let dir = std::env::temp_dir().join(format!("ev-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\nstate = \"sqlite:file.db\"\ndns = [\"127.0.0.1:5353\"]\ncache-min-ttl = 5\n",
+        )
+        .unwrap();
+        let args = ServeArgs { state: Some("sqlite:flag.db".into()), config: Some(file.clone()), ..Default::default() };
+        let c = args.resolve().unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(c.state, "sqlite:flag.db");
+        assert_eq!(c.admin_listen, "127.0.0.1:8081".parse().unwrap());
+        assert_eq!(c.resolver.nameservers, vec!["127.0.0.1:5353".parse().unwrap()]);
+        assert_eq!(c.cache.min_ttl, Duration::from_secs(5));
+        std::fs::write(&file, "listn = \"x\"\n").unwrap();
+        let err = ServeArgs { config: Some(file), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let bad_dns = ServeArgs { dns: vec!["ns.example".into()], ..Default::default() };
+        assert!(bad_dns.resolve().unwrap_err().is::<crate::UsageError>());
+        let bad_ttl = ServeArgs { cache_min_ttl: Some(10), cache_max_ttl: Some(5), ..Default::default() };
+        assert!(bad_ttl.resolve().unwrap_err().is::<crate::UsageError>());
+    }
+}

@@ -1,0 +1,193 @@
+//! `MxResolver` over hickory-resolver: MX first, then A and AAAA of every MX host concurrently.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use email_verdict_core::{Domain, MxInfo};
+use futures::future::join_all;
+use hickory_resolver::TokioResolver;
+use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts};
+use hickory_resolver::net::NetError;
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::proto::rr::{Name, RData, RecordType};
+
+use super::{DnsFailure, MxAnswer, MxResolver};
+
+/// How long a negative answer without an SOA minimum is trusted.
+const DEFAULT_NEGATIVE_TTL: u32 = 300;
+
+#[derive(Debug, Clone)]
+pub struct ResolverSettings {
+    /// Nameservers to ask; empty means the system's resolver configuration.
+    pub nameservers: Vec<SocketAddr>,
+    /// Per-query timeout (each attempt).
+    pub timeout: Duration,
+    pub attempts: usize,
+}
+
+pub struct HickoryResolver {
+    resolver: TokioResolver,
+}
+
+/// Parses `ADDR[:PORT]` (`192.0.2.1`, `192.0.2.1:5353`, `::1`, `[::1]:5353`); port 53 by default.
+pub fn parse_nameserver(s: &str) -> Option<SocketAddr> {
+    s.parse::<SocketAddr>().ok().or_else(|| {
+        s.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, 53))
+    })
+}
+
+impl HickoryResolver {
+    pub fn new(settings: &ResolverSettings) -> Result<Self, NetError> {
+        let provider = TokioRuntimeProvider::default();
+        let mut builder = if settings.nameservers.is_empty() {
+            TokioResolver::builder(provider)?
+        } else {
+            let servers = settings.nameservers.iter().map(|addr| nameserver(*addr)).collect();
+            TokioResolver::builder_with_config(ResolverConfig::from_name_servers(servers), provider)
+        };
+        let opts: &mut ResolverOpts = builder.options_mut();
+        opts.timeout = settings.timeout;
+        opts.attempts = settings.attempts;
+        // The sidecar keeps its own TTL-bounded cache with stale fallback; a second cache
+        // underneath would make `cached` and TTLs lie.
+        opts.cache_size = 0;
+        opts.use_hosts_file = ResolveHosts::Never;
+        opts.ndots = 0;
+        Ok(Self { resolver: builder.build()? })
+    }
+
+    async fn mx_hosts(&self, domain: &Domain) -> Result<Result<Vec<(u16, String, u32)>, MxAnswer>, DnsFailure> {
+        let name = fqdn(domain.as_str())?;
+        match self.resolver.lookup(name, RecordType::MX).await {
+            Ok(lookup) => Ok(Ok(lookup
+                .answers()
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::MX(mx) => Some((mx.preference, host_name(&mx.exchange), r.ttl)),
+                    _ => None,
+                })
+                .collect())),
+            Err(e) => negative(e).map(Err),
+        }
+    }
+
+    /// A and AAAA of one host; a host whose addresses cannot be had just contributes none, and
+    /// says so by `complete == false` (the answer is then trusted only briefly).
+    async fn addresses(&self, host: &str) -> (Vec<IpAddr>, u32, bool) {
+        let Ok(name) = fqdn(host) else { return (Vec::new(), 0, false) };
+        let (v4, v6) = futures::join!(
+            self.resolver.lookup(name.clone(), RecordType::A),
+            self.resolver.lookup(name, RecordType::AAAA)
+        );
+        let mut ips = Vec::new();
+        let mut ttl = u32::MAX;
+        let mut complete = true;
+        for result in [v4, v6] {
+            match result {
+                Ok(lookup) => {
+                    for r in lookup.answers() {
+                        let ip = match &r.data {
+                            RData::A(a) => IpAddr::V4(a.0),
+                            RData::AAAA(a) => IpAddr::V6(a.0),
+                            _ => continue,
+                        };
+                        ips.push(ip);
+                        ttl = ttl.min(r.ttl);
+                    }
+                }
+                Err(e) if e.is_no_records_found() => {}
+                Err(_) => complete = false,
+            }
+        }
+        (ips, ttl, complete)
+    }
+}
+
+#[async_trait]
+impl MxResolver for HickoryResolver {
+    async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
+        let mut mx = match self.mx_hosts(domain).await? {
+            Ok(mx) => mx,
+            Err(negative) => return Ok(negative),
+        };
+        let ttl = mx.iter().map(|m| m.2).min().unwrap_or(DEFAULT_NEGATIVE_TTL);
+        // RFC 7505: a lone MX whose exchange is the root means "accepts no mail".
+        if mx.iter().all(|m| m.1.is_empty()) {
+            let mx = if mx.is_empty() { MxInfo::NoMx } else { MxInfo::NullMx };
+            return Ok(MxAnswer { mx, ttl: secs(ttl) });
+        }
+        mx.retain(|m| !m.1.is_empty());
+        mx.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut hosts: Vec<String> = Vec::with_capacity(mx.len());
+        for (_, host, _) in mx {
+            if !hosts.contains(&host) {
+                hosts.push(host);
+            }
+        }
+        let resolved = join_all(hosts.iter().map(|h| self.addresses(h))).await;
+        let mut ips: Vec<IpAddr> = Vec::new();
+        let mut ttl = ttl;
+        for (host_ips, host_ttl, complete) in resolved {
+            ttl = ttl.min(if complete { host_ttl } else { 0 });
+            for ip in host_ips {
+                if !ips.contains(&ip) {
+                    ips.push(ip);
+                }
+            }
+        }
+        Ok(MxAnswer { mx: MxInfo::Mx { hosts, ips }, ttl: secs(ttl) })
+    }
+}
+
+fn nameserver(addr: SocketAddr) -> NameServerConfig {
+    let mut udp = ConnectionConfig::udp();
+    udp.port = addr.port();
+    let mut tcp = ConnectionConfig::tcp();
+    tcp.port = addr.port();
+    NameServerConfig::new(addr.ip(), true, vec![udp, tcp])
+}
+
+fn fqdn(name: &str) -> Result<Name, DnsFailure> {
+    Name::from_ascii(format!("{name}.")).map_err(|e| DnsFailure(format!("bad name: {e}")))
+}
+
+/// Lowercase, no trailing dot; the root (null MX) becomes "".
+fn host_name(name: &Name) -> String {
+    name.to_ascii().trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// NXDOMAIN and NOERROR/no-data are answers; everything else is a failure.
+fn negative(e: NetError) -> Result<MxAnswer, DnsFailure> {
+    let mx = if e.is_nx_domain() {
+        MxInfo::NoDomain
+    } else if e.is_no_records_found() {
+        MxInfo::NoMx
+    } else {
+        return Err(DnsFailure(e.to_string()));
+    };
+    let ttl = match &e {
+        NetError::Dns(hickory_resolver::net::DnsError::NoRecordsFound(nr)) => nr.negative_ttl,
+        _ => None,
+    };
+    Ok(MxAnswer { mx, ttl: secs(ttl.unwrap_or(DEFAULT_NEGATIVE_TTL)) })
+}
+
+fn secs(s: u32) -> Duration {
+    Duration::from_secs(u64::from(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nameserver_forms() {
+        assert_eq!(parse_nameserver("192.0.2.1"), Some("192.0.2.1:53".parse().unwrap()));
+        assert_eq!(parse_nameserver("127.0.0.1:5353"), Some("127.0.0.1:5353".parse().unwrap()));
+        assert_eq!(parse_nameserver("::1"), Some("[::1]:53".parse().unwrap()));
+        assert_eq!(parse_nameserver("[::1]:5353"), Some("[::1]:5353".parse().unwrap()));
+        assert_eq!(parse_nameserver("[::1]"), Some("[::1]:53".parse().unwrap()));
+        assert_eq!(parse_nameserver("ns.example"), None);
+    }
+}

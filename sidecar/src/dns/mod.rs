@@ -1,0 +1,31 @@
+//! DNS: what a domain's mail exchangers are, kept apart into answers (NXDOMAIN, no MX, null MX,
+//! MX hosts) and failures (timeout, SERVFAIL, REFUSED, I/O), which are never answers.
+
+mod cache;
+mod hickory;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use email_verdict_core::{Domain, MxInfo};
+
+pub use cache::{CacheConfig, Lookup, MxCache};
+pub use hickory::{HickoryResolver, ResolverSettings, parse_nameserver};
+
+/// An authoritative answer about a domain's MX, with how long it may be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MxAnswer {
+    pub mx: MxInfo,
+    pub ttl: Duration,
+}
+
+/// The lookup could not be answered now (timeout, SERVFAIL, REFUSED, network error). Always
+/// transient: it says nothing about the domain, so it is never cached or reported as "no MX".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("DNS lookup failed: {0}")]
+pub struct DnsFailure(pub String);
+
+#[async_trait]
+pub trait MxResolver: Send + Sync + 'static {
+    async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure>;
+}

@@ -1,0 +1,59 @@
+//! `email-verdict keys create|list|revoke`.
+
+use std::io::Write;
+
+use crate::cli::{KeysCommand, StoreArgs};
+use crate::clock::{unix_now, utc_day};
+use crate::config::{DEFAULT_STATE, ServeArgs};
+use crate::keys::{ApiKey, new_key_id};
+use crate::state::{self, KeyRecord};
+use crate::usage_error;
+
+pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
+    let url = state_url(store)?;
+    let store = state::open(&url)?;
+    let mut out = std::io::stdout().lock();
+    match command {
+        KeysCommand::Create { plan, name, allow_ip } => {
+            let key = ApiKey::generate()?;
+            let record = KeyRecord {
+                id: new_key_id()?,
+                name,
+                plan,
+                allow_ips: allow_ip,
+                created_at: unix_now(),
+                revoked: false,
+            };
+            store.insert_key(record.clone(), key.hash()).await?;
+            writeln!(out, "created {} (plan {}); the key is shown once, store it now:", record.id, record.plan)?;
+            writeln!(out, "{}", key.expose())?;
+        }
+        KeysCommand::List => {
+            writeln!(out, "ID\tNAME\tPLAN\tSTATUS\tUSED_TODAY")?;
+            for listing in store.list_keys(&utc_day(unix_now())).await? {
+                let k = &listing.key;
+                let status = if k.revoked { "revoked" } else { "active" };
+                writeln!(out, "{}\t{}\t{}\t{}\t{}", k.id, k.name, k.plan, status, listing.used_today)?;
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            if !store.revoke_key(&id).await? {
+                return Err(usage_error(format!("no key with id {id:?}")));
+            }
+            writeln!(out, "revoked {id}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `--state`, else the config file's `state`, else the default.
+fn state_url(store: StoreArgs) -> anyhow::Result<String> {
+    if let Some(url) = store.state {
+        return Ok(url);
+    }
+    let from_file = match store.config {
+        Some(path) => ServeArgs { config: Some(path), ..Default::default() }.resolve()?.state,
+        None => DEFAULT_STATE.to_owned(),
+    };
+    Ok(from_file)
+}

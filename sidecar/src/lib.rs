@@ -1,0 +1,31 @@
+//! The email-verdict sidecar: the verdict API of `verdict-api.md` on Pingora, and the operator
+//! CLI of `operations.md`.
+//!
+//! Invariants: only this crate knows Pingora, hickory and the state backends; the verdict
+//! itself is decided by `email-verdict-core`. No API key or email address is ever logged.
+//! A DNS failure is never reported or cached as "no MX".
+
+pub mod admin;
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod dns;
+pub mod keys;
+pub mod keys_cmd;
+pub mod lists;
+pub mod logging;
+pub mod plans;
+pub mod server;
+pub mod state;
+pub mod verdicts;
+
+/// An operator mistake (bad flag value, unknown id...): exit code 2 with a one-line message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn usage_error(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}

@@ -1,0 +1,33 @@
+//! `email-verdict`: the sidecar's server and operator CLI in one binary (see `lib.rs`).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use email_verdict::cli::{Cli, Command};
+use email_verdict::{UsageError, keys_cmd, logging, server};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => (*args).resolve().and_then(|config| {
+            logging::init(config.log_format);
+            server::run(config)
+        }),
+        Command::Keys { store, command } => block_on(keys_cmd::run(store, command)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("email-verdict: {e:#}");
+            if e.is::<UsageError>() || e.chain().any(|c| c.is::<email_verdict::state::StateUrlError>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn block_on(f: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(f)
+}

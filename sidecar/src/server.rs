@@ -1,0 +1,110 @@
+//! `email-verdict serve`: wires the store, resolver, cache and catalog into two Pingora
+//! listeners, logs one line when both accept connections, and exits on SIGTERM after a bounded
+//! grace period.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{ExecutionPhase, Server};
+use pingora::services::listening::Service;
+
+use crate::admin::AdminApp;
+use crate::api::{Api, ApiApp};
+use crate::auth::Authenticator;
+use crate::config::ServeConfig;
+use crate::dns::{HickoryResolver, MxCache};
+use crate::lists::build_catalog;
+use crate::verdicts::Verdicts;
+use crate::{state, usage_error};
+
+/// Seconds between SIGTERM and the listeners closing, then the most given to requests in flight.
+const GRACE_PERIOD: u64 = 1;
+const SHUTDOWN_TIMEOUT: u64 = 5;
+
+pub fn run(config: ServeConfig) -> anyhow::Result<()> {
+    check_bindable(config.listen, "--listen")?;
+    check_bindable(config.admin_listen, "--admin-listen")?;
+    let store = state::open(&config.state)?;
+    let catalog = build_catalog(&config.lists)?;
+    let resolver = HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?;
+    let mx = MxCache::new(Arc::new(resolver), config.cache.clone());
+    let api = Arc::new(Api { auth: Authenticator::new(store), verdicts: Verdicts::new(catalog, mx) });
+
+    let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
+    server.bootstrap();
+    let mut public = Service::with_listeners("api".into(), listeners(config.listen), ApiApp(api));
+    public.threads = Some(config.threads);
+    let mut admin = Service::with_listeners("admin".into(), listeners(config.admin_listen), AdminApp);
+    admin.threads = Some(1);
+    server.add_service(public);
+    server.add_service(admin);
+    announce_ready(&server, config.listen, config.admin_listen);
+    server.run_forever()
+}
+
+fn server_conf(config: &ServeConfig) -> ServerConf {
+    ServerConf {
+        threads: config.threads,
+        grace_period_seconds: Some(GRACE_PERIOD),
+        graceful_shutdown_timeout_seconds: Some(SHUTDOWN_TIMEOUT),
+        // Pingora's pid and upgrade-socket defaults live under /tmp; keep ours unique per port.
+        pid_file: std::env::temp_dir()
+            .join(format!("email-verdict-{}.pid", config.listen.port()))
+            .display()
+            .to_string(),
+        upgrade_sock: std::env::temp_dir()
+            .join(format!("email-verdict-{}.sock", config.listen.port()))
+            .display()
+            .to_string(),
+        ..ServerConf::default()
+    }
+}
+
+fn listeners(addr: SocketAddr) -> pingora::listeners::Listeners {
+    pingora::listeners::Listeners::tcp(&addr.to_string())
+}
+
+/// Pingora panics on a listener it cannot bind; find out first and say so plainly.
+fn check_bindable(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
+    TcpListener::bind(addr).map(drop).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::AddrNotAvailable | std::io::ErrorKind::PermissionDenied => {
+            usage_error(format!("{flag} {addr}: {e}"))
+        }
+        _ => anyhow::Error::new(e).context(format!("{flag} {addr}")),
+    })
+}
+
+/// Logs `ready` once Pingora runs and both listeners accept connections.
+fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr) {
+    let mut phases = server.watch_execution_phase();
+    std::thread::spawn(move || {
+        while let Ok(phase) = phases.blocking_recv() {
+            if matches!(phase, ExecutionPhase::Running) {
+                break;
+            }
+        }
+        for _ in 0..500 {
+            if [listen, admin]
+                .iter()
+                .all(|a| TcpStream::connect_timeout(&connectable(*a), Duration::from_millis(100)).is_ok())
+            {
+                tracing::info!(listen = %listen, admin_listen = %admin, "ready");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tracing::error!("listeners did not come up");
+    });
+}
+
+/// A wildcard listen address is reached through loopback.
+fn connectable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
+        _ => addr,
+    }
+}

@@ -1,0 +1,224 @@
+//! `sqlite:PATH`: the embedded single-node store (WAL mode, so the CLI and the server can use
+//! one file at once). Blocking SQLite calls run on tokio's blocking pool.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{KeyListing, KeyRecord, StateError, StateStore};
+use crate::keys::KeyHash;
+
+/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE api_keys (
+        id          TEXT PRIMARY KEY,
+        key_hash    TEXT NOT NULL UNIQUE,
+        name        TEXT NOT NULL,
+        plan        TEXT NOT NULL,
+        allow_ips   TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+    );
+    CREATE TABLE usage (
+        key_id  TEXT NOT NULL,
+        day     TEXT NOT NULL,
+        count   INTEGER NOT NULL,
+        PRIMARY KEY (key_id, day)
+    );
+"];
+
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StateError> {
+        let path = path.as_ref();
+        let conn = Connection::open(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(unavailable)?;
+        migrate(&conn)?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    async fn with_conn<T, F>(&self, f: F) -> Result<T, StateError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StateError> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().map_err(|_| unavailable("connection lock poisoned"))?;
+            f(&conn)
+        })
+        .await
+        .map_err(unavailable)?
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<(), StateError> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(unavailable)?;
+    let version = usize::try_from(version).unwrap_or(usize::MAX);
+    if version > MIGRATIONS.len() {
+        return Err(StateError::Invalid(format!("schema version {version} is newer than this binary")));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.unchecked_transaction().map_err(unavailable)?;
+        tx.execute_batch(sql).map_err(unavailable)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(unavailable)?;
+        tx.commit().map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StateError {
+    StateError::Unavailable(e.to_string())
+}
+
+const KEY_COLUMNS: &str = "id, name, plan, allow_ips, created_at, revoked_at IS NOT NULL";
+
+/// A key row as SQLite returns it, before its text columns are parsed.
+struct KeyRow {
+    id: String,
+    name: String,
+    plan: String,
+    allow_ips: String,
+    created_at: i64,
+    revoked: bool,
+}
+
+impl KeyRow {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            plan: row.get(2)?,
+            allow_ips: row.get(3)?,
+            created_at: row.get(4)?,
+            revoked: row.get(5)?,
+        })
+    }
+
+    fn parse(self) -> Result<KeyRecord, StateError> {
+        let invalid = |what: &str| StateError::Invalid(format!("key {}: bad {what}", self.id));
+        let plan = self.plan.parse().map_err(|_| invalid("plan"))?;
+        let allow_ips = self
+            .allow_ips
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().map_err(|_| invalid("network")))
+            .collect::<Result<_, _>>()?;
+        Ok(KeyRecord {
+            id: self.id,
+            name: self.name,
+            plan,
+            allow_ips,
+            created_at: self.created_at,
+            revoked: self.revoked,
+        })
+    }
+}
+
+#[async_trait]
+impl StateStore for SqliteStore {
+    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
+        self.with_conn(move |c| {
+            let nets: Vec<String> = key.allow_ips.iter().map(ToString::to_string).collect();
+            c.execute(
+                "INSERT INTO api_keys (id, key_hash, name, plan, allow_ips, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![key.id, hash.0, key.name, key.plan.as_str(), nets.join(","), key.created_at],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
+        let hash = hash.0.clone();
+        self.with_conn(move |c| {
+            let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
+            let row = c.query_row(&sql, [hash], KeyRow::read).optional().map_err(unavailable)?;
+            row.map(KeyRow::parse).transpose()
+        })
+        .await
+    }
+
+    async fn list_keys(&self, day: &str) -> Result<Vec<KeyListing>, StateError> {
+        let day = day.to_owned();
+        self.with_conn(move |c| {
+            let sql = format!(
+                "SELECT {KEY_COLUMNS}, COALESCE(u.count, 0) FROM api_keys k
+                 LEFT JOIN usage u ON u.key_id = k.id AND u.day = ?1 ORDER BY k.created_at, k.id"
+            );
+            let mut stmt = c.prepare(&sql).map_err(unavailable)?;
+            let rows =
+                stmt.query_map([day], |row| Ok((KeyRow::read(row)?, row.get::<_, i64>(6)?))).map_err(unavailable)?;
+            rows.map(|r| {
+                let (key, used) = r.map_err(unavailable)?;
+                Ok(KeyListing { key: key.parse()?, used_today: used.max(0) as u64 })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn revoke_key(&self, id: &str) -> Result<bool, StateError> {
+        let id = id.to_owned();
+        self.with_conn(move |c| {
+            let now = crate::clock::unix_now();
+            let n = c
+                .execute("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1", params![id, now])
+                .map_err(unavailable)?;
+            Ok(n > 0)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::ApiKey;
+    use crate::plans::Plan;
+
+    fn record(id: &str) -> KeyRecord {
+        KeyRecord {
+            id: id.into(),
+            name: "test".into(),
+            plan: Plan::Basic,
+            allow_ips: vec!["192.0.2.0/24".parse().unwrap(), "2001:db8::/32".parse().unwrap()],
+            created_at: 1_700_000_000,
+            revoked: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn keys_round_trip_and_survive_reopen() {
+        let dir = std::env::temp_dir().join(format!("ev-sqlite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        let key = ApiKey::generate().unwrap();
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            store.insert_key(record("key_1"), key.hash()).await.unwrap();
+            assert_eq!(store.key_by_hash(&key.hash()).await.unwrap(), Some(record("key_1")));
+            assert!(store.insert_key(record("key_1"), ApiKey::generate().unwrap().hash()).await.is_err());
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.revoke_key("key_1").await.unwrap());
+        assert!(!store.revoke_key("key_nope").await.unwrap());
+        let listed = store.list_keys("2026-01-01").await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].key.revoked);
+        assert_eq!(listed[0].used_today, 0);
+        let db = std::fs::read(&path).unwrap();
+        assert!(!db.windows(key.expose().len()).any(|w| w == key.expose().as_bytes()));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
