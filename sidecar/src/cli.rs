@@ -51,8 +51,8 @@ pub enum KeysCommand {
         /// A label for the key
         #[arg(long, default_value = "")]
         name: String,
-        /// Network (CIDR) the key may be used from; repeatable; none means anywhere
-        #[arg(long = "allow-ip", value_name = "CIDR")]
+        /// Network (CIDR, or a single address) the key may be used from; repeatable; none means anywhere
+        #[arg(long = "allow-ip", value_name = "CIDR", value_parser = parse_network)]
         allow_ip: Vec<ipnet::IpNet>,
     },
     /// List keys: id, name, plan, status, today's usage (never the key)
@@ -62,4 +62,25 @@ pub enum KeysCommand {
         /// The key's id (from `keys list`)
         id: String,
     },
+}
+
+/// A CIDR network; a bare address means just that host.
+pub fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{s:?} is not an IP network (e.g. 192.0.2.0/24, 2001:db8::/32, 192.0.2.7)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks() {
+        assert_eq!(parse_network("192.0.2.0/24").unwrap().to_string(), "192.0.2.0/24");
+        assert_eq!(parse_network("192.0.2.7").unwrap().to_string(), "192.0.2.7/32");
+        assert_eq!(parse_network("2001:db8::1").unwrap().to_string(), "2001:db8::1/128");
+        assert!(parse_network("192.0.2.0/33").is_err());
+        assert!(parse_network("example.com").is_err());
+    }
 }

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    SystemClock.now_ms().div_euclid(1000)
 }
 
 /// `YYYY-MM-DD` of the UTC day holding `unix` (proleptic Gregorian; Howard Hinnant's algorithm).
@@ -20,6 +20,24 @@ pub fn utc_day(unix: i64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Where "now" comes from; tests inject a fixed or moving time.
+pub trait Clock: Send + Sync + 'static {
+    fn now_ms(&self) -> i64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+/// Unix seconds of the next midnight UTC after `unix`.
+pub fn next_midnight(unix: i64) -> i64 {
+    (unix.div_euclid(86_400) + 1) * 86_400
 }
 
 #[cfg(test)]
@@ -40,5 +58,8 @@ mod tests {
         ] {
             assert_eq!(utc_day(unix), day, "{unix}");
         }
+        assert_eq!(next_midnight(0), 86_400);
+        assert_eq!(next_midnight(86_399), 86_400);
+        assert_eq!(next_midnight(86_400), 172_800);
     }
 }

@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// Domains always `disposable` (blocked), unless free webmail; repeatable
     #[arg(long, env = "EMAIL_VERDICT_BLOCKLIST", value_name = "FILE", value_delimiter = ',')]
     pub blocklist: Vec<PathBuf>,
+    /// Proxy (CIDR or address) whose X-Forwarded-For names the caller; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_TRUSTED_PROXY", value_name = "CIDR", value_delimiter = ',')]
+    pub trusted_proxy: Vec<String>,
+    /// Bearer token for the admin API; required when --admin-listen is not loopback
+    #[arg(long, env = "EMAIL_VERDICT_ADMIN_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
     /// Worker threads [default: number of CPUs]
     #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
     pub threads: Option<usize>,
@@ -87,6 +93,8 @@ pub struct ServeConfig {
     pub resolver: ResolverSettings,
     pub cache: CacheConfig,
     pub lists: OperatorLists,
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub admin_token: Option<String>,
     pub threads: usize,
     pub log_format: LogFormat,
 }
@@ -113,9 +121,21 @@ impl ServeArgs {
         let capacity = NonZeroUsize::new(merged.cache_size.unwrap_or(100_000))
             .ok_or_else(|| usage_error("--cache-size must be at least 1"))?;
         let attempts = 2;
+        let trusted_proxies = merged
+            .trusted_proxy
+            .iter()
+            .map(|s| crate::cli::parse_network(s).map_err(|e| usage_error(format!("--trusted-proxy: {e}"))))
+            .collect::<Result<_, _>>()?;
+        let admin_listen = merged.admin_listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8081)));
+        let admin_token = merged.admin_token.filter(|t| !t.is_empty());
+        if admin_token.is_none() && !admin_listen.ip().is_loopback() {
+            return Err(usage_error(format!(
+                "--admin-listen {admin_listen} is not a loopback address: set --admin-token (or EMAIL_VERDICT_ADMIN_TOKEN)"
+            )));
+        }
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
-            admin_listen: merged.admin_listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8081))),
+            admin_listen,
             state: merged.state.unwrap_or_else(|| DEFAULT_STATE.to_owned()),
             resolver: ResolverSettings { nameservers, timeout, attempts },
             cache: CacheConfig {
@@ -132,6 +152,8 @@ impl ServeArgs {
                 allow: merged.allowlist,
                 block: merged.blocklist,
             },
+            trusted_proxies,
+            admin_token,
             threads: merged
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -160,6 +182,8 @@ impl ServeArgs {
             free_list: vec(self.free_list, lower.free_list),
             allowlist: vec(self.allowlist, lower.allowlist),
             blocklist: vec(self.blocklist, lower.blocklist),
+            trusted_proxy: vec(self.trusted_proxy, lower.trusted_proxy),
+            admin_token: self.admin_token.or(lower.admin_token),
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
         }
@@ -204,5 +228,13 @@ mod tests {
         assert!(bad_dns.resolve().unwrap_err().is::<crate::UsageError>());
         let bad_ttl = ServeArgs { cache_min_ttl: Some(10), cache_max_ttl: Some(5), ..Default::default() };
         assert!(bad_ttl.resolve().unwrap_err().is::<crate::UsageError>());
+        let open_admin = ServeArgs { admin_listen: Some("0.0.0.0:8081".parse().unwrap()), ..Default::default() };
+        assert!(open_admin.resolve().unwrap_err().to_string().contains("--admin-token"));
+        let guarded = ServeArgs {
+            admin_listen: Some("0.0.0.0:8081".parse().unwrap()),
+            admin_token: Some("t".into()),
+            ..Default::default()
+        };
+        assert!(guarded.resolve().is_ok());
     }
 }

@@ -7,7 +7,21 @@ use email_verdict::cli::{Cli, Command};
 use email_verdict::{UsageError, keys_cmd, logging, server};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print(); // --help, --version
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line naming the problem; clap's usage hint is for people at a prompt.
+            let message = e.kind().to_string();
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or(&message);
+            eprintln!("email-verdict: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Serve(args) => (*args).resolve().and_then(|config| {
             logging::init(config.log_format);

@@ -11,11 +11,13 @@ use pingora::server::configuration::ServerConf;
 use pingora::server::{ExecutionPhase, Server};
 use pingora::services::listening::Service;
 
-use crate::admin::AdminApp;
+use crate::admin::{Admin, AdminApp, hash_token};
 use crate::api::{Api, ApiApp};
 use crate::auth::Authenticator;
+use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
 use crate::dns::{HickoryResolver, MxCache};
+use crate::limits::Limiter;
 use crate::lists::build_catalog;
 use crate::verdicts::Verdicts;
 use crate::{state, usage_error};
@@ -31,13 +33,20 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let catalog = build_catalog(&config.lists)?;
     let resolver = HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?;
     let mx = MxCache::new(Arc::new(resolver), config.cache.clone());
-    let api = Arc::new(Api { auth: Authenticator::new(store), verdicts: Verdicts::new(catalog, mx) });
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let api = Arc::new(Api {
+        auth: Authenticator::new(store.clone()),
+        limiter: Limiter::new(store.clone(), clock.clone()),
+        verdicts: Verdicts::new(catalog, mx),
+        trusted_proxies: config.trusted_proxies.clone(),
+    });
+    let admin = Arc::new(Admin { store, clock, token_hash: config.admin_token.as_deref().map(hash_token) });
 
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
     server.bootstrap();
     let mut public = Service::with_listeners("api".into(), listeners(config.listen), ApiApp(api));
     public.threads = Some(config.threads);
-    let mut admin = Service::with_listeners("admin".into(), listeners(config.admin_listen), AdminApp);
+    let mut admin = Service::with_listeners("admin".into(), listeners(config.admin_listen), AdminApp(admin));
     admin.threads = Some(1);
     server.add_service(public);
     server.add_service(admin);

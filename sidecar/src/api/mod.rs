@@ -19,15 +19,20 @@ use pingora::protocols::http::ServerSession;
 use tokio::time::Instant;
 
 use crate::auth::{Authenticator, presented_key, redact_query};
+use crate::client_ip::client_ip;
+use crate::limits::Limiter;
 use crate::verdicts::Verdicts;
-pub use response::{ApiError, Reply};
+pub use response::{ApiError, Reply, json_response};
 
 const LOOKUP_PREFIX: &str = "/api/v1/domain";
 
 /// What the handlers share.
 pub struct Api {
     pub auth: Authenticator,
+    pub limiter: Limiter,
     pub verdicts: Verdicts,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// The Pingora app serving [`Api`].
@@ -47,14 +52,15 @@ pub struct Request {
     pub method: Method,
     pub path: String,
     pub key: Option<String>,
-    pub peer: Option<IpAddr>,
+    /// The caller's address (see [`client_ip`]).
+    pub client: Option<IpAddr>,
 }
 
 #[async_trait]
 impl ServeHttp for ApiApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let started = Instant::now();
-        let request = take_request(session);
+        let request = take_request(session, &self.0.trusted_proxies);
         let mut log = LogFields::default();
         let reply = route(&self.0, &request, &mut log).await;
         if !matches!(request.method, Method::GET | Method::HEAD) {
@@ -79,7 +85,7 @@ impl ServeHttp for ApiApp {
 
 /// Reads what the handlers need and removes the key from the request (so no later log can
 /// show it).
-fn take_request(session: &mut ServerSession) -> Request {
+fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -> Request {
     let header = session.req_header();
     let query = header.uri.query();
     let key = presented_key(header.headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes()), query);
@@ -94,8 +100,11 @@ fn take_request(session: &mut ServerSession) -> Request {
     }
     session.req_header_mut().remove_header(&http::header::AUTHORIZATION);
     let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+    let forwarded: Vec<&str> =
+        session.req_header().headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+    let client = client_ip(peer, &forwarded, trusted_proxies);
     let id = uuid::Uuid::new_v4().to_string();
-    Request { id, method, path, key, peer }
+    Request { id, method, path, key, client }
 }
 
 async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
@@ -107,7 +116,7 @@ async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
             .with_header("Allow", "GET, HEAD")
             .into();
     }
-    lookup::handle(api, request, segment, log).await.unwrap_or_else(Reply::from)
+    lookup::handle(api, request, segment, log).await
 }
 
 /// The raw `:input` segment of a lookup path (`""` when missing), or `None` for other paths.

@@ -4,12 +4,14 @@ use email_verdict_core::{ErrorBody, ErrorCode, LookupResponse};
 use http::{Response, StatusCode};
 use serde::Serialize;
 
+use crate::limits::Headers;
+
 /// A failed request: a stable code, a message for the caller, and extra headers.
 #[derive(Debug)]
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Headers,
 }
 
 impl ApiError {
@@ -27,8 +29,9 @@ impl ApiError {
     }
 }
 
+/// What a request is answered with.
 pub enum Reply {
-    Lookup(Box<LookupResponse>),
+    Lookup(Box<LookupResponse>, Headers),
     Error(ApiError),
 }
 
@@ -42,23 +45,24 @@ impl Reply {
     /// Status and error code, for the log line.
     pub fn status_and_code(&self) -> (u16, Option<&'static str>) {
         match self {
-            Reply::Lookup(_) => (200, None),
+            Reply::Lookup(..) => (200, None),
             Reply::Error(e) => (e.code.status(), Some(e.code.as_str())),
         }
     }
 
     pub fn into_response(self, request_id: &str) -> Response<Vec<u8>> {
         match self {
-            Reply::Lookup(body) => json(StatusCode::OK, request_id, &body, &[]),
+            Reply::Lookup(body, headers) => json_response(StatusCode::OK, request_id, &body, &headers),
             Reply::Error(e) => {
                 let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                json(status, request_id, &ErrorBody::new(request_id, e.code, e.message), &e.headers)
+                json_response(status, request_id, &ErrorBody::new(request_id, e.code, e.message), &e.headers)
             }
         }
     }
 }
 
-fn json(
+/// A JSON response with the headers every answer carries.
+pub fn json_response(
     status: StatusCode,
     request_id: &str,
     body: &impl Serialize,

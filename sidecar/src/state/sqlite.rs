@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{KeyListing, KeyRecord, StateError, StateStore};
+use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, Limits, StateError, StateStore};
+use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE api_keys (
         id          TEXT PRIMARY KEY,
         key_hash    TEXT NOT NULL UNIQUE,
@@ -27,7 +29,15 @@ const MIGRATIONS: &[&str] = &["
         count   INTEGER NOT NULL,
         PRIMARY KEY (key_id, day)
     );
-"];
+",
+    "
+    CREATE TABLE burst (
+        key_id  TEXT NOT NULL,
+        at_ms   INTEGER NOT NULL
+    );
+    CREATE INDEX burst_by_key ON burst (key_id, at_ms);
+",
+];
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -123,14 +133,65 @@ impl KeyRow {
     }
 }
 
+fn join_networks(nets: &[ipnet::IpNet]) -> String {
+    nets.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn read_key(c: &Connection, id: &str) -> Result<Option<KeyRecord>, StateError> {
+    let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1");
+    let row = c.query_row(&sql, [id], KeyRow::read).optional().map_err(unavailable)?;
+    row.map(KeyRow::parse).transpose()
+}
+
+/// The admission step in one write transaction (`BEGIN IMMEDIATE` takes the write lock first,
+/// so concurrent admissions, from any process, are serialized).
+fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<Admission> {
+    let day = utc_day(now_ms.div_euclid(1000));
+    c.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let used: i64 = c
+            .query_row("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2", params![key_id, day], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0);
+        let used = used.max(0) as u64;
+        if used >= limits.daily_quota {
+            return Ok(Admission::QuotaExceeded { used });
+        }
+        c.execute("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2", params![key_id, now_ms - BURST_WINDOW_MS])?;
+        let (in_window, oldest): (u64, Option<i64>) =
+            c.query_row("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1", [key_id], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+            })?;
+        if in_window >= limits.burst_per_second {
+            let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
+            return Ok(Admission::RateLimited { retry_after_ms });
+        }
+        c.execute("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)", params![key_id, now_ms])?;
+        let used: i64 = c.query_row(
+            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
+             ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
+            params![key_id, day],
+            |r| r.get(0),
+        )?;
+        Ok(Admission::Admitted { used: used as u64 })
+    })();
+    let end = if matches!(result, Ok(Admission::Admitted { .. })) { "COMMIT" } else { "ROLLBACK" };
+    match c.execute_batch(end) {
+        Ok(()) => result,
+        Err(e) => {
+            let _ = c.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 #[async_trait]
 impl StateStore for SqliteStore {
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
         self.with_conn(move |c| {
-            let nets: Vec<String> = key.allow_ips.iter().map(ToString::to_string).collect();
             c.execute(
                 "INSERT INTO api_keys (id, key_hash, name, plan, allow_ips, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![key.id, hash.0, key.name, key.plan.as_str(), nets.join(","), key.created_at],
+                params![key.id, hash.0, key.name, key.plan.as_str(), join_networks(&key.allow_ips), key.created_at],
             )
             .map_err(unavailable)?;
             Ok(())
@@ -163,6 +224,63 @@ impl StateStore for SqliteStore {
                 Ok(KeyListing { key: key.parse()?, used_today: used.max(0) as u64 })
             })
             .collect()
+        })
+        .await
+    }
+
+    async fn key_by_id(&self, id: &str) -> Result<Option<KeyRecord>, StateError> {
+        let id = id.to_owned();
+        self.with_conn(move |c| read_key(c, &id)).await
+    }
+
+    async fn update_key(&self, id: &str, change: KeyChange) -> Result<Option<KeyRecord>, StateError> {
+        let id = id.to_owned();
+        self.with_conn(move |c| {
+            let tx = c.unchecked_transaction().map_err(unavailable)?;
+            let Some(mut key) = read_key(&tx, &id)? else { return Ok(None) };
+            key.name = change.name.unwrap_or(key.name);
+            key.plan = change.plan.unwrap_or(key.plan);
+            key.allow_ips = change.allow_ips.unwrap_or(key.allow_ips);
+            tx.execute(
+                "UPDATE api_keys SET name = ?2, plan = ?3, allow_ips = ?4 WHERE id = ?1",
+                params![id, key.name, key.plan.as_str(), join_networks(&key.allow_ips)],
+            )
+            .map_err(unavailable)?;
+            tx.commit().map_err(unavailable)?;
+            Ok(Some(key))
+        })
+        .await
+    }
+
+    async fn admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<Admission, StateError> {
+        let key_id = key_id.to_owned();
+        self.with_conn(move |c| admit(c, &key_id, limits, now_ms).map_err(unavailable)).await
+    }
+
+    async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError> {
+        let (key_id, day) = (key_id.to_owned(), day.to_owned());
+        self.with_conn(move |c| {
+            c.execute(
+                "UPDATE usage SET count = count - 1 WHERE key_id = ?1 AND day = ?2 AND count > 0",
+                params![key_id, day],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {
+        let (key_id, days) = (key_id.to_owned(), days.to_vec());
+        self.with_conn(move |c| {
+            let mut stmt = c.prepare("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2").map_err(unavailable)?;
+            days.iter()
+                .map(|day| {
+                    let n: Option<i64> =
+                        stmt.query_row(params![key_id, day], |r| r.get(0)).optional().map_err(unavailable)?;
+                    Ok(n.unwrap_or(0).max(0) as u64)
+                })
+                .collect()
         })
         .await
     }

@@ -1,0 +1,144 @@
+//! `/admin/v1/keys`: create, list, read, change, revoke keys, and read their usage.
+//!
+//! | method | path | body | answer |
+//! |---|---|---|---|
+//! | GET | `/admin/v1/keys` | | `{"keys": [key...]}` |
+//! | POST | `/admin/v1/keys` | `{"plan", "name"?, "allow_ips"?}` | 201 key + `"key"` (shown once) |
+//! | GET | `/admin/v1/keys/{id}` | | key |
+//! | PATCH | `/admin/v1/keys/{id}` | `{"plan"?, "name"?, "allow_ips"?}` | key |
+//! | POST | `/admin/v1/keys/{id}/revoke` (or DELETE `/admin/v1/keys/{id}`) | | key |
+//! | GET | `/admin/v1/keys/{id}/usage?days=N` | | `{"id", "days": [{"day", "used"}]}` (N ≤ 40, default 7) |
+
+use http::{Method, StatusCode};
+use ipnet::IpNet;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Admin, AdminError, AdminResult, Json};
+use crate::clock::utc_day;
+use crate::keys::{ApiKey, new_key_id};
+use crate::plans::Plan;
+use crate::state::{KeyChange, KeyRecord};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFields {
+    plan: Option<String>,
+    name: Option<String>,
+    allow_ips: Option<Vec<String>>,
+}
+
+pub async fn route(admin: &Admin, method: &Method, rest: &[&str], body: &[u8], query: &str) -> AdminResult {
+    match (method, rest) {
+        (&Method::GET, [] | [""]) => list(admin).await,
+        (&Method::POST, [] | [""]) => create(admin, parse(body)?).await,
+        (&Method::GET, [id]) => show(admin, id).await,
+        (&Method::PATCH, [id]) => change(admin, id, parse(body)?).await,
+        (&Method::DELETE, [id]) | (&Method::POST, [id, "revoke"]) => revoke(admin, id).await,
+        (&Method::GET, [id, "usage"]) => usage(admin, id, query).await,
+        _ => Err(AdminError::not_found("no such endpoint or method")),
+    }
+}
+
+fn parse(body: &[u8]) -> Result<KeyFields, AdminError> {
+    serde_json::from_slice(body).map_err(|e| AdminError::bad_request(format!("invalid JSON body: {e}")))
+}
+
+fn plan(s: &str) -> Result<Plan, AdminError> {
+    s.parse().map_err(|e| AdminError::bad_request(format!("{e}")))
+}
+
+fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
+    list.iter()
+        .map(|s| {
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| AdminError::bad_request(format!("{s:?} is not an IP network")))
+        })
+        .collect()
+}
+
+fn today(admin: &Admin) -> String {
+    utc_day(admin.clock.now_ms().div_euclid(1000))
+}
+
+fn key_json(key: &KeyRecord, used_today: u64) -> Value {
+    json!({
+        "id": key.id,
+        "name": key.name,
+        "plan": key.plan.as_str(),
+        "status": if key.revoked { "revoked" } else { "active" },
+        "allow_ips": key.allow_ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "created_at": key.created_at,
+        "daily_quota": key.plan.daily_quota(),
+        "burst_per_second": key.plan.burst_per_second(),
+        "used_today": used_today,
+    })
+}
+
+async fn with_usage(admin: &Admin, key: &KeyRecord) -> Result<Value, AdminError> {
+    let used = admin.store.usage(&key.id, &[today(admin)]).await?;
+    Ok(key_json(key, used.first().copied().unwrap_or(0)))
+}
+
+async fn list(admin: &Admin) -> AdminResult {
+    let keys = admin.store.list_keys(&today(admin)).await?;
+    let keys: Vec<Value> = keys.iter().map(|l| key_json(&l.key, l.used_today)).collect();
+    Ok(Json(StatusCode::OK, json!({ "keys": keys })))
+}
+
+async fn create(admin: &Admin, fields: KeyFields) -> AdminResult {
+    let plan = plan(fields.plan.as_deref().ok_or_else(|| AdminError::bad_request("\"plan\" is required"))?)?;
+    let allow_ips = networks(&fields.allow_ips.unwrap_or_default())?;
+    let secret = ApiKey::generate().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
+    let id = new_key_id().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
+    let created_at = admin.clock.now_ms().div_euclid(1000);
+    let key = KeyRecord { id, name: fields.name.unwrap_or_default(), plan, allow_ips, created_at, revoked: false };
+    admin.store.insert_key(key.clone(), secret.hash()).await?;
+    let mut body = key_json(&key, 0);
+    body["key"] = Value::String(secret.expose().to_owned());
+    Ok(Json(StatusCode::CREATED, body))
+}
+
+async fn show(admin: &Admin, id: &str) -> AdminResult {
+    let key = admin.store.key_by_id(id).await?.ok_or_else(|| no_key(id))?;
+    Ok(Json(StatusCode::OK, with_usage(admin, &key).await?))
+}
+
+async fn change(admin: &Admin, id: &str, fields: KeyFields) -> AdminResult {
+    let change = KeyChange {
+        name: fields.name,
+        plan: fields.plan.as_deref().map(plan).transpose()?,
+        allow_ips: fields.allow_ips.as_deref().map(networks).transpose()?,
+    };
+    let key = admin.store.update_key(id, change).await?.ok_or_else(|| no_key(id))?;
+    Ok(Json(StatusCode::OK, with_usage(admin, &key).await?))
+}
+
+async fn revoke(admin: &Admin, id: &str) -> AdminResult {
+    if !admin.store.revoke_key(id).await? {
+        return Err(no_key(id));
+    }
+    show(admin, id).await
+}
+
+async fn usage(admin: &Admin, id: &str, query: &str) -> AdminResult {
+    admin.store.key_by_id(id).await?.ok_or_else(|| no_key(id))?;
+    let days: i64 = match crate::auth::query_param(query, "days") {
+        Some(n) => n
+            .parse()
+            .ok()
+            .filter(|n| (1..=40).contains(n))
+            .ok_or_else(|| AdminError::bad_request("days must be 1 to 40"))?,
+        None => 7,
+    };
+    let now = admin.clock.now_ms().div_euclid(1000);
+    let names: Vec<String> = (0..days).map(|i| utc_day(now - i * 86_400)).collect();
+    let counts = admin.store.usage(id, &names).await?;
+    let days: Vec<Value> = names.iter().zip(counts).map(|(day, used)| json!({ "day": day, "used": used })).collect();
+    Ok(Json(StatusCode::OK, json!({ "id": id, "days": days })))
+}
+
+fn no_key(id: &str) -> AdminError {
+    AdminError::not_found(format!("no key with id {id:?}"))
+}

@@ -1,0 +1,148 @@
+//! The admin listener: `GET /healthz` (open, for probes) and the key-management API under
+//! `/admin/v1/` (bearer admin token). The server refuses to listen on a non-loopback address
+//! without a token. Errors use the public API's body shape with admin codes.
+
+mod keys;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::{Method, Response, StatusCode};
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::api::json_response;
+use crate::clock::Clock;
+use crate::state::{StateError, StateStore};
+
+/// Largest admin request body accepted.
+const MAX_BODY: usize = 64 * 1024;
+
+pub struct Admin {
+    pub store: Arc<dyn StateStore>,
+    pub clock: Arc<dyn Clock>,
+    /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
+    pub token_hash: Option<[u8; 32]>,
+}
+
+pub struct AdminApp(pub Arc<Admin>);
+
+/// An admin API failure: status, stable code, message.
+#[derive(Debug)]
+pub struct AdminError(StatusCode, &'static str, String);
+
+impl AdminError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self(StatusCode::BAD_REQUEST, "invalid_request", message.into())
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self(StatusCode::NOT_FOUND, "not_found", message.into())
+    }
+}
+
+impl From<StateError> for AdminError {
+    fn from(e: StateError) -> Self {
+        tracing::error!(error = %e, "state store failed (admin)");
+        Self(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "state store failed; retry later".into())
+    }
+}
+
+/// A handler's successful answer.
+pub struct Json(pub StatusCode, pub serde_json::Value);
+
+pub type AdminResult = Result<Json, AdminError>;
+
+#[async_trait]
+impl ServeHttp for AdminApp {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let method = session.req_header().method.clone();
+        let path = session.req_header().uri.path().to_owned();
+        if path == "/healthz" {
+            return text(StatusCode::OK, "ok");
+        }
+        let result = self.handle(session, &method, &path).await;
+        let status = result.as_ref().map_or_else(|e| e.0, |j| j.0);
+        tracing::info!(request_id = %request_id, method = %method, path = %path, status = status.as_u16(), "admin request");
+        match result {
+            Ok(Json(status, body)) => json_response(status, &request_id, &body, &[]),
+            Err(AdminError(status, code, message)) => json_response(
+                status,
+                &request_id,
+                &ErrorJson { request_id: &request_id, error: Detail { code, message } },
+                &[],
+            ),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    request_id: &'a str,
+    error: Detail,
+}
+
+#[derive(Serialize)]
+struct Detail {
+    code: &'static str,
+    message: String,
+}
+
+impl AdminApp {
+    async fn handle(&self, session: &mut ServerSession, method: &Method, path: &str) -> AdminResult {
+        if !self.authorized(session) {
+            return Err(AdminError(StatusCode::UNAUTHORIZED, "unauthorized", "admin token missing or wrong".into()));
+        }
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let Some(rest) = segments.strip_prefix(&["admin", "v1", "keys"]) else {
+            return Err(AdminError::not_found("no such endpoint"));
+        };
+        let body = if matches!(*method, Method::POST | Method::PATCH) { read_body(session).await? } else { Vec::new() };
+        let query = session.req_header().uri.query().unwrap_or_default().to_owned();
+        keys::route(&self.0, method, rest, &body, &query).await
+    }
+
+    fn authorized(&self, session: &ServerSession) -> bool {
+        let Some(expected) = &self.0.token_hash else { return true };
+        let presented = session.req_header().headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let token = presented.and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")));
+        // Comparing digests keeps the comparison independent of where the token differs.
+        token.is_some_and(|t| Sha256::digest(t.trim().as_bytes()).as_slice() == expected.as_slice())
+    }
+}
+
+async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, AdminError> {
+    let mut body = Vec::new();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => {
+                body.extend_from_slice(&chunk);
+                if body.len() > MAX_BODY {
+                    return Err(AdminError(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "body_too_large",
+                        "request body over 64 KiB".into(),
+                    ));
+                }
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(AdminError::bad_request(format!("cannot read the request body: {e}"))),
+        }
+    }
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Vec<u8>> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/plain")
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .body(body.as_bytes().to_vec())
+        .unwrap_or_else(|_| Response::new(Vec::new()))
+}
+
+/// SHA-256 of an admin token, as [`Admin::token_hash`] keeps it.
+pub fn hash_token(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}

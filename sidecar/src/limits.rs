@@ -1,0 +1,105 @@
+//! Plans applied to requests: the daily quota (402) and the per-second burst (429), counted
+//! atomically in the state store so that replicas sharing it stay exact.
+//!
+//! What counts: a request is admitted (and counted) after its key is accepted; if it then fails
+//! on our side (DNS or store failure) or on its input (400), its quota unit is given back. So a
+//! day's count is exactly the key's 200 answers, and every admitted request, answered or not,
+//! takes a place in the burst window.
+//!
+//! Headers (GitHub's convention): `X-RateLimit-Limit` (daily quota), `X-RateLimit-Remaining`,
+//! `X-RateLimit-Reset` (Unix seconds of the next midnight UTC); `Retry-After` on 402 and 429.
+
+use std::sync::Arc;
+
+use email_verdict_core::ErrorCode;
+
+use crate::api::ApiError;
+use crate::clock::{Clock, next_midnight, utc_day};
+use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
+
+pub struct Limiter {
+    store: Arc<dyn StateStore>,
+    clock: Arc<dyn Clock>,
+}
+
+/// An admitted request: what to give back if it is not answered, and its headers.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    key_id: String,
+    day: String,
+    quota: u64,
+    used: u64,
+    reset: i64,
+}
+
+pub type Headers = Vec<(&'static str, String)>;
+
+impl Grant {
+    pub fn headers(&self) -> Headers {
+        rate_headers(self.quota, self.quota.saturating_sub(self.used), self.reset)
+    }
+}
+
+fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
+    vec![
+        ("X-RateLimit-Limit", limit.to_string()),
+        ("X-RateLimit-Remaining", remaining.to_string()),
+        ("X-RateLimit-Reset", reset.to_string()),
+    ]
+}
+
+impl Limiter {
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// Admits one request for `key` or says why not, as the API error to answer.
+    pub async fn admit(&self, key: &KeyRecord) -> Result<Grant, ApiError> {
+        let now_ms = self.clock.now_ms();
+        let limits = Limits::from(key.plan);
+        let reset = next_midnight(now_ms.div_euclid(1000));
+        let admission = self.store.admit(&key.id, limits, now_ms).await.map_err(store_error)?;
+        let quota = limits.daily_quota;
+        match admission {
+            Admission::Admitted { used } => {
+                let day = utc_day(now_ms.div_euclid(1000));
+                Ok(Grant { key_id: key.id.clone(), day, quota, used, reset })
+            }
+            Admission::QuotaExceeded { .. } => {
+                let wait = (reset - now_ms.div_euclid(1000)).max(1) as u64;
+                let message =
+                    format!("daily quota of {quota} lookups reached; it resets at midnight UTC, or upgrade the plan");
+                Err(with_headers(
+                    ApiError::new(ErrorCode::QuotaExceeded, message).with_retry_after(wait),
+                    rate_headers(quota, 0, reset),
+                ))
+            }
+            Admission::RateLimited { retry_after_ms } => {
+                let (burst, wait) = (limits.burst_per_second, retry_after_ms.div_ceil(1000).max(1));
+                let used = self.store.usage(&key.id, &[utc_day(now_ms.div_euclid(1000))]).await.ok();
+                let remaining = used.and_then(|u| u.first().copied()).map_or(quota, |u| quota.saturating_sub(u));
+                let message = format!("more than {burst} requests per second; retry after a short delay");
+                let error = ApiError::new(ErrorCode::RateLimitExceeded, message).with_retry_after(wait);
+                Err(with_headers(error, rate_headers(quota, remaining, reset)))
+            }
+        }
+    }
+
+    /// Gives the grant's quota unit back (the request was not answered with a verdict).
+    pub async fn refund(&self, grant: &mut Grant) {
+        match self.store.refund(&grant.key_id, &grant.day).await {
+            Ok(()) => grant.used = grant.used.saturating_sub(1),
+            Err(e) => tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup"),
+        }
+    }
+}
+
+fn with_headers(mut error: ApiError, headers: Headers) -> ApiError {
+    error.headers.extend(headers);
+    error
+}
+
+pub fn store_error(e: StateError) -> ApiError {
+    tracing::error!(error = %e, "state store failed");
+    ApiError::new(ErrorCode::InternalError, "internal error; retry later").with_retry_after(1)
+}

@@ -1,0 +1,225 @@
+//! One suite, run against every state backend: SQLite on a temp file and a real `redis-server`
+//! started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
+//! exact and nothing sleeps on the wall clock, except the Redis outage test.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use email_verdict::keys::ApiKey;
+use email_verdict::plans::Plan;
+use email_verdict::state::{Admission, KeyChange, KeyRecord, Limits, RedisStore, SqliteStore, StateError, StateStore};
+
+/// 2026-11-22T00:00:00Z in ms.
+const DAY_START: i64 = 1_795_305_600_000;
+
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server not found: run scripts/install-deps.sh");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Redis { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ev-backends-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    path
+}
+
+/// Runs `$check` against a fresh store of each backend; `$open` makes a second handle on the
+/// same state (another process's view).
+macro_rules! with_all_backends {
+    ($name:ident, $check:ident) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let path = temp_db(stringify!($name));
+                let open = move || -> Arc<dyn StateStore> { Arc::new(SqliteStore::open(&path).unwrap()) };
+                $check(open).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let redis = Redis::start();
+                let url = redis.url();
+                let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
+                $check(open).await;
+            }
+        }
+    };
+}
+
+async fn new_key(store: &dyn StateStore, plan: Plan) -> (KeyRecord, ApiKey) {
+    let secret = ApiKey::generate().unwrap();
+    let id = email_verdict::keys::new_key_id().unwrap();
+    let key = KeyRecord { id, name: "t".into(), plan, allow_ips: vec![], created_at: 1, revoked: false };
+    store.insert_key(key.clone(), secret.hash()).await.unwrap();
+    (key, secret)
+}
+
+fn admitted(a: &Admission) -> bool {
+    matches!(a, Admission::Admitted { .. })
+}
+
+async fn keys_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, secret) = new_key(&*store, Plan::Free).await;
+    assert_eq!(store.key_by_hash(&secret.hash()).await.unwrap(), Some(key.clone()));
+    assert_eq!(store.key_by_id(&key.id).await.unwrap(), Some(key.clone()));
+    assert_eq!(store.key_by_hash(&ApiKey::generate().unwrap().hash()).await.unwrap(), None);
+    let nets = vec!["192.0.2.0/24".parse().unwrap(), "2001:db8::/32".parse().unwrap()];
+    let change = KeyChange { plan: Some(Plan::Pro), allow_ips: Some(nets.clone()), name: None };
+    let changed = store.update_key(&key.id, change).await.unwrap().unwrap();
+    assert_eq!((changed.plan, changed.allow_ips.clone(), changed.name.as_str()), (Plan::Pro, nets, "t"));
+    assert_eq!(store.update_key("key_nope", KeyChange::default()).await.unwrap(), None);
+    // Another handle (another process) sees the change and the revocation.
+    let other = open();
+    assert_eq!(other.key_by_hash(&secret.hash()).await.unwrap(), Some(changed));
+    assert!(store.revoke_key(&key.id).await.unwrap());
+    assert!(!store.revoke_key("key_nope").await.unwrap());
+    assert!(other.key_by_id(&key.id).await.unwrap().unwrap().revoked);
+    let listed = other.list_keys("2026-11-22").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].key.revoked);
+}
+with_all_backends!(keys, keys_round_trip);
+
+async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, Plan::Free).await;
+    let limits = Limits::from(Plan::Free);
+    let mut now = DAY_START + 10 * 3_600_000;
+    for expected in 1..=3 {
+        assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::Admitted { used: expected });
+        now += 1_001;
+    }
+    assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::QuotaExceeded { used: 3 });
+    // A refund gives one back; the count is then exactly the answered lookups.
+    store.refund(&key.id, "2026-11-22").await.unwrap();
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![2]);
+    now += 1_001;
+    assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::Admitted { used: 3 });
+    // The last millisecond of the day is still the same day; midnight starts a new one.
+    let last_ms = DAY_START + 86_400_000 - 1;
+    assert!(matches!(store.admit(&key.id, limits, last_ms).await.unwrap(), Admission::QuotaExceeded { .. }));
+    let midnight = DAY_START + 86_400_000;
+    assert_eq!(store.admit(&key.id, limits, midnight).await.unwrap(), Admission::Admitted { used: 1 });
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into(), "2026-11-23".into()]).await.unwrap(), vec![3, 1]);
+}
+with_all_backends!(quota, quota_is_exact_and_resets_at_midnight);
+
+async fn burst_is_a_sliding_second(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, Plan::Pro).await;
+    let limits = Limits { daily_quota: 1_000, burst_per_second: 2 };
+    let t = DAY_START + 5_000;
+    assert!(admitted(&store.admit(&key.id, limits, t).await.unwrap()));
+    assert!(admitted(&store.admit(&key.id, limits, t + 600).await.unwrap()));
+    // Two in (t+999-1000, t+999]: refused until the first leaves the window at t+1000.
+    assert_eq!(store.admit(&key.id, limits, t + 999).await.unwrap(), Admission::RateLimited { retry_after_ms: 1 });
+    assert!(admitted(&store.admit(&key.id, limits, t + 1_000).await.unwrap()));
+    assert_eq!(store.admit(&key.id, limits, t + 1_100).await.unwrap(), Admission::RateLimited { retry_after_ms: 500 });
+    // A refused request does not take a place in the window.
+    assert!(admitted(&store.admit(&key.id, limits, t + 1_600).await.unwrap()));
+}
+with_all_backends!(burst, burst_is_a_sliding_second);
+
+async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn StateStore>) {
+    // Two handles stand for two replicas; 60 concurrent admissions at one instant.
+    let stores = [open(), open()];
+    let (key, _) = new_key(&*stores[0], Plan::Basic).await;
+    let limits = Limits::from(Plan::Basic);
+    let now = DAY_START + 7_000;
+    let tasks: Vec<_> = (0..60)
+        .map(|i| {
+            let (store, id) = (stores[i % 2].clone(), key.id.clone());
+            tokio::spawn(async move { store.admit(&id, limits, now).await.unwrap() })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    assert_eq!(results.iter().filter(|a| admitted(a)).count(), 10, "exactly the burst: {results:?}");
+    // Quota: 12 more seconds of full bursts against a quota of 100 admits exactly 100.
+    let tight = Limits { daily_quota: 100, burst_per_second: 10 };
+    let (key, _) = new_key(&*stores[0], Plan::Basic).await;
+    let mut total = 0;
+    for second in 0..12 {
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let (store, id) = (stores[i % 2].clone(), key.id.clone());
+                tokio::spawn(async move { store.admit(&id, tight, now + second * 1_000).await.unwrap() })
+            })
+            .collect();
+        for t in tasks {
+            total += usize::from(admitted(&t.await.unwrap()));
+        }
+    }
+    assert_eq!(total, 100);
+}
+with_all_backends!(concurrency, concurrent_admissions_never_exceed_limits);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_outage_is_a_bounded_error_and_recovers() {
+    let mut redis = Redis::start();
+    let store = RedisStore::open(&redis.url()).unwrap();
+    let (key, _) = new_key(&store, Plan::Pro).await;
+    let limits = Limits::from(Plan::Pro);
+    redis.child.kill().unwrap();
+    redis.child.wait().unwrap();
+    let started = Instant::now();
+    let err = store.admit(&key.id, limits, DAY_START).await.unwrap_err();
+    assert!(matches!(err, StateError::Unavailable(_)), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "bounded: {:?}", started.elapsed());
+    // Same port, fresh server: the store reconnects by itself.
+    redis.child = Command::new("redis-server")
+        .args(["--port", &redis.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match store.admit(&key.id, limits, DAY_START).await {
+            Ok(a) => {
+                assert!(admitted(&a));
+                break;
+            }
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("did not recover: {e}"),
+        }
+    }
+}

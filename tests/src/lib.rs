@@ -1,0 +1,57 @@
+//! End-to-end test harness for email-verdict: real processes on loopback.
+//!
+//! What it gives a test: a private [`TestDir`], [`free_port`]s from the OS, readiness by polling
+//! with a deadline ([`wait_for`]), child processes that are killed on `Drop` and whose output is
+//! captured to files and printed when the test fails ([`ChildProcess`]), a real authoritative DNS
+//! server on the fixture zones ([`Nsd`]), a counting DNS forwarder ([`DnsCounter`]), the built
+//! sidecar binary ([`Sidecar`], [`Cli`]) and a raw HTTP/1.1 client ([`http`]) that sends the
+//! request target byte for byte, so tests control percent-encoding exactly.
+//!
+//! Invariants: every port comes from the OS; nothing is left running after a test (every child
+//! is owned by a guard); a missing artifact fails with a "build first" message, never silently.
+
+pub mod dns;
+pub mod http;
+pub mod nsd;
+pub mod process;
+pub mod sidecar;
+pub mod tempdir;
+pub mod verdict;
+
+pub use dns::DnsCounter;
+pub use http::{Request, Response};
+pub use nsd::Nsd;
+pub use process::{ChildProcess, free_port, wait_for};
+pub use sidecar::{Cli, CliOutput, Sidecar, SidecarBuilder};
+pub use tempdir::TestDir;
+
+use std::path::PathBuf;
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+/// `tests/fixtures/` in the source tree.
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The usual setup: NSD on the fixture zones and a sidecar using it as its nameserver, with the
+/// builder adjusted by `configure` (extra flags, keys...).
+pub fn start_with(configure: impl FnOnce(SidecarBuilder) -> SidecarBuilder) -> (Sidecar, Nsd) {
+    let nsd = Nsd::start();
+    let sidecar = configure(Sidecar::builder().dns(nsd.addr())).start();
+    (sidecar, nsd)
+}
+
+/// [`start_with`] with the defaults (one `pro` key).
+pub fn start() -> (Sidecar, Nsd) {
+    start_with(|b| b)
+}
+
+/// `GET /api/v1/domain/{segment}` target with `?key=`.
+pub fn api_target(segment: &str, key: &str) -> String {
+    format!("/api/v1/domain/{segment}?key={key}")
+}
