@@ -2,50 +2,16 @@
 //! started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
 //! exact and nothing sleeps on the wall clock, except the Redis outage test.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use email_verdict::keys::ApiKey;
 use email_verdict::plans::Plan;
 use email_verdict::state::{Admission, KeyChange, KeyRecord, Limits, RedisStore, SqliteStore, StateError, StateStore};
+use email_verdict_tests::Redis;
 
 /// 2026-11-22T00:00:00Z in ms.
 const DAY_START: i64 = 1_795_305_600_000;
-
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server not found: run scripts/install-deps.sh");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Redis { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn temp_db(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ev-backends-{}-{name}", std::process::id()));
@@ -199,18 +165,13 @@ async fn redis_outage_is_a_bounded_error_and_recovers() {
     let store = RedisStore::open(&redis.url()).unwrap();
     let (key, _) = new_key(&store, Plan::Pro).await;
     let limits = Limits::from(Plan::Pro);
-    redis.child.kill().unwrap();
-    redis.child.wait().unwrap();
+    redis.kill();
     let started = Instant::now();
     let err = store.admit(&key.id, limits, DAY_START).await.unwrap_err();
     assert!(matches!(err, StateError::Unavailable(_)), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5), "bounded: {:?}", started.elapsed());
-    // Same port, fresh server: the store reconnects by itself.
-    redis.child = Command::new("redis-server")
-        .args(["--port", &redis.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Same port and data: the store reconnects by itself.
+    redis.restart();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match store.admit(&key.id, limits, DAY_START).await {

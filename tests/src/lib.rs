@@ -14,6 +14,7 @@ pub mod dns;
 pub mod http;
 pub mod nsd;
 pub mod process;
+pub mod redis;
 pub mod sidecar;
 pub mod tempdir;
 pub mod verdict;
@@ -22,6 +23,7 @@ pub use dns::DnsCounter;
 pub use http::{Request, Response};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};
+pub use redis::Redis;
 pub use sidecar::{Cli, CliOutput, Sidecar, SidecarBuilder};
 pub use tempdir::TestDir;
 

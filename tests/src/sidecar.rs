@@ -188,6 +188,7 @@ pub struct SidecarBuilder {
     via_env: bool,
     via_config: bool,
     key_plans: Vec<String>,
+    state: Option<String>,
 }
 
 impl Default for SidecarBuilder {
@@ -199,6 +200,7 @@ impl Default for SidecarBuilder {
             via_env: false,
             via_config: false,
             key_plans: vec!["pro".to_string()],
+            state: None,
         }
     }
 }
@@ -233,6 +235,13 @@ impl SidecarBuilder {
         self
     }
 
+    /// A `--state` URL instead of a fresh `sqlite:<dir>/state.db` (shared Redis, a state kept
+    /// across restarts...).
+    pub fn state(mut self, url: &str) -> Self {
+        self.state = Some(url.to_string());
+        self
+    }
+
     /// Keys to create (with `keys create`) before `serve` starts; default one `pro` key.
     pub fn keys(mut self, plans: &[&str]) -> Self {
         self.key_plans = plans.iter().map(|s| s.to_string()).collect();
@@ -242,7 +251,7 @@ impl SidecarBuilder {
     /// Starts `serve` and waits until `GET /healthz` on the admin listener answers 200 `ok`.
     pub fn start(self) -> Sidecar {
         let dir = TestDir::new("sidecar");
-        let state = format!("sqlite:{}", dir.join("state.db").display());
+        let state = self.state.clone().unwrap_or_else(|| format!("sqlite:{}", dir.join("state.db").display()));
         let cli = Cli::new(&state, dir.path());
         let keys: Vec<String> =
             self.key_plans.iter().enumerate().map(|(i, plan)| cli.create_key(plan, &format!("test-{i}"))).collect();
