@@ -2,6 +2,8 @@
 
 use crate::Domain;
 use crate::lists::{DomainSet, LoadReport, NameMap};
+#[cfg(test)]
+use crate::verdict::MxHost;
 use crate::verdict::{Decision, MxInfo, Signals};
 
 /// The lists a verdict consults. Built once at start-up; read-only afterwards.
@@ -40,12 +42,14 @@ impl Catalog {
         }
     }
 
+    /// The provider name when `host` is shared multi-tenant mail infrastructure.
+    pub fn shared_mx_host(&self, host: &str) -> Option<&str> {
+        self.shared_mx.find_name(host).map(|(_, v)| &**v)
+    }
+
     /// The provider name of the first MX host on shared infrastructure, if any.
     pub fn shared_mx_provider<'a>(&'a self, mx: &MxInfo) -> Option<&'a str> {
-        match mx {
-            MxInfo::Mx { hosts, .. } => hosts.iter().find_map(|h| self.shared_mx.find_name(h)).map(|(_, v)| &**v),
-            _ => None,
-        }
+        mx.hosts().iter().find_map(|h| self.shared_mx_host(&h.name))
     }
 
     /// The list signals for `domain` given its MX answer. `decision` is a reviewer's, which
@@ -80,7 +84,7 @@ mod tests {
         c.load(ListKind::Free, "gmail.com\n");
         c.load(ListKind::SharedMx, "mail.protection.outlook.com\tMicrosoft 365\n");
         c.load(ListKind::Block, "bad.example\n");
-        let mx = MxInfo::Mx { hosts: vec!["shop.mail.protection.outlook.com".into()], ips: vec![] };
+        let mx = MxInfo::Mx { hosts: vec![MxHost::new("shop.mail.protection.outlook.com", vec![])] };
         let d = |s: &str| Domain::parse(s).unwrap();
         assert!(c.signals(&d("x.mailinator.com"), &mx, None).disposable);
         let gmail = c.signals(&d("gmail.com"), &mx, None);

@@ -22,4 +22,4 @@ pub use domain::Domain;
 pub use email::EmailAddress;
 pub use input::{InputError, LookupInput};
 pub use lists::{DomainSet, NameMap};
-pub use verdict::{Decision, MxInfo, Signals};
+pub use verdict::{Decision, MxHost, MxInfo, Signals};

@@ -18,8 +18,21 @@ pub enum MxInfo {
     NoMx,
     /// RFC 7505 null MX (`MX 0 .`): the domain states it accepts no mail.
     NullMx,
-    /// MX hosts (lowercase, no trailing dot, by preference) and their addresses.
-    Mx { hosts: Vec<String>, ips: Vec<IpAddr> },
+    /// MX hosts, by preference, each with its addresses.
+    Mx { hosts: Vec<MxHost> },
+}
+
+/// One mail exchanger: its name (lowercase, no trailing dot) and its A/AAAA addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MxHost {
+    pub name: String,
+    pub ips: Vec<IpAddr>,
+}
+
+impl MxHost {
+    pub fn new(name: impl Into<String>, ips: Vec<IpAddr>) -> Self {
+        Self { name: name.into(), ips }
+    }
 }
 
 impl MxInfo {
@@ -29,6 +42,25 @@ impl MxInfo {
 
     pub fn domain_exists(&self) -> bool {
         !matches!(self, Self::NoDomain)
+    }
+
+    /// The MX hosts (none without MX).
+    pub fn hosts(&self) -> &[MxHost] {
+        match self {
+            Self::Mx { hosts } => hosts,
+            _ => &[],
+        }
+    }
+
+    /// Every MX address, in MX order, without duplicates.
+    pub fn addresses(&self) -> Vec<IpAddr> {
+        let mut all: Vec<IpAddr> = Vec::new();
+        for ip in self.hosts().iter().flat_map(|h| &h.ips) {
+            if !all.contains(ip) {
+                all.push(*ip);
+            }
+        }
+        all
     }
 }
 
@@ -67,10 +99,8 @@ pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
     let disposable = blocked || (has_mx && !known_safe && (s.disposable || mx_ip_match));
     let free_provider = has_mx && s.free;
     let shared_mx = has_mx && s.shared_mx;
-    let (mx_records, mx_ip_address) = match mx {
-        MxInfo::Mx { hosts, ips } => (hosts.clone(), ips.iter().map(IpAddr::to_string).collect()),
-        _ => (Vec::new(), Vec::new()),
-    };
+    let mx_records = mx.hosts().iter().map(|h| h.name.clone()).collect();
+    let mx_ip_address = mx.addresses().iter().map(IpAddr::to_string).collect();
     VerdictResult {
         verdict: if disposable { Verdict::Disposable } else { Verdict::Safe },
         disposable,

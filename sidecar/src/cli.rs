@@ -28,9 +28,44 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// The manual review queue and reviewers' decisions
+    Review {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(subcommand)]
+        command: ReviewCommand,
+    },
 }
 
-/// Where the state lives, for operator commands: `--state`, else the `--config` file's `state`.
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// Domains waiting for review, oldest first, with why each is queued
+    List,
+    /// Decide a domain: later lookups reflect it at once
+    Set {
+        domain: String,
+        /// disposable or safe
+        verdict: String,
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Who decides [default: $USER]
+        #[arg(long, env = "USER", default_value = "operator")]
+        reviewer: String,
+    },
+    /// Withdraw the current decision (the domain is judged by the lists again)
+    Clear {
+        domain: String,
+        #[arg(long, default_value = "")]
+        note: String,
+        #[arg(long, env = "USER", default_value = "operator")]
+        reviewer: String,
+    },
+    /// Every decision about a domain, oldest first
+    History { domain: String },
+}
+
+/// Where the state lives, for operator commands: `--state`, else the `--config` file's `state`
+/// (the file's list settings are used too, to refuse decisions on free webmail).
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// State store: sqlite:PATH [default: sqlite:email-verdict.db]

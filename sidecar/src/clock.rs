@@ -22,6 +22,12 @@ pub fn utc_day(unix: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ` for Unix seconds.
+pub fn rfc3339(unix: i64) -> String {
+    let secs = unix.rem_euclid(86_400);
+    format!("{}T{:02}:{:02}:{:02}Z", utc_day(unix), secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
 /// Where "now" comes from; tests inject a fixed or moving time.
 pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> i64;
@@ -58,6 +64,7 @@ mod tests {
         ] {
             assert_eq!(utc_day(unix), day, "{unix}");
         }
+        assert_eq!(rfc3339(1_795_330_023), "2026-11-22T06:47:03Z");
         assert_eq!(next_midnight(0), 86_400);
         assert_eq!(next_midnight(86_399), 86_400);
         assert_eq!(next_midnight(86_400), 172_800);

@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Bearer token for the admin API; required when --admin-listen is not loopback
     #[arg(long, env = "EMAIL_VERDICT_ADMIN_TOKEN", value_name = "TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Distinct disposable domains an MX host or address must serve to count as disposable
+    /// infrastructure [default: 2]
+    #[arg(long, env = "EMAIL_VERDICT_INFRA_THRESHOLD", value_name = "N")]
+    pub infra_threshold: Option<u64>,
     /// Worker threads [default: number of CPUs]
     #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
     pub threads: Option<usize>,
@@ -95,6 +99,7 @@ pub struct ServeConfig {
     pub lists: OperatorLists,
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub admin_token: Option<String>,
+    pub infra_threshold: u64,
     pub threads: usize,
     pub log_format: LogFormat,
 }
@@ -154,6 +159,7 @@ impl ServeArgs {
             },
             trusted_proxies,
             admin_token,
+            infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
             threads: merged
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -184,6 +190,7 @@ impl ServeArgs {
             blocklist: vec(self.blocklist, lower.blocklist),
             trusted_proxy: vec(self.trusted_proxy, lower.trusted_proxy),
             admin_token: self.admin_token.or(lower.admin_token),
+            infra_threshold: self.infra_threshold.or(lower.infra_threshold),
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
         }

@@ -6,11 +6,12 @@ use crate::cli::{KeysCommand, StoreArgs};
 use crate::clock::{unix_now, utc_day};
 use crate::config::{DEFAULT_STATE, ServeArgs};
 use crate::keys::{ApiKey, new_key_id};
+use crate::lists::OperatorLists;
 use crate::state::{self, KeyRecord};
 use crate::usage_error;
 
 pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
-    let url = state_url(store)?;
+    let (url, _) = store_settings(&store)?;
     let store = state::open(&url)?;
     let mut out = std::io::stdout().lock();
     match command {
@@ -46,14 +47,15 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--state`, else the config file's `state`, else the default.
-fn state_url(store: StoreArgs) -> anyhow::Result<String> {
-    if let Some(url) = store.state {
-        return Ok(url);
-    }
-    let from_file = match store.config {
-        Some(path) => ServeArgs { config: Some(path), ..Default::default() }.resolve()?.state,
-        None => DEFAULT_STATE.to_owned(),
+/// The state URL (`--state`, else the config file's `state`, else the default) and the
+/// operator's list files from the config file.
+pub fn store_settings(store: &StoreArgs) -> anyhow::Result<(String, OperatorLists)> {
+    let from_file = match &store.config {
+        Some(path) => {
+            let config = ServeArgs { config: Some(path.clone()), ..Default::default() }.resolve()?;
+            (config.state, config.lists)
+        }
+        None => (DEFAULT_STATE.to_owned(), OperatorLists::default()),
     };
-    Ok(from_file)
+    Ok((store.state.clone().unwrap_or(from_file.0), from_file.1))
 }

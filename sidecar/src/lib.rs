@@ -19,6 +19,8 @@ pub mod limits;
 pub mod lists;
 pub mod logging;
 pub mod plans;
+pub mod review;
+pub mod review_cmd;
 pub mod server;
 pub mod state;
 pub mod verdicts;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use email_verdict::cli::{Cli, Command};
-use email_verdict::{UsageError, keys_cmd, logging, server};
+use email_verdict::{UsageError, keys_cmd, logging, review_cmd, server};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -15,9 +15,8 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // One line naming the problem; clap's usage hint is for people at a prompt.
-            let message = e.kind().to_string();
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or(&message);
+            let first = rendered.lines().next().unwrap_or_default();
             eprintln!("email-verdict: {}", first.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
@@ -28,6 +27,7 @@ fn main() -> ExitCode {
             server::run(config)
         }),
         Command::Keys { store, command } => block_on(keys_cmd::run(store, command)),
+        Command::Review { store, command } => block_on(review_cmd::run(store, command)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

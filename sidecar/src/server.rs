@@ -30,17 +30,17 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     check_bindable(config.listen, "--listen")?;
     check_bindable(config.admin_listen, "--admin-listen")?;
     let store = state::open(&config.state)?;
-    let catalog = build_catalog(&config.lists)?;
+    let catalog = Arc::new(build_catalog(&config.lists)?);
     let resolver = HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?;
     let mx = MxCache::new(Arc::new(resolver), config.cache.clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
         limiter: Limiter::new(store.clone(), clock.clone()),
-        verdicts: Verdicts::new(catalog, mx),
+        verdicts: Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold),
         trusted_proxies: config.trusted_proxies.clone(),
     });
-    let admin = Arc::new(Admin { store, clock, token_hash: config.admin_token.as_deref().map(hash_token) });
+    let admin = Arc::new(Admin { store, clock, catalog, token_hash: config.admin_token.as_deref().map(hash_token) });
 
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
     server.bootstrap();

@@ -1,26 +1,112 @@
-//! The verdict for a lookup input: DNS (through the cache) plus the catalog, by the core rules.
+//! The verdict for a lookup input: DNS (through the cache), the catalog, the reviewer's current
+//! decision and the infrastructure index, by the core rules. Then, off the request's path, the
+//! lookup feeds the review queue and the index.
+//!
+//! Infrastructure (`mx_ip_match`): an MX host name or address counts as disposable
+//! infrastructure once it serves at least `threshold` distinct registrable domains that the
+//! lists or reviewers call disposable and none known legitimate (free webmail, allowlisted).
+//! Hosts on shared multi-tenant infrastructure, and their addresses, never enter the index
+//! and never match (rule 3).
 
 use std::sync::Arc;
 
 use email_verdict_core::verdict::decide;
-use email_verdict_core::{Catalog, LookupInput, VerdictResult};
+use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult};
 
+use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
+use crate::state::{ReviewReason, StateError, StateStore};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error(transparent)]
+    Dns(#[from] DnsFailure),
+    #[error(transparent)]
+    Store(#[from] StateError),
+}
 
 pub struct Verdicts {
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
     mx: Arc<MxCache>,
+    store: Arc<dyn StateStore>,
+    clock: Arc<dyn Clock>,
+    threshold: u64,
+}
+
+/// The MX host names and addresses of a domain that are not shared infrastructure.
+struct OwnInfra {
+    hosts: Vec<String>,
+    ips: Vec<String>,
 }
 
 impl Verdicts {
-    pub fn new(catalog: Catalog, mx: Arc<MxCache>) -> Self {
-        Self { catalog, mx }
+    pub fn new(
+        catalog: Arc<Catalog>,
+        mx: Arc<MxCache>,
+        store: Arc<dyn StateStore>,
+        clock: Arc<dyn Clock>,
+        threshold: u64,
+    ) -> Self {
+        Self { catalog, mx, store, clock, threshold: threshold.max(1) }
     }
 
-    pub async fn verdict(&self, input: &LookupInput) -> Result<VerdictResult, DnsFailure> {
+    pub async fn verdict(&self, input: &LookupInput) -> Result<VerdictResult, LookupError> {
         let domain = input.domain();
         let lookup = self.mx.lookup(domain).await?;
-        let signals = self.catalog.signals(domain, &lookup.mx, None);
-        Ok(decide(&signals, &lookup.mx, lookup.cached))
+        let decision = self.store.decision(domain.as_str()).await?;
+        let mut signals = self.catalog.signals(domain, &lookup.mx, decision);
+        let infra = self.own_infra(&lookup.mx);
+        if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
+            let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await?;
+            signals.mx_ip_match = counts.iter().any(|c| c.disposable >= self.threshold && c.legitimate == 0);
+        }
+        let result = decide(&signals, &lookup.mx, lookup.cached);
+        self.record(domain, &signals, &result, infra);
+        Ok(result)
     }
+
+    fn own_infra(&self, mx: &MxInfo) -> OwnInfra {
+        let own: Vec<_> = mx.hosts().iter().filter(|h| self.catalog.shared_mx_host(&h.name).is_none()).collect();
+        let mut ips: Vec<String> = own.iter().flat_map(|h| h.ips.iter().map(ToString::to_string)).collect();
+        ips.sort();
+        ips.dedup();
+        OwnInfra { hosts: own.iter().map(|h| h.name.clone()).collect(), ips }
+    }
+
+    /// Feeds the review queue and the infrastructure index, in the background: a failure there
+    /// must not fail the lookup.
+    fn record(&self, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
+        let reason = if !result.has_mx && !result.disposable {
+            Some(ReviewReason::NoMx)
+        } else if result.review_required {
+            Some(ReviewReason::Ambiguous)
+        } else {
+            None
+        };
+        // Learn only from what lists and reviewers say, never from mx_ip_match itself.
+        let known_disposable = signals.disposable && !result.safe || signals.decision == Some(Decision::Block);
+        let known_legitimate = signals.free || result.allowlisted;
+        let learn = (known_disposable || known_legitimate) && !infra.hosts.is_empty();
+        if reason.is_none() && !learn {
+            return;
+        }
+        let (store, now) = (self.store.clone(), self.clock.now_ms().div_euclid(1000));
+        let name = domain.as_str().to_owned();
+        let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
+        tokio::spawn(async move {
+            if let Some(reason) = reason
+                && let Err(e) = store.note_for_review(&name, reason, now).await
+            {
+                tracing::warn!(domain = %name, error = %e, "could not queue for review");
+            }
+            if learn && let Err(e) = store.learn_infra(&registrable, known_disposable, &infra.hosts, &infra.ips).await {
+                tracing::warn!(domain = %name, error = %e, "could not record mail infrastructure");
+            }
+        });
+    }
+}
+
+/// Only a domain that nothing else decides can be caught by its infrastructure.
+fn needs_infra_check(s: &Signals) -> bool {
+    !(s.free || s.relay || s.disposable || s.shared_mx || s.decision.is_some())
 }

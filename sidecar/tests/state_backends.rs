@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 
 use email_verdict::keys::ApiKey;
 use email_verdict::plans::Plan;
-use email_verdict::state::{Admission, KeyChange, KeyRecord, Limits, RedisStore, SqliteStore, StateError, StateStore};
+use email_verdict::state::{
+    Admission, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewReason, SqliteStore,
+    StateError, StateStore,
+};
+use email_verdict_core::Decision;
 use email_verdict_tests::Redis;
 
 /// 2026-11-22T00:00:00Z in ms.
@@ -184,3 +188,69 @@ async fn redis_outage_is_a_bounded_error_and_recovers() {
         }
     }
 }
+
+async fn review_queue_and_decisions(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    store.note_for_review("new.example", ReviewReason::Ambiguous, 100).await.unwrap();
+    store.note_for_review("old.example", ReviewReason::NoMx, 50).await.unwrap();
+    other.note_for_review("new.example", ReviewReason::Ambiguous, 130).await.unwrap();
+    let queue = store.review_queue().await.unwrap();
+    let summary: Vec<_> =
+        queue.iter().map(|i| (i.domain.as_str(), i.reason, i.first_seen, i.last_seen, i.lookups)).collect();
+    assert_eq!(
+        summary,
+        [("old.example", ReviewReason::NoMx, 50, 50, 1), ("new.example", ReviewReason::Ambiguous, 100, 130, 2)]
+    );
+    let record = |decision, at| DecisionRecord {
+        domain: "new.example".into(),
+        decision,
+        reviewer: "ana".into(),
+        note: "checked".into(),
+        at,
+    };
+    store.decide(record(Some(Decision::Block), 200)).await.unwrap();
+    assert_eq!(other.decision("new.example").await.unwrap(), Some(Decision::Block));
+    assert_eq!(other.review_queue().await.unwrap().len(), 1, "a decided domain leaves the queue");
+    store.decide(record(Some(Decision::Allow), 210)).await.unwrap();
+    assert_eq!(other.decision("new.example").await.unwrap(), Some(Decision::Allow));
+    store.decide(record(None, 220)).await.unwrap();
+    assert_eq!(other.decision("new.example").await.unwrap(), None);
+    assert_eq!(other.review_queue().await.unwrap().len(), 2, "withdrawn: back in the queue");
+    let history: Vec<_> =
+        other.decision_history("new.example").await.unwrap().iter().map(|r| (r.decision, r.at)).collect();
+    assert_eq!(history, [(Some(Decision::Block), 200), (Some(Decision::Allow), 210), (None, 220)]);
+    assert_eq!(store.decision("never.example").await.unwrap(), None);
+}
+with_all_backends!(review, review_queue_and_decisions);
+
+async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    let hosts = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    store.learn_infra("burner-a.example", true, &hosts(&["mx.burner.example"]), &hosts(&["192.0.2.10"])).await.unwrap();
+    other
+        .learn_infra("burner-b.example", true, &hosts(&["mail.burner-b.example"]), &hosts(&["192.0.2.10"]))
+        .await
+        .unwrap();
+    store
+        .learn_infra("burner-b.example", true, &hosts(&["mail.burner-b.example"]), &hosts(&["192.0.2.10"]))
+        .await
+        .unwrap();
+    store
+        .learn_infra("webmail.example", false, &hosts(&["mx.webmail.example"]), &hosts(&["192.0.2.99"]))
+        .await
+        .unwrap();
+    let counts = other
+        .infra_counts(&hosts(&["mx.burner.example", "unknown.example"]), &hosts(&["192.0.2.10", "192.0.2.99"]))
+        .await
+        .unwrap();
+    let pairs: Vec<_> = counts.iter().map(|c| (c.disposable, c.legitimate)).collect();
+    assert_eq!(pairs, [(1, 0), (0, 0), (2, 0), (0, 1)]);
+    // A domain that turns out legitimate moves sides.
+    store
+        .learn_infra("burner-a.example", false, &hosts(&["mx.burner.example"]), &hosts(&["192.0.2.10"]))
+        .await
+        .unwrap();
+    let counts = store.infra_counts(&[], &hosts(&["192.0.2.10"])).await.unwrap();
+    assert_eq!((counts[0].disposable, counts[0].legitimate), (1, 1));
+}
+with_all_backends!(infra, infrastructure_index);

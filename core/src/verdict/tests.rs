@@ -1,10 +1,8 @@
 use super::*;
 
 fn mx() -> MxInfo {
-    MxInfo::Mx {
-        hosts: vec!["mx.example.net".into()],
-        ips: vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()],
-    }
+    let ips = vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
+    MxInfo::Mx { hosts: vec![MxHost::new("mx.example.net", ips)] }
 }
 
 /// The fields a case is about; `None` means "don't care".

@@ -3,6 +3,7 @@
 //! without a token. Errors use the public API's body shape with admin codes.
 
 mod keys;
+mod reviews;
 
 use std::sync::Arc;
 
@@ -23,6 +24,8 @@ const MAX_BODY: usize = 64 * 1024;
 pub struct Admin {
     pub store: Arc<dyn StateStore>,
     pub clock: Arc<dyn Clock>,
+    /// For refusing `disposable` decisions on free webmail.
+    pub catalog: Arc<email_verdict_core::Catalog>,
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
     pub token_hash: Option<[u8; 32]>,
 }
@@ -39,6 +42,9 @@ impl AdminError {
     }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self(StatusCode::NOT_FOUND, "not_found", message.into())
+    }
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self(StatusCode::CONFLICT, code, message.into())
     }
 }
 
@@ -96,12 +102,17 @@ impl AdminApp {
             return Err(AdminError(StatusCode::UNAUTHORIZED, "unauthorized", "admin token missing or wrong".into()));
         }
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let Some(rest) = segments.strip_prefix(&["admin", "v1", "keys"]) else {
-            return Err(AdminError::not_found("no such endpoint"));
+        let body = if matches!(*method, Method::POST | Method::PATCH | Method::PUT) {
+            read_body(session).await?
+        } else {
+            Vec::new()
         };
-        let body = if matches!(*method, Method::POST | Method::PATCH) { read_body(session).await? } else { Vec::new() };
         let query = session.req_header().uri.query().unwrap_or_default().to_owned();
-        keys::route(&self.0, method, rest, &body, &query).await
+        match segments.as_slice() {
+            ["admin", "v1", "keys", rest @ ..] => keys::route(&self.0, method, rest, &body, &query).await,
+            ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body).await,
+            _ => Err(AdminError::not_found("no such endpoint")),
+        }
     }
 
     fn authorized(&self, session: &ServerSession) -> bool {

@@ -6,6 +6,7 @@ use percent_encoding::percent_decode_str;
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::auth::AuthError;
 use crate::limits::store_error;
+use crate::verdicts::LookupError;
 
 /// How long a client should wait before retrying after a DNS failure, in seconds.
 const DNS_RETRY_AFTER: u64 = 5;
@@ -36,10 +37,13 @@ async fn answer(api: &Api, request: &Request, segment: &str, log: &mut LogFields
         .map_err(|_| ApiError::new(ErrorCode::InvalidInput, "input is not valid UTF-8 after percent-decoding"))?;
     let input = LookupInput::parse(&raw).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     log.domain = Some(input.domain().to_string());
-    let result = api.verdicts.verdict(&input).await.map_err(|e| {
-        tracing::warn!(domain = %input.domain(), error = %e, "lookup failed");
-        ApiError::new(ErrorCode::InternalError, "the domain could not be looked up right now; retry later")
-            .with_retry_after(DNS_RETRY_AFTER)
+    let result = api.verdicts.verdict(&input).await.map_err(|e| match e {
+        LookupError::Dns(e) => {
+            tracing::warn!(domain = %input.domain(), error = %e, "lookup failed");
+            ApiError::new(ErrorCode::InternalError, "the domain could not be looked up right now; retry later")
+                .with_retry_after(DNS_RETRY_AFTER)
+        }
+        LookupError::Store(e) => store_error(e),
     })?;
     log.cached = Some(result.cached);
     Ok(LookupResponse {

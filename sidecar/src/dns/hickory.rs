@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use email_verdict_core::{Domain, MxInfo};
+use email_verdict_core::{Domain, MxHost, MxInfo};
 use futures::future::join_all;
 use hickory_resolver::TokioResolver;
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts};
@@ -57,19 +57,19 @@ impl HickoryResolver {
         Ok(Self { resolver: builder.build()? })
     }
 
-    async fn mx_hosts(&self, domain: &Domain) -> Result<Result<Vec<(u16, String, u32)>, MxAnswer>, DnsFailure> {
-        let name = fqdn(domain.as_str())?;
-        match self.resolver.lookup(name, RecordType::MX).await {
-            Ok(lookup) => Ok(Ok(lookup
-                .answers()
-                .iter()
-                .filter_map(|r| match &r.data {
-                    RData::MX(mx) => Some((mx.preference, host_name(&mx.exchange), r.ttl)),
-                    _ => None,
-                })
-                .collect())),
-            Err(e) => negative(e).map(Err),
-        }
+    /// The MX records of `domain` as (preference, host, ttl); an empty list when the domain has
+    /// none. NXDOMAIN and no-data come back as `Err(Ok(answer))`, failures as `Err(Err(..))`.
+    async fn mx_records(&self, domain: &Domain) -> Result<Vec<(u16, String, u32)>, Result<MxAnswer, DnsFailure>> {
+        let name = fqdn(domain.as_str()).map_err(Err)?;
+        let lookup = self.resolver.lookup(name, RecordType::MX).await.map_err(negative)?;
+        Ok(lookup
+            .answers()
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::MX(mx) => Some((mx.preference, host_name(&mx.exchange), r.ttl)),
+                _ => None,
+            })
+            .collect())
     }
 
     /// A and AAAA of one host; a host whose addresses cannot be had just contributes none, and
@@ -107,9 +107,9 @@ impl HickoryResolver {
 #[async_trait]
 impl MxResolver for HickoryResolver {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
-        let mut mx = match self.mx_hosts(domain).await? {
+        let mut mx = match self.mx_records(domain).await {
             Ok(mx) => mx,
-            Err(negative) => return Ok(negative),
+            Err(answer_or_failure) => return answer_or_failure,
         };
         let ttl = mx.iter().map(|m| m.2).min().unwrap_or(DEFAULT_NEGATIVE_TTL);
         // RFC 7505: a lone MX whose exchange is the root means "accepts no mail".
@@ -126,17 +126,16 @@ impl MxResolver for HickoryResolver {
             }
         }
         let resolved = join_all(hosts.iter().map(|h| self.addresses(h))).await;
-        let mut ips: Vec<IpAddr> = Vec::new();
         let mut ttl = ttl;
-        for (host_ips, host_ttl, complete) in resolved {
-            ttl = ttl.min(if complete { host_ttl } else { 0 });
-            for ip in host_ips {
-                if !ips.contains(&ip) {
-                    ips.push(ip);
-                }
-            }
-        }
-        Ok(MxAnswer { mx: MxInfo::Mx { hosts, ips }, ttl: secs(ttl) })
+        let hosts = hosts
+            .into_iter()
+            .zip(resolved)
+            .map(|(name, (ips, host_ttl, complete))| {
+                ttl = ttl.min(if complete { host_ttl } else { 0 });
+                MxHost { name, ips }
+            })
+            .collect();
+        Ok(MxAnswer { mx: MxInfo::Mx { hosts }, ttl: secs(ttl) })
     }
 }
 

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ipnet::IpNet;
 
+use email_verdict_core::Decision;
+
 use crate::keys::KeyHash;
 use crate::plans::Plan;
 
@@ -55,7 +57,7 @@ pub struct KeyChange {
     pub allow_ips: Option<Vec<IpNet>>,
 }
 
-/// The outcome of [`StateStore::admit`].
+/// The outcome of [`KeyStore::admit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
     /// Counted: `used` lookups today, this one included.
@@ -67,8 +69,15 @@ pub enum Admission {
     RateLimited { retry_after_ms: u64 },
 }
 
+/// Everything the server keeps: keys and their usage, and the review queue with the
+/// infrastructure index.
+pub trait StateStore: KeyStore + ReviewStore {}
+
+impl<T: KeyStore + ReviewStore> StateStore for T {}
+
+/// API keys, their daily usage and burst windows.
 #[async_trait]
-pub trait StateStore: Send + Sync + 'static {
+pub trait KeyStore: Send + Sync + 'static {
     /// Stores a new key under its hash; the record's id must be unique.
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError>;
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError>;
@@ -89,7 +98,102 @@ pub trait StateStore: Send + Sync + 'static {
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError>;
 }
 
-/// What [`StateStore::admit`] enforces.
+/// Why a domain waits for manual review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewReason {
+    /// Has MX, on no list, no decision: `safe` only because nothing proved otherwise (rule 1).
+    Ambiguous,
+    /// No MX (none, null MX, or no such domain): reported `safe`, queued for review (rule 4).
+    NoMx,
+}
+
+impl ReviewReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ambiguous => "ambiguous",
+            Self::NoMx => "no_mx",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Ambiguous, Self::NoMx].into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// A domain in the review queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewItem {
+    pub domain: String,
+    pub reason: ReviewReason,
+    /// Unix seconds.
+    pub first_seen: i64,
+    pub last_seen: i64,
+    pub lookups: u64,
+}
+
+/// One entry of a domain's decision history; `decision: None` withdraws the previous one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionRecord {
+    pub domain: String,
+    pub decision: Option<Decision>,
+    pub reviewer: String,
+    pub note: String,
+    /// Unix seconds.
+    pub at: i64,
+}
+
+/// `safe` / `disposable` / `withdrawn`, as decisions are written in the store and shown.
+pub fn decision_str(d: Option<Decision>) -> &'static str {
+    match d {
+        Some(Decision::Allow) => "safe",
+        Some(Decision::Block) => "disposable",
+        None => "withdrawn",
+    }
+}
+
+pub fn parse_decision(s: &str) -> Option<Option<Decision>> {
+    match s {
+        "safe" => Some(Some(Decision::Allow)),
+        "disposable" => Some(Some(Decision::Block)),
+        "withdrawn" => Some(None),
+        _ => None,
+    }
+}
+
+/// How many distinct registrable domains one MX host name or address is known to serve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InfraCount {
+    pub disposable: u64,
+    pub legitimate: u64,
+}
+
+/// The review queue, reviewers' decisions, and the index of mail infrastructure.
+#[async_trait]
+pub trait ReviewStore: Send + Sync + 'static {
+    /// Counts a lookup of `domain` that needs review (queues it if new).
+    async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError>;
+    /// Queued domains with no current decision, oldest first.
+    async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
+    /// Records a decision (or, with `None`, withdraws the current one); the history is kept.
+    async fn decide(&self, record: DecisionRecord) -> Result<(), StateError>;
+    /// The current decision for `domain`, if any.
+    async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError>;
+    /// Every decision about `domain`, oldest first.
+    async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError>;
+    /// Records that `domain` (a registrable domain) is served by these MX host names and
+    /// addresses, and whether it is known disposable or known legitimate.
+    async fn learn_infra(
+        &self,
+        domain: &str,
+        disposable: bool,
+        hosts: &[String],
+        ips: &[String],
+    ) -> Result<(), StateError>;
+    /// Counts for each of `hosts` and `ips` (in that order).
+    async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError>;
+}
+
+/// What [`KeyStore::admit`] enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub daily_quota: u64,

@@ -2,6 +2,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 
+use email_verdict_core::MxHost;
+
 use super::*;
 use crate::dns::MxAnswer;
 
@@ -24,7 +26,7 @@ impl MxResolver for Scripted {
 }
 
 fn answer(host: &str, ttl: u64) -> Result<MxAnswer, DnsFailure> {
-    let mx = MxInfo::Mx { hosts: vec![host.into()], ips: vec![] };
+    let mx = MxInfo::Mx { hosts: vec![MxHost::new(host, vec![])] };
     Ok(MxAnswer { mx, ttl: Duration::from_secs(ttl) })
 }
 
@@ -56,7 +58,7 @@ async fn second_lookup_is_cached_until_the_clamped_ttl() {
     tokio::time::advance(Duration::from_secs(2)).await;
     let fresh = c.lookup(&d).await.unwrap();
     assert!(!fresh.cached);
-    assert_eq!(*fresh.mx, MxInfo::Mx { hosts: vec!["mx2.example".into()], ips: vec![] });
+    assert_eq!(*fresh.mx, MxInfo::Mx { hosts: vec![MxHost::new("mx2.example", vec![])] });
     assert_eq!(r.calls.load(Ordering::SeqCst), 2);
 }
 
@@ -83,7 +85,7 @@ async fn failure_serves_stale_answer_and_is_never_cached() {
     tokio::time::advance(Duration::from_secs(61)).await;
     let stale = c.lookup(&d).await.unwrap();
     assert!(stale.cached, "stale answer served from cache");
-    assert_eq!(*stale.mx, MxInfo::Mx { hosts: vec!["mx.example".into()], ips: vec![] });
+    assert_eq!(*stale.mx, MxInfo::Mx { hosts: vec![MxHost::new("mx.example", vec![])] });
     // The failure was not stored: the next lookup resolves again.
     let again = c.lookup(&d).await.unwrap();
     assert!(!again.cached);

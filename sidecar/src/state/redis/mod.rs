@@ -14,13 +14,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 use tokio::sync::OnceCell;
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, Limits, StateError, StateStore};
+use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
 /// Every store call gives up after this, so a dead Redis costs a bounded wait.
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 const USAGE_TTL_SECS: u64 = 40 * 86_400;
+
+mod review;
 
 pub struct RedisStore {
     client: Client,
@@ -113,7 +115,7 @@ fn networks(key: &[ipnet::IpNet]) -> String {
 }
 
 #[async_trait]
-impl StateStore for RedisStore {
+impl KeyStore for RedisStore {
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
         let record = format!("{}:key", tag(&key.id));
         let claimed: bool = self

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, Limits, StateError, StateStore};
+use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
@@ -37,7 +37,34 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX burst_by_key ON burst (key_id, at_ms);
 ",
+    "
+    CREATE TABLE review_items (
+        domain      TEXT PRIMARY KEY,
+        reason      TEXT NOT NULL,
+        first_seen  INTEGER NOT NULL,
+        last_seen   INTEGER NOT NULL,
+        lookups     INTEGER NOT NULL
+    );
+    CREATE TABLE review_decisions (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        domain    TEXT NOT NULL,
+        decision  TEXT NOT NULL,
+        reviewer  TEXT NOT NULL,
+        note      TEXT NOT NULL,
+        at        INTEGER NOT NULL
+    );
+    CREATE INDEX review_decisions_by_domain ON review_decisions (domain, seq);
+    CREATE TABLE infra (
+        kind        TEXT NOT NULL,
+        value       TEXT NOT NULL,
+        domain      TEXT NOT NULL,
+        disposable  INTEGER NOT NULL,
+        PRIMARY KEY (kind, value, domain)
+    );
+",
 ];
+
+mod review;
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -55,7 +82,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` with the connection on the blocking pool.
-    async fn with_conn<T, F>(&self, f: F) -> Result<T, StateError>
+    pub(super) async fn with_conn<T, F>(&self, f: F) -> Result<T, StateError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StateError> + Send + 'static,
@@ -85,7 +112,7 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
     Ok(())
 }
 
-fn unavailable(e: impl std::fmt::Display) -> StateError {
+pub(super) fn unavailable(e: impl std::fmt::Display) -> StateError {
     StateError::Unavailable(e.to_string())
 }
 
@@ -186,7 +213,7 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
 }
 
 #[async_trait]
-impl StateStore for SqliteStore {
+impl KeyStore for SqliteStore {
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
         self.with_conn(move |c| {
             c.execute(

@@ -1,0 +1,193 @@
+//! Redis side of [`ReviewStore`]. Layout: `ev:review:queue` (zset of domains by first seen);
+//! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, first_seen,
+//! last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records).
+//! Infrastructure: `ev:{infra:<kind>:<value>}:disposable` and `…:legitimate`, sets of
+//! registrable domains.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use email_verdict_core::Decision;
+use serde_json::json;
+
+use super::RedisStore;
+use crate::state::{
+    DecisionRecord, InfraCount, ReviewItem, ReviewReason, ReviewStore, StateError, decision_str, parse_decision,
+};
+
+const QUEUE: &str = "ev:review:queue";
+
+fn review_key(domain: &str, what: &str) -> String {
+    format!("ev:{{review:{domain}}}:{what}")
+}
+
+fn infra_key(kind: &str, value: &str, set: &str) -> String {
+    format!("ev:{{infra:{kind}:{value}}}:{set}")
+}
+
+fn infra_entries<'a>(hosts: &'a [String], ips: &'a [String]) -> impl Iterator<Item = (&'static str, &'a String)> {
+    hosts.iter().map(|h| ("host", h)).chain(ips.iter().map(|ip| ("ip", ip)))
+}
+
+fn invalid(what: &str) -> StateError {
+    StateError::Invalid(format!("review data: bad {what}"))
+}
+
+#[async_trait]
+impl ReviewStore for RedisStore {
+    async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError> {
+        let item = review_key(domain, "item");
+        self.call(async |c| {
+            redis::pipe()
+                .cmd("ZADD")
+                .arg(QUEUE)
+                .arg("NX")
+                .arg(now)
+                .arg(domain)
+                .ignore()
+                .cmd("HSETNX")
+                .arg(&item)
+                .arg("first_seen")
+                .arg(now)
+                .ignore()
+                .cmd("HSET")
+                .arg(&item)
+                .arg("reason")
+                .arg(reason.as_str())
+                .arg("last_seen")
+                .arg(now)
+                .ignore()
+                .cmd("HINCRBY")
+                .arg(&item)
+                .arg("lookups")
+                .arg(1)
+                .ignore()
+                .exec_async(c)
+                .await
+        })
+        .await
+    }
+
+    async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
+        let domains: Vec<String> =
+            self.call(async |c| redis::cmd("ZRANGE").arg(QUEUE).arg(0).arg(-1).query_async(c).await).await?;
+        let mut items = Vec::new();
+        for domain in domains {
+            let (current, fields): (Option<String>, HashMap<String, String>) = self
+                .call(async |c| {
+                    redis::pipe()
+                        .cmd("GET")
+                        .arg(review_key(&domain, "current"))
+                        .cmd("HGETALL")
+                        .arg(review_key(&domain, "item"))
+                        .query_async(c)
+                        .await
+                })
+                .await?;
+            if current.as_deref().and_then(parse_decision).flatten().is_some() || fields.is_empty() {
+                continue;
+            }
+            let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok()).ok_or_else(|| invalid(name));
+            let reason = fields.get("reason").and_then(|r| ReviewReason::parse(r)).ok_or_else(|| invalid("reason"))?;
+            items.push(ReviewItem {
+                reason,
+                first_seen: number("first_seen")?,
+                last_seen: number("last_seen")?,
+                lookups: number("lookups")?.max(0) as u64,
+                domain,
+            });
+        }
+        Ok(items)
+    }
+
+    async fn decide(&self, record: DecisionRecord) -> Result<(), StateError> {
+        let entry = json!({
+            "decision": decision_str(record.decision),
+            "reviewer": record.reviewer,
+            "note": record.note,
+            "at": record.at,
+        })
+        .to_string();
+        self.call(async |c| {
+            redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(review_key(&record.domain, "current"))
+                .arg(decision_str(record.decision))
+                .ignore()
+                .cmd("RPUSH")
+                .arg(review_key(&record.domain, "history"))
+                .arg(&entry)
+                .ignore()
+                .exec_async(c)
+                .await
+        })
+        .await
+    }
+
+    async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError> {
+        let current: Option<String> =
+            self.call(async |c| redis::cmd("GET").arg(review_key(domain, "current")).query_async(c).await).await?;
+        Ok(current.as_deref().and_then(parse_decision).flatten())
+    }
+
+    async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError> {
+        let entries: Vec<String> = self
+            .call(async |c| redis::cmd("LRANGE").arg(review_key(domain, "history")).arg(0).arg(-1).query_async(c).await)
+            .await?;
+        entries
+            .iter()
+            .map(|e| {
+                let v: serde_json::Value = serde_json::from_str(e).map_err(|_| invalid("history entry"))?;
+                let text = |name: &str| v[name].as_str().unwrap_or_default().to_owned();
+                Ok(DecisionRecord {
+                    domain: domain.to_owned(),
+                    decision: parse_decision(&text("decision")).ok_or_else(|| invalid("decision"))?,
+                    reviewer: text("reviewer"),
+                    note: text("note"),
+                    at: v["at"].as_i64().ok_or_else(|| invalid("at"))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn learn_infra(
+        &self,
+        domain: &str,
+        disposable: bool,
+        hosts: &[String],
+        ips: &[String],
+    ) -> Result<(), StateError> {
+        let (add, remove) = if disposable { ("disposable", "legitimate") } else { ("legitimate", "disposable") };
+        self.call(async |c| {
+            let mut pipe = redis::pipe();
+            for (kind, value) in infra_entries(hosts, ips) {
+                pipe.cmd("SADD").arg(infra_key(kind, value, add)).arg(domain).ignore();
+                pipe.cmd("SREM").arg(infra_key(kind, value, remove)).arg(domain).ignore();
+            }
+            pipe.exec_async(c).await
+        })
+        .await
+    }
+
+    async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError> {
+        let entries: Vec<_> = infra_entries(hosts, ips).collect();
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let counts: Vec<u64> = self
+            .call(async |c| {
+                let mut pipe = redis::pipe();
+                for (kind, value) in &entries {
+                    pipe.cmd("SCARD").arg(infra_key(kind, value, "disposable"));
+                    pipe.cmd("SCARD").arg(infra_key(kind, value, "legitimate"));
+                }
+                pipe.query_async(c).await
+            })
+            .await?;
+        Ok(counts
+            .chunks(2)
+            .map(|p| InfraCount { disposable: p[0], legitimate: p.get(1).copied().unwrap_or(0) })
+            .collect())
+    }
+}

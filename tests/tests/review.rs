@@ -1,0 +1,185 @@
+//! Issue 5 as a reviewer tries it: the review queue, decisions changing the very next lookup
+//! (on one process and across two sharing Redis), and new disposable domains caught by their
+//! mail infrastructure (`mx_ip_match`) while shared infrastructure never is.
+
+use std::time::Duration;
+
+use email_verdict_tests::{Nsd, Redis, Request, Sidecar, start, wait_for};
+use serde_json::{Value, json};
+
+fn result(body: &Value) -> &Value {
+    &body["result"]
+}
+
+/// Lookups until `pred` holds (background writes land within milliseconds; bounded anyway).
+fn lookup_until(sc: &Sidecar, domain: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    wait_for(what, Duration::from_secs(5), || {
+        let body = sc.lookup_ok(domain);
+        pred(result(&body)).then_some(body)
+    })
+}
+
+fn review_rows(sc: &Sidecar) -> Vec<Vec<String>> {
+    let out = sc.cli().run(&["review", "list"]);
+    out.expect_code(0, "review list");
+    out.stdout.lines().skip(1).map(|l| l.split('\t').map(str::to_owned).collect()).collect()
+}
+
+#[test]
+fn new_domain_on_a_known_disposable_mail_server_is_caught() {
+    let (sc, _nsd) = start();
+    let before = sc.lookup_ok("fresh-burner.example");
+    assert_eq!(result(&before)["verdict"], "safe", "nothing known yet: ambiguous");
+    assert_eq!(result(&before)["review_required"], true);
+    for listed in ["mailinator.com", "guerrillamail.com"] {
+        assert_eq!(result(&sc.lookup_ok(listed))["verdict"], "disposable");
+    }
+    let caught =
+        lookup_until(&sc, "fresh-burner.example", "mx_ip_match on fresh-burner.example", |r| r["mx_ip_match"] == true);
+    let r = result(&caught);
+    assert_eq!((r["verdict"].as_str(), r["disposable"].as_bool()), (Some("disposable"), Some(true)));
+    assert_eq!((r["review_required"].as_bool(), r["blocked"].as_bool()), (Some(false), Some(false)));
+    // A reviewer's allowlisting wins over the infrastructure signal.
+    sc.cli().run(&["review", "set", "fresh-burner.example", "safe", "--note", "known customer"]).expect_code(0, "set");
+    let r = sc.lookup_ok("fresh-burner.example");
+    assert_eq!((result(&r)["verdict"].as_str(), result(&r)["allowlisted"].as_bool()), (Some("safe"), Some(true)));
+    assert_eq!(result(&r)["mx_ip_match"], false);
+}
+
+#[test]
+fn one_disposable_domain_is_below_the_threshold() {
+    let (sc, _nsd) = start();
+    sc.lookup_ok("mailinator.com");
+    sc.lookup_ok("sub.mailinator.com"); // same registrable domain: still one
+    std::thread::sleep(Duration::from_millis(300));
+    let r = sc.lookup_ok("fresh-burner.example");
+    assert_eq!((result(&r)["verdict"].as_str(), result(&r)["mx_ip_match"].as_bool()), (Some("safe"), Some(false)));
+}
+
+#[test]
+fn shared_infrastructure_never_matches() {
+    let (sc, _nsd) = start();
+    for listed in ["10minutemail.com", "yopmail.com"] {
+        let r = sc.lookup_ok(listed);
+        assert_eq!(
+            (result(&r)["verdict"].as_str(), result(&r)["shared_mx"].as_bool()),
+            (Some("disposable"), Some(true))
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let r = sc.lookup_ok("newshop.example");
+    let r = result(&r);
+    assert_eq!(r["verdict"], "safe", "a business on Microsoft 365 is never caught: {r}");
+    assert_eq!(
+        (r["shared_mx"].as_bool(), r["business_email"].as_bool(), r["mx_ip_match"].as_bool()),
+        (Some(true), Some(true), Some(false))
+    );
+}
+
+#[test]
+fn review_queue_lists_ambiguous_and_no_mx_domains_and_decisions_apply_at_once() {
+    let (sc, _nsd) = start();
+    sc.lookup_ok("ownmail.example");
+    sc.lookup_ok("nomx.example");
+    sc.lookup_ok("ownmail.example");
+    sc.lookup_ok("gmail.com"); // free: never queued
+    let rows = wait_for("both domains queued", Duration::from_secs(5), || {
+        let rows = review_rows(&sc);
+        (rows.len() == 2 && rows.iter().any(|r| r[4] == "2")).then_some(rows)
+    });
+    let by_domain =
+        |d: &str| rows.iter().find(|r| r[0] == d).unwrap_or_else(|| panic!("{d} not queued: {rows:?}")).clone();
+    assert_eq!(by_domain("ownmail.example")[1], "ambiguous");
+    assert_eq!(by_domain("ownmail.example")[4], "2", "lookup count");
+    assert_eq!(by_domain("nomx.example")[1], "no_mx");
+
+    sc.cli().run(&["review", "set", "ownmail.example", "disposable", "--note", "burner network"]).expect_code(0, "set");
+    let r = sc.lookup_ok("ownmail.example");
+    let r = result(&r);
+    assert_eq!(
+        (r["verdict"].as_str(), r["blocked"].as_bool(), r["cached"].as_bool()),
+        (Some("disposable"), Some(true), Some(true))
+    );
+    assert!(review_rows(&sc).iter().all(|row| row[0] != "ownmail.example"), "decided: off the queue");
+
+    sc.cli().run(&["review", "set", "ownmail.example", "safe"]).expect_code(0, "change");
+    let r = sc.lookup_ok("ownmail.example");
+    let r = result(&r);
+    assert_eq!(
+        (r["verdict"].as_str(), r["allowlisted"].as_bool(), r["review_required"].as_bool()),
+        (Some("safe"), Some(true), Some(false))
+    );
+
+    sc.cli().run(&["review", "clear", "ownmail.example"]).expect_code(0, "withdraw");
+    let r = sc.lookup_ok("ownmail.example");
+    assert_eq!(
+        (result(&r)["allowlisted"].as_bool(), result(&r)["review_required"].as_bool()),
+        (Some(false), Some(true))
+    );
+    let history = sc.cli().run(&["review", "history", "ownmail.example"]);
+    let decisions: Vec<&str> = history.stdout.lines().skip(1).map(|l| l.split('\t').nth(1).unwrap_or("")).collect();
+    assert_eq!(decisions, ["disposable", "safe", "withdrawn"]);
+
+    // A no-MX domain can be blocked by a reviewer.
+    sc.cli().run(&["review", "set", "nomx.example", "disposable"]).expect_code(0, "block no-MX");
+    assert_eq!(result(&sc.lookup_ok("nomx.example"))["verdict"], "disposable");
+}
+
+#[test]
+fn free_webmail_cannot_be_made_disposable() {
+    let (sc, _nsd) = start();
+    let out = sc.cli().run(&["review", "set", "Gmail.com", "disposable"]);
+    out.expect_code(2, "review set on free webmail");
+    assert!(out.stderr.contains("rule 2"), "{}", out.stderr);
+    let r = Request::new("PUT", "/admin/v1/reviews/gmail.com")
+        .header("Content-Type", "application/json")
+        .body(json!({"decision": "disposable"}).to_string().as_bytes())
+        .send(sc.admin_addr());
+    assert_eq!((r.status, r.json()["error"]["code"].as_str()), (409, Some("free_provider")));
+    assert_eq!(result(&sc.lookup_ok("gmail.com"))["verdict"], "safe");
+}
+
+#[test]
+fn admin_api_lists_the_queue_and_decides() {
+    let (sc, _nsd) = start();
+    sc.lookup_ok("nomx.example");
+    let queue = wait_for("queue via admin API", Duration::from_secs(5), || {
+        let body = Request::get("/admin/v1/reviews").send(sc.admin_addr()).json();
+        (body["queue"].as_array().is_some_and(|q| !q.is_empty())).then_some(body)
+    });
+    assert_eq!(
+        (queue["queue"][0]["domain"].as_str(), queue["queue"][0]["reason"].as_str()),
+        (Some("nomx.example"), Some("no_mx"))
+    );
+    let r = Request::new("PUT", "/admin/v1/reviews/nomx.example")
+        .header("Content-Type", "application/json")
+        .body(json!({"decision": "disposable", "note": "seen in abuse", "reviewer": "ana"}).to_string().as_bytes())
+        .send(sc.admin_addr());
+    assert_eq!((r.status, r.json()["decision"].as_str()), (200, Some("disposable")));
+    assert_eq!(r.json()["history"][0]["reviewer"], "ana");
+    assert_eq!(result(&sc.lookup_ok("nomx.example"))["blocked"], true);
+    let r = Request::new("DELETE", "/admin/v1/reviews/nomx.example").send(sc.admin_addr());
+    assert_eq!((r.status, r.json()["decision"].is_null()), (200, true));
+    assert_eq!(result(&sc.lookup_ok("nomx.example"))["blocked"], false);
+}
+
+#[test]
+fn decisions_and_queue_are_shared_across_replicas_on_redis() {
+    let redis = Redis::start();
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).start();
+    let b = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&[]).start();
+    let key = a.key().to_string();
+    assert_eq!(result(&a.lookup_ok("ownmail.example"))["review_required"], true);
+    b.lookup_with_key("nomx.example", &key);
+    wait_for("both replicas feed one queue", Duration::from_secs(5), || (review_rows(&a).len() == 2).then_some(()));
+    a.cli().run(&["review", "set", "ownmail.example", "disposable"]).expect_code(0, "decide on A's store");
+    let r = b.lookup_with_key("ownmail.example", &key).json();
+    assert_eq!((result(&r)["verdict"].as_str(), result(&r)["blocked"].as_bool()), (Some("disposable"), Some(true)));
+    // Infrastructure learned on A catches a new domain on B.
+    a.lookup_ok("mailinator.com");
+    b.lookup_with_key("guerrillamail.com", &key);
+    wait_for("B catches fresh-burner.example", Duration::from_secs(5), || {
+        (result(&b.lookup_with_key("fresh-burner.example", &key).json())["mx_ip_match"] == true).then_some(())
+    });
+}
