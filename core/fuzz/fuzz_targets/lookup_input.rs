@@ -1,0 +1,22 @@
+//! Any input string: parsing never panics, and whatever parses holds the `Domain` and
+//! `EmailAddress` invariants, and parsing is idempotent on the normalized form.
+#![no_main]
+
+use email_verdict_core::{Domain, LookupInput};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(input) = LookupInput::parse(text) else { return };
+    let domain = input.domain().as_str();
+    assert!(domain.is_ascii() && !domain.ends_with('.') && domain.len() <= 253);
+    assert_eq!(domain, domain.to_ascii_lowercase());
+    assert!(domain.split('.').count() >= 2 && domain.split('.').all(|l| (1..=63).contains(&l.len())));
+    // The normalized domain parses to itself.
+    assert_eq!(Domain::parse(domain).map(|d| d.as_str().to_owned()), Ok(domain.to_owned()));
+    if let LookupInput::Email(e) = &input {
+        assert!(e.to_string().len() <= 254 && (1..=64).contains(&e.local().len()));
+        assert_eq!(LookupInput::parse(&e.to_string()).map(|i| i.email_string()), Ok(e.to_string()));
+    }
+    let _ = input.domain().parents_to_registrable().count();
+});
