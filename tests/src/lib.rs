@@ -4,28 +4,33 @@
 //! with a deadline ([`wait_for`]), child processes that are killed on `Drop` and whose output is
 //! captured to files and printed when the test fails ([`ChildProcess`]), a real authoritative DNS
 //! server on the fixture zones ([`Nsd`]), a counting DNS forwarder ([`DnsCounter`]), the built
-//! sidecar binary ([`Sidecar`], [`Cli`]) and a raw HTTP/1.1 client ([`http`]) that sends the
-//! request target byte for byte, so tests control percent-encoding exactly.
+//! sidecar binary ([`Sidecar`], [`Cli`]), a raw HTTP/1.1 client ([`http`]) that sends the
+//! request target byte for byte, so tests control percent-encoding exactly, and for the gateway:
+//! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]).
 //!
 //! Invariants: every port comes from the OS; nothing is left running after a test (every child
 //! is owned by a guard); a missing artifact fails with a "build first" message, never silently.
 
 pub mod dns;
+pub mod envoy;
 pub mod http;
 pub mod nsd;
 pub mod process;
 pub mod redis;
 pub mod sidecar;
 pub mod tempdir;
+pub mod upstream;
 pub mod verdict;
 
 pub use dns::DnsCounter;
+pub use envoy::{Envoy, EnvoyBuilder, Gateway};
 pub use http::{Request, Response};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};
 pub use redis::Redis;
 pub use sidecar::{Cli, CliOutput, Sidecar, SidecarBuilder};
 pub use tempdir::TestDir;
+pub use upstream::{Recorded, SilentServer, UpstreamApp};
 
 use std::path::PathBuf;
 

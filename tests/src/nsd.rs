@@ -22,11 +22,24 @@ pub struct Nsd {
 }
 
 impl Nsd {
-    /// Starts NSD on a free port with every fixture zone and waits until it answers.
+    /// Starts NSD on a free port with every fixture zone and waits until it answers. Names
+    /// outside the zones are REFUSED (NSD is not authoritative for them).
     pub fn start() -> Nsd {
+        Nsd::start_zones(fixture_zones())
+    }
+
+    /// Like [`Nsd::start`], and authoritative for the root too, so every other name is
+    /// NXDOMAIN: for tests that look up arbitrary generated domains.
+    pub fn start_with_root() -> Nsd {
+        let mut zones = fixture_zones();
+        zones.push((".".to_string(), crate::fixtures_dir().join("root").join("root.zone")));
+        Nsd::start_zones(zones)
+    }
+
+    fn start_zones(zones: Vec<(String, PathBuf)>) -> Nsd {
         let dir = TestDir::new("nsd");
         let port = free_udp_tcp_port();
-        let conf = dir.write("nsd.conf", &config(dir.path(), port, &fixture_zones()));
+        let conf = dir.write("nsd.conf", &config(dir.path(), port, &zones));
         let mut nsd = Nsd { process: None, conf, port, dir };
         nsd.spawn();
         nsd

@@ -7,10 +7,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, release it).
+/// Ports [`free_port`] already handed out in this process: the kernel may give a just-released
+/// port again at once, and two listeners of one server (or two servers) on the same port with
+/// SO_REUSEPORT would silently share it.
+static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, release it), never
+/// one this process got before.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr").port()
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..100 {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = l.local_addr().expect("local_addr").port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
+    panic!("no fresh free port after 100 tries");
 }
 
 /// A port free for both UDP and TCP on 127.0.0.1 (for DNS servers).

@@ -1,0 +1,401 @@
+//! The per-request state machine.
+//!
+//! ```text
+//! headers ─┬─ not a signup ───────────────────────────────► Continue (body not buffered)
+//!          ├─ email in a header / query ──► check ─┐
+//!          ├─ email must come from the body ─► AwaitingBody ── end of body ──► check ─┤
+//!          └─ no email possible ──► on_missing_email                                  │
+//! check: parse locally ─► cache hit ─► verdict │ cache miss ─► callout ─► AwaitingVerdict ─► answer
+//! verdict: block (local response) │ flag headers + go on
+//! ```
+//! Client copies of the four flag headers are stripped from every request first. Request
+//! headers can still be changed in the body phase because Envoy runs the filter with
+//! `allow_on_headers_stop_iteration: true`.
+
+use std::rc::Rc;
+
+use email_verdict_core::{Domain, EmailAddress};
+
+use crate::cache::Lookup;
+use crate::config::{FilterConfig, Mode, Policy};
+use crate::decision::{self, Bypass, CalloutOutcome, LocalReply, VerdictSummary};
+use crate::extract::{self, BodyKind, Extracted, Unusable};
+use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel};
+
+const LOG_PREFIX: &str = "email-verdict filter: ";
+
+#[derive(Debug)]
+enum State {
+    Start,
+    /// Nothing more to do: not a signup, or the request was let through.
+    Passthrough,
+    /// A signup whose email is in the body; the body is being buffered.
+    AwaitingBody(BodyKind),
+    /// A callout is in flight; the request is held.
+    AwaitingVerdict {
+        token: u32,
+        domain: Domain,
+        cas: Option<u32>,
+    },
+    /// A local response was sent.
+    Responded,
+}
+
+/// Where a step of the logic leaves the request.
+#[derive(Debug)]
+enum Step {
+    Proceed,
+    Responded,
+    AwaitBody(BodyKind),
+    AwaitVerdict { token: u32, domain: Domain, cas: Option<u32> },
+}
+
+/// One HTTP stream's filter.
+pub struct RequestFilter {
+    config: Rc<FilterConfig>,
+    state: State,
+}
+
+impl RequestFilter {
+    pub fn new(config: Rc<FilterConfig>) -> Self {
+        Self { config, state: State::Start }
+    }
+
+    pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
+        let config = Rc::clone(&self.config);
+        let mut ctx = Ctx { config: &config, host };
+        let stripped = ctx.strip_flag_headers();
+        let method = ctx.header_text(":method");
+        let path = ctx.header_text(":path");
+        if !config.is_signup(&method, &path) {
+            self.state = State::Passthrough;
+            return Action::Continue;
+        }
+        let step = match stripped {
+            Ok(()) => ctx.signup_headers(&path, end_of_stream),
+            Err(e) => ctx.host_failed("could not strip the flag headers", e),
+        };
+        self.settle(step)
+    }
+
+    pub fn on_request_body(&mut self, host: &mut impl Host, body_size: usize, end_of_stream: bool) -> Action {
+        match &self.state {
+            State::AwaitingBody(kind) => {
+                let kind = kind.clone();
+                let config = Rc::clone(&self.config);
+                let mut ctx = Ctx { config: &config, host };
+                let step = if body_size > config.max_body_bytes {
+                    ctx.body_too_large()
+                } else if !end_of_stream {
+                    return Action::Pause;
+                } else {
+                    ctx.body_complete(&kind)
+                };
+                self.settle(step)
+            }
+            // Hold the body while the verdict is pending: continuing it would release the headers.
+            State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
+            State::Start | State::Passthrough => Action::Continue,
+        }
+    }
+
+    /// Trailers end the body when the request has them.
+    pub fn on_request_trailers(&mut self, host: &mut impl Host) -> Action {
+        match &self.state {
+            State::AwaitingBody(kind) => {
+                let kind = kind.clone();
+                let config = Rc::clone(&self.config);
+                let step = Ctx { config: &config, host }.body_complete(&kind);
+                self.settle(step)
+            }
+            State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
+            State::Start | State::Passthrough => Action::Continue,
+        }
+    }
+
+    /// The sidecar's answer (or Envoy's synthetic one) to the callout `token`.
+    pub fn on_callout_response(&mut self, host: &mut impl Host, token: u32, response: &CalloutResponse) {
+        let expected = matches!(&self.state, State::AwaitingVerdict { token: t, .. } if *t == token);
+        if !expected {
+            host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
+            return;
+        }
+        let State::AwaitingVerdict { domain, cas, .. } = std::mem::replace(&mut self.state, State::Passthrough) else {
+            return;
+        };
+        let config = Rc::clone(&self.config);
+        let step = Ctx { config: &config, host: &mut *host }.sidecar_answered(&domain, cas, response);
+        if self.settle(step) == Action::Continue
+            && let Err(e) = host.resume_request()
+        {
+            host.log(LogLevel::Error, &format!("{LOG_PREFIX}could not resume the request: {e}"));
+        }
+    }
+
+    fn settle(&mut self, step: Step) -> Action {
+        let (state, action) = match step {
+            Step::Proceed => (State::Passthrough, Action::Continue),
+            Step::Responded => (State::Responded, Action::Pause),
+            Step::AwaitBody(kind) => (State::AwaitingBody(kind), Action::Pause),
+            Step::AwaitVerdict { token, domain, cas } => (State::AwaitingVerdict { token, domain, cas }, Action::Pause),
+        };
+        self.state = state;
+        action
+    }
+}
+
+/// The logic of one callback: the configuration and the host.
+struct Ctx<'a, H: Host> {
+    config: &'a FilterConfig,
+    host: &'a mut H,
+}
+
+impl<H: Host> Ctx<'_, H> {
+    /// Removes every value of the four flag headers; all four are tried, the first error returned.
+    fn strip_flag_headers(&mut self) -> Result<(), HostError> {
+        let mut result = Ok(());
+        for name in self.config.flag_headers.all() {
+            if let Err(e) = self.host.remove_request_header(name) {
+                result = result.and(Err(e));
+            }
+        }
+        result
+    }
+
+    /// A header as text ("" when absent or unreadable).
+    fn header_text(&mut self, name: &str) -> String {
+        match self.host.request_header(name) {
+            Ok(value) => value.map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default(),
+            Err(e) => {
+                self.log(LogLevel::Warn, &format!("could not read {name}: {e}"));
+                String::new()
+            }
+        }
+    }
+
+    /// A signup's headers: the email from a header or the query, or wait for the body.
+    fn signup_headers(&mut self, path: &str, end_of_stream: bool) -> Step {
+        let sources = &self.config.email;
+        for name in &sources.headers {
+            match self.host.request_header_values(name) {
+                Ok(values) => match extract::from_header_values(values) {
+                    Extracted::NotFound => {}
+                    found => return self.extracted(found),
+                },
+                Err(e) => return self.host_failed("could not read an email header", e),
+            }
+        }
+        match extract::from_query(path, &sources.query_params) {
+            Extracted::NotFound => {}
+            found => return self.extracted(found),
+        }
+        if end_of_stream {
+            return self.missing();
+        }
+        let content_type = match self.host.request_header("content-type") {
+            Ok(ct) => ct,
+            Err(e) => return self.host_failed("could not read content-type", e),
+        };
+        let kind = BodyKind::from_content_type(content_type.as_deref());
+        if !kind.readable_by(sources) {
+            return self.missing();
+        }
+        if self.declared_length().is_some_and(|len| len > self.config.max_body_bytes as u64) {
+            return self.body_too_large();
+        }
+        Step::AwaitBody(kind)
+    }
+
+    fn declared_length(&mut self) -> Option<u64> {
+        let value = self.host.request_header("content-length").ok()??;
+        std::str::from_utf8(&value).ok()?.trim().parse().ok()
+    }
+
+    fn body_complete(&mut self, kind: &BodyKind) -> Step {
+        let max = self.config.max_body_bytes;
+        let body = match self.host.request_body(max.saturating_add(1)) {
+            Ok(body) => body,
+            Err(e) => return self.host_failed("could not read the request body", e),
+        };
+        if body.len() > max {
+            return self.body_too_large();
+        }
+        let found = extract::from_body(kind, &body, &self.config.email);
+        self.extracted(found)
+    }
+
+    fn body_too_large(&mut self) -> Step {
+        self.host.increment(Counter::BodyTooLarge);
+        self.respond(&LocalReply::BODY_TOO_LARGE)
+    }
+
+    fn extracted(&mut self, found: Extracted) -> Step {
+        match found {
+            Extracted::NotFound => self.missing(),
+            Extracted::Invalid(why) => {
+                let why = match why {
+                    Unusable::NotText => "not text",
+                    Unusable::Conflicting => "given several times with different values",
+                };
+                self.log(LogLevel::Debug, &format!("the email is {why}"));
+                self.invalid()
+            }
+            Extracted::Email(raw) => self.check(&raw),
+        }
+    }
+
+    /// Parses locally, then the cache, then the sidecar.
+    fn check(&mut self, raw: &str) -> Step {
+        let Ok(email) = EmailAddress::parse(raw.trim()) else {
+            return self.invalid();
+        };
+        let domain = email.domain().clone();
+        let mut cas = None;
+        if let Some(cache) = self.config.cache {
+            let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, &domain, now));
+            match lookup {
+                Ok(Lookup::Hit(summary)) => {
+                    self.host.increment(Counter::CacheHits);
+                    return self.verdict(&domain, &summary);
+                }
+                Ok(Lookup::Miss { cas: token }) => cas = token,
+                Err(e) => self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}")),
+            }
+        }
+        self.call_sidecar(domain, cas)
+    }
+
+    fn call_sidecar(&mut self, domain: Domain, cas: Option<u32>) -> Step {
+        let sidecar = &self.config.sidecar;
+        let path = decision::lookup_path(&domain);
+        let headers = [
+            (":method", "GET"),
+            (":path", path.as_str()),
+            (":authority", sidecar.authority.as_str()),
+            ("authorization", sidecar.authorization.as_str()),
+            ("accept", "application/json"),
+        ];
+        match self.host.dispatch_http_call(&sidecar.cluster, &headers, sidecar.timeout) {
+            Ok(token) => {
+                self.host.increment(Counter::Callouts);
+                Step::AwaitVerdict { token, domain, cas }
+            }
+            Err(e) => {
+                let message = format!("callout to cluster {} failed for {domain}: {e}", sidecar.cluster);
+                self.log(LogLevel::Warn, &message);
+                self.fail(Bypass::SidecarError)
+            }
+        }
+    }
+
+    fn sidecar_answered(&mut self, domain: &Domain, cas: Option<u32>, response: &CalloutResponse) -> Step {
+        match decision::classify(response) {
+            CalloutOutcome::Verdict(summary) => {
+                self.remember(domain, &summary, cas);
+                self.verdict(domain, &summary)
+            }
+            CalloutOutcome::InvalidEmail => self.invalid(),
+            CalloutOutcome::Failed(bypass) => {
+                let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
+                self.log(LogLevel::Warn, &format!("sidecar answered {status} for {domain}: {}", bypass.as_str()));
+                self.fail(bypass)
+            }
+        }
+    }
+
+    fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>) {
+        let Some(cache) = self.config.cache else { return };
+        let stored = self.host.now_ms().and_then(|now| cache.store(&mut *self.host, domain, summary, now, cas));
+        if let Err(e) = stored {
+            self.log(LogLevel::Warn, &format!("could not cache the verdict: {e}"));
+        }
+    }
+
+    /// A verdict: block a disposable address in block mode, otherwise flag and go on.
+    fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary) -> Step {
+        self.host.increment(Counter::Checked);
+        if summary.disposable && self.config.mode == Mode::Block {
+            self.host.increment(Counter::Blocked);
+            let config = self.config;
+            return self.respond(&LocalReply::blocked(config.block_status, &config.block_body));
+        }
+        let names = &self.config.flag_headers;
+        let flags = summary.flags.header_value();
+        let set = [(&names.verdict, summary.verdict_name()), (&names.domain, domain.as_str()), (&names.flags, &flags)]
+            .into_iter()
+            .try_for_each(|(name, value)| self.host.set_request_header(name, value));
+        match set {
+            Ok(()) => {
+                self.host.increment(Counter::Flagged);
+                Step::Proceed
+            }
+            Err(e) => self.host_failed("could not add the verdict headers", e),
+        }
+    }
+
+    fn missing(&mut self) -> Step {
+        self.host.increment(Counter::NoEmail);
+        match self.config.on_missing_email {
+            Policy::Allow => self.bypass(Bypass::NoEmail),
+            Policy::Deny => self.respond(&LocalReply::MISSING_EMAIL),
+        }
+    }
+
+    fn invalid(&mut self) -> Step {
+        self.host.increment(Counter::InvalidEmail);
+        match self.config.on_invalid_email {
+            Policy::Allow => self.bypass(Bypass::InvalidEmail),
+            Policy::Deny => self.respond(&LocalReply::INVALID_EMAIL),
+        }
+    }
+
+    /// No verdict could be had: `failure_mode`.
+    fn fail(&mut self, bypass: Bypass) -> Step {
+        match self.config.failure_mode {
+            Policy::Allow => {
+                self.host.increment(Counter::Bypassed);
+                self.bypass(bypass)
+            }
+            Policy::Deny => {
+                self.host.increment(Counter::DeniedOnError);
+                self.respond(&LocalReply::unavailable(self.config.failure_status))
+            }
+        }
+    }
+
+    /// A host call failed: logged, then handled like a sidecar error.
+    fn host_failed(&mut self, what: &str, error: HostError) -> Step {
+        self.log(LogLevel::Error, &format!("{what}: {error}"));
+        self.fail(Bypass::SidecarError)
+    }
+
+    fn bypass(&mut self, bypass: Bypass) -> Step {
+        if let Err(e) = self.host.set_request_header(&self.config.flag_headers.bypass, bypass.as_str()) {
+            self.log(LogLevel::Error, &format!("could not add the bypass header: {e}"));
+        }
+        Step::Proceed
+    }
+
+    /// Answers the client. If even that fails there is no way to hold the request without
+    /// hanging it, so it goes on (logged at error level).
+    fn respond(&mut self, reply: &LocalReply<'_>) -> Step {
+        let headers = [("content-type", "application/json")];
+        match self.host.send_local_response(reply.status, reply.details, &headers, reply.body) {
+            Ok(()) => Step::Responded,
+            Err(e) => {
+                self.log(
+                    LogLevel::Error,
+                    &format!("could not send the {} response, letting the request through: {e}", reply.status),
+                );
+                Step::Proceed
+            }
+        }
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        self.host.log(level, &format!("{LOG_PREFIX}{message}"));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,571 @@
+//! The state machine against the mock host, one behaviour of `CONFIG.md` per test.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::config::EnvError;
+use crate::mock_host::{MockHost, Sent, Store, error_response, lookup_response};
+
+const FLAG_HEADERS: [&str; 4] = ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"];
+
+/// A filter configuration: the minimal document with `overrides` merged in at the top level.
+struct Harness {
+    config: Rc<FilterConfig>,
+    store: Store,
+}
+
+impl Harness {
+    fn new(overrides: Value) -> Self {
+        let mut doc = json!({
+            "sidecar": { "cluster": "email_verdict", "authority": "verdict.internal", "api_key": "ev_test" },
+            "signup_routes": [
+                { "method": "POST", "path": "/signup" },
+                { "method": "post", "path_prefix": "/api/register" }
+            ],
+        });
+        if let (Some(doc), Value::Object(overrides)) = (doc.as_object_mut(), overrides) {
+            doc.extend(overrides);
+        }
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let config = FilterConfig::from_json(&bytes, &|_| Err(EnvError::NotSet)).unwrap();
+        Self { config: Rc::new(config), store: Store::default() }
+    }
+
+    fn filter(&self) -> RequestFilter {
+        RequestFilter::new(Rc::clone(&self.config))
+    }
+
+    /// A host holding this request (every "worker" shares the harness's shared data).
+    fn host(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> MockHost {
+        let mut host = MockHost::new(Rc::clone(&self.store));
+        host.headers.push((":method".into(), method.as_bytes().to_vec()));
+        host.headers.push((":path".into(), path.as_bytes().to_vec()));
+        host.headers.extend(headers.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())));
+        host.body = body.to_vec();
+        host
+    }
+}
+
+/// Headers, then the whole body in one chunk; the actions of both phases.
+fn send(filter: &mut RequestFilter, host: &mut MockHost) -> (Action, Action) {
+    let has_body = !host.body.is_empty();
+    let headers = filter.on_request_headers(host, !has_body);
+    let size = host.body.len();
+    let body = if has_body { filter.on_request_body(host, size, true) } else { Action::Continue };
+    (headers, body)
+}
+
+fn json_signup(h: &Harness, email: &str) -> MockHost {
+    let body = json!({ "email": email, "name": "Ann" }).to_string();
+    h.host("POST", "/signup", &[("content-type", "application/json")], body.as_bytes())
+}
+
+/// Answers the pending callout (the last dispatched one).
+fn answer(filter: &mut RequestFilter, host: &mut MockHost, response: crate::host::CalloutResponse) {
+    let token = host.dispatched.last().expect("a callout").token;
+    filter.on_callout_response(host, token, &response);
+}
+
+fn only_sent(host: &MockHost) -> &Sent {
+    assert_eq!(host.sent.len(), 1, "exactly one local response: {:?}", host.sent);
+    &host.sent[0]
+}
+
+fn assert_no_flag_headers_but(host: &MockHost, present: &[&str]) {
+    for name in FLAG_HEADERS {
+        assert_eq!(host.header(name).is_some(), present.contains(&name), "header {name}: {:?}", host.headers);
+    }
+}
+
+#[test]
+fn non_signup_requests_pass_untouched_without_buffering() {
+    let h = Harness::new(json!({}));
+    for (method, path) in [("GET", "/health"), ("GET", "/signup"), ("POST", "/signupx"), ("POST", "/api/login")] {
+        let mut f = h.filter();
+        let mut host =
+            h.host(method, path, &[("content-type", "application/json")], br#"{"email":"a@mailinator.com"}"#);
+        assert_eq!(f.on_request_headers(&mut host, false), Action::Continue, "{method} {path}");
+        assert_eq!(f.on_request_body(&mut host, 10, false), Action::Continue);
+        assert_eq!(f.on_request_body(&mut host, 20, true), Action::Continue);
+        assert!(host.dispatched.is_empty() && host.sent.is_empty() && host.counters.is_empty());
+    }
+}
+
+#[test]
+fn forged_flag_headers_are_stripped_from_every_request() {
+    let h = Harness::new(json!({}));
+    let forged: Vec<(&str, &str)> =
+        FLAG_HEADERS.iter().map(|n| (*n, "safe")).chain([("x-email-verdict", "x")]).collect();
+    // Not a signup.
+    let mut host = h.host("GET", "/home", &forged, b"");
+    assert_eq!(h.filter().on_request_headers(&mut host, true), Action::Continue);
+    assert_no_flag_headers_but(&host, &[]);
+    // A signup: the client's copies are gone, the filter's own are set.
+    let mut forged = forged.clone();
+    forged.push(("content-type", "application/json"));
+    let body = json!({ "email": "ann@gmail.com" }).to_string();
+    let mut host = h.host("POST", "/signup", &forged, body.as_bytes());
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    assert_no_flag_headers_but(&host, &[]);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
+    assert_eq!(host.header("x-email-verdict").as_deref(), Some("safe"));
+    assert_no_flag_headers_but(&host, &FLAG_HEADERS[..3]);
+}
+
+#[test]
+fn disposable_signups_are_blocked_whatever_the_body_format() {
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 } }));
+    let multipart = "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAnn\r\n\
+                     --XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nann@mailinator.com\r\n--XyZ--\r\n";
+    let cases: &[(&str, &str)] = &[
+        ("application/json", r#"{"email":"ann@Mailinator.COM"}"#),
+        ("application/x-www-form-urlencoded", "name=Ann&email=ann%40mailinator.com"),
+        ("multipart/form-data; boundary=XyZ", multipart),
+    ];
+    for (content_type, body) in cases {
+        let mut f = h.filter();
+        let mut host = h.host("POST", "/signup", &[("content-type", content_type)], body.as_bytes());
+        assert_eq!(f.on_request_headers(&mut host, false), Action::Pause, "{content_type}");
+        // The body is buffered until its end.
+        assert_eq!(f.on_request_body(&mut host, 5, false), Action::Pause);
+        assert!(host.dispatched.is_empty());
+        assert_eq!(f.on_request_body(&mut host, body.len(), true), Action::Pause);
+        let call = &host.dispatched[0];
+        assert_eq!(call.cluster, "email_verdict");
+        assert_eq!(call.header(":method"), Some("GET"));
+        assert_eq!(call.header(":path"), Some("/api/v1/domain/mailinator.com"));
+        assert_eq!(call.header(":authority"), Some("verdict.internal"));
+        assert_eq!(call.header("authorization"), Some("Bearer ev_test"));
+        assert_eq!(call.timeout, Duration::from_millis(200));
+        // The local part never leaves the proxy.
+        assert!(call.headers.iter().all(|(_, v)| !v.contains("ann")), "{:?}", call.headers);
+        answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &["has_mx"]));
+        let sent = only_sent(&host);
+        assert_eq!(sent.status, 403);
+        assert_eq!(
+            sent.json(),
+            json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."})
+        );
+        assert_eq!(sent.headers, vec![("content-type".to_owned(), "application/json".to_owned())]);
+        assert_eq!(host.resumed, 0);
+        assert_eq!(
+            (host.count(Counter::Callouts), host.count(Counter::Checked), host.count(Counter::Blocked)),
+            (1, 1, 1)
+        );
+        // Later body callbacks cannot release the request.
+        assert_eq!(f.on_request_body(&mut host, body.len(), true), Action::Pause);
+    }
+}
+
+#[test]
+fn custom_block_response() {
+    let h = Harness::new(json!({ "block_response": { "status": 422, "body": ["nope"] } }));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!((only_sent(&host).status, only_sent(&host).json()), (422, json!(["nope"])));
+}
+
+#[test]
+fn safe_verdicts_add_the_flag_headers_and_resume() {
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "Ann@GMail.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider", "has_mx", "mx_ip_match"]));
+    assert!(host.sent.is_empty());
+    assert_eq!(host.resumed, 1);
+    assert_eq!(host.header("x-email-verdict").as_deref(), Some("safe"));
+    assert_eq!(host.header("x-email-domain").as_deref(), Some("gmail.com"));
+    assert_eq!(host.header("x-email-flags").as_deref(), Some("free_provider,has_mx,mx_ip_match"));
+    assert_eq!(host.header("x-email-verdict-bypass"), None);
+    assert_eq!((host.count(Counter::Checked), host.count(Counter::Flagged), host.count(Counter::Blocked)), (1, 1, 0));
+    // Once decided, the rest of the stream flows.
+    assert_eq!(f.on_request_body(&mut host, 10, true), Action::Continue);
+}
+
+#[test]
+fn flag_mode_lets_disposable_signups_through_with_headers() {
+    let h = Harness::new(json!({ "mode": "flag", "flag_headers": { "verdict": "X-Verdict" } }));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert!(host.sent.is_empty());
+    assert_eq!(host.resumed, 1);
+    assert_eq!(host.header("x-verdict").as_deref(), Some("disposable"));
+    assert_eq!(host.header("x-email-flags").as_deref(), Some(""));
+    assert_eq!((host.count(Counter::Flagged), host.count(Counter::Blocked)), (1, 0));
+}
+
+#[test]
+fn a_cached_verdict_makes_no_second_callout() {
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut first = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut first);
+    answer(&mut f, &mut first, lookup_response("mailinator.com", "disposable", &[]));
+    // Another address at the same domain, on another "worker" sharing the data.
+    let mut f = h.filter();
+    let mut second = json_signup(&h, "B@MAILINATOR.com");
+    assert_eq!(send(&mut f, &mut second), (Action::Pause, Action::Pause));
+    assert!(second.dispatched.is_empty());
+    assert_eq!(only_sent(&second).status, 403);
+    assert_eq!((second.count(Counter::CacheHits), second.count(Counter::Checked)), (1, 1));
+    // A safe cached verdict lets the body phase continue synchronously, headers set, no resume.
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@gmail.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "c@gmail.com");
+    assert_eq!(send(&mut f, &mut host), (Action::Pause, Action::Continue));
+    assert_eq!((host.dispatched.len(), host.resumed), (0, 0));
+    assert_eq!(host.header("x-email-flags").as_deref(), Some("free_provider"));
+}
+
+#[test]
+fn cache_expiry_and_disabled_cache_ask_again() {
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 10 } }));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    let mut later = json_signup(&h, "a@mailinator.com");
+    later.now_ms += 10_000;
+    send(&mut h.filter(), &mut later);
+    assert_eq!(later.dispatched.len(), 1);
+
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 } }));
+    for _ in 0..2 {
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@mailinator.com");
+        send(&mut f, &mut host);
+        assert_eq!(host.dispatched.len(), 1);
+        answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    }
+    assert!(h.store.borrow().is_empty());
+}
+
+#[test]
+fn a_cache_write_race_is_ignored() {
+    let h = Harness::new(json!({ "cache": { "max_entries": 1 } }));
+    let decide = |email: &str, domain: &str, verdict: &str| {
+        let mut f = h.filter();
+        let mut host = json_signup(&h, email);
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, lookup_response(domain, verdict, &[]));
+        host
+    };
+    decide("a@example.org", "example.org", "safe"); // fills the only slot
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    // Another worker replaces the slot while this callout is in flight.
+    decide("a@gmail.com", "gmail.com", "safe");
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!(only_sent(&host).status, 403);
+    assert!(host.logs.borrow().iter().all(|(level, _)| *level < LogLevel::Warn), "{:?}", host.logs);
+    let mut again = json_signup(&h, "z@gmail.com");
+    send(&mut h.filter(), &mut again);
+    assert!(again.dispatched.is_empty(), "the other worker's write stands");
+}
+
+#[test]
+fn sidecar_failures_follow_failure_mode() {
+    let timeout = crate::host::CalloutResponse { status: Some(504), body: b"upstream request timeout".to_vec() };
+    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let garbage = crate::host::CalloutResponse { status: Some(200), body: b"<html>".to_vec() };
+    let cases = [
+        (timeout, "sidecar_timeout"),
+        (refused, "sidecar_error"),
+        (error_response(401, "api_key_invalid"), "sidecar_rejected"),
+        (error_response(402, "quota_exceeded"), "sidecar_rejected"),
+        (error_response(429, "rate_limit_exceeded"), "sidecar_rejected"),
+        (error_response(500, "internal_error"), "sidecar_error"),
+        (garbage, "sidecar_error"),
+    ];
+    for (response, bypass) in &cases {
+        // allow (the default): through, with the bypass header.
+        let h = Harness::new(json!({}));
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@mailinator.com");
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, response.clone());
+        assert!(host.sent.is_empty(), "{bypass}");
+        assert_eq!(host.resumed, 1);
+        assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some(*bypass), "{response:?}");
+        assert_no_flag_headers_but(&host, &["x-email-verdict-bypass"]);
+        assert_eq!((host.count(Counter::Bypassed), host.count(Counter::Checked)), (1, 0));
+        assert!(h.store.borrow().is_empty(), "failures are never cached");
+        // deny: failure_status with verdict_unavailable.
+        let h = Harness::new(json!({ "failure_mode": "deny", "failure_status": 502 }));
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@mailinator.com");
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, response.clone());
+        let sent = only_sent(&host);
+        assert_eq!((sent.status, sent.json()), (502, json!({"error": "verdict_unavailable"})), "{bypass}");
+        assert_eq!((host.resumed, host.count(Counter::DeniedOnError)), (0, 1));
+        assert_no_flag_headers_but(&host, &[]);
+    }
+}
+
+#[test]
+fn a_failed_dispatch_takes_the_failure_path_at_once() {
+    for (mode, expected) in [("allow", None), ("deny", Some(503))] {
+        let h = Harness::new(json!({ "failure_mode": mode }));
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@mailinator.com");
+        host.fail.dispatch = true;
+        let (_, body) = send(&mut f, &mut host);
+        assert_eq!(host.sent.first().map(|s| s.status), expected);
+        if expected.is_none() {
+            assert_eq!(body, Action::Continue);
+            assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_error"));
+        } else {
+            assert_eq!(body, Action::Pause);
+        }
+        assert_eq!(host.count(Counter::Callouts), 0);
+        assert!(host.logs.borrow().iter().any(|(l, m)| *l == LogLevel::Warn && m.contains("proxy_http_call")));
+    }
+}
+
+#[test]
+fn a_failed_header_write_takes_the_failure_path() {
+    // The headers are gone (Envoy without allow_on_headers_stop_iteration): BadArgument, no panic.
+    for (mode, sent) in [("allow", 0), ("deny", 1)] {
+        let h = Harness::new(json!({ "failure_mode": mode }));
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@gmail.com");
+        send(&mut f, &mut host);
+        host.fail.set_header = true;
+        answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &[]));
+        assert_eq!(host.sent.len(), sent, "{mode}");
+        assert_eq!(host.resumed, 1 - sent as u32);
+        assert_eq!(host.count(Counter::Flagged), 0);
+        assert!(host.logs.borrow().iter().any(|(l, _)| *l == LogLevel::Error));
+    }
+}
+
+#[test]
+fn failed_host_calls_never_hang_or_panic() {
+    let h = Harness::new(json!({}));
+    // Stripping fails on a signup: failure_mode allow.
+    let mut host = json_signup(&h, "a@gmail.com");
+    host.fail.remove_header = true;
+    assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
+    // Reading the body fails.
+    let mut host = json_signup(&h, "a@gmail.com");
+    host.fail.body = true;
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Continue));
+    assert_eq!(host.count(Counter::Bypassed), 1);
+    // The local response cannot be sent: let through rather than hang.
+    let mut host = json_signup(&h, "not an email");
+    host.fail.local_response = true;
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Continue));
+    // Shared data unavailable: ask the sidecar anyway.
+    let mut host = json_signup(&h, "a@gmail.com");
+    host.fail.shared_data = true;
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    assert_eq!(host.dispatched.len(), 1);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &[]));
+    assert_eq!(host.resumed, 1);
+    // Resuming fails: logged.
+    let mut host = json_signup(&h, "a@example.org");
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    host.fail.resume = true;
+    answer(&mut f, &mut host, lookup_response("example.org", "safe", &[]));
+    assert!(host.logs.borrow().iter().any(|(_, m)| m.contains("resume")));
+}
+
+#[test]
+fn bodies_over_the_limit_get_413() {
+    let h = Harness::new(json!({ "max_body_bytes": 64 }));
+    let too_large = |host: &MockHost| {
+        let sent = only_sent(host);
+        assert_eq!((sent.status, sent.json()), (413, json!({"error": "body_too_large"})));
+        assert_eq!(host.count(Counter::BodyTooLarge), 1);
+        assert!(host.dispatched.is_empty());
+    };
+    // While buffering, before the end of the body.
+    let body = json!({ "email": "a@gmail.com", "pad": "x".repeat(100) }).to_string();
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/json")], body.as_bytes());
+    let mut f = h.filter();
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Pause);
+    assert_eq!(f.on_request_body(&mut host, 65, false), Action::Pause);
+    too_large(&host);
+    // Announced by content-length: refused in the headers phase.
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/json"), ("content-length", "65")], b"{}");
+    assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Pause);
+    too_large(&host);
+    // Exactly the limit is fine.
+    let prefix = r#"{"email":"a@gmail.com","p":""#;
+    let body = format!(r#"{prefix}{}"}}"#, "x".repeat(64 - prefix.len() - 2));
+    assert_eq!(body.len(), 64);
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/json")], body.as_bytes());
+    send(&mut h.filter(), &mut host);
+    assert_eq!(host.dispatched.len(), 1);
+}
+
+#[test]
+fn trailers_end_the_body() {
+    let h = Harness::new(json!({}));
+    let mut host = json_signup(&h, "a@mailinator.com");
+    let mut f = h.filter();
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Pause);
+    let size = host.body.len();
+    assert_eq!(f.on_request_body(&mut host, size, false), Action::Pause);
+    assert_eq!(f.on_request_trailers(&mut host), Action::Pause);
+    assert_eq!(host.dispatched.len(), 1);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!(only_sent(&host).status, 403);
+}
+
+#[test]
+fn missing_email_follows_on_missing_email() {
+    /// (path, headers, body, paused in the headers phase)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [u8], bool);
+    let cases: &[Case<'_>] = &[
+        ("/signup", &[("content-type", "application/json")], br#"{"name":"Ann"}"#, true),
+        ("/signup", &[("content-type", "application/json")], b"not json", true),
+        ("/signup", &[("content-type", "application/x-www-form-urlencoded")], b"name=Ann", true),
+        // No body, or a body format the filter cannot read: decided without buffering.
+        ("/signup", &[], b"", false),
+        ("/signup", &[("content-type", "text/plain")], b"a@mailinator.com", false),
+        ("/signup", &[], b"a@mailinator.com", false),
+    ];
+    for (policy, status) in [("allow", None), ("deny", Some(400))] {
+        let h = Harness::new(json!({ "on_missing_email": policy }));
+        for (path, headers, body, paused) in cases {
+            let mut host = h.host("POST", path, headers, body);
+            let mut f = h.filter();
+            let first = f.on_request_headers(&mut host, body.is_empty());
+            if *paused {
+                assert_eq!(first, Action::Pause);
+                f.on_request_body(&mut host, body.len(), true);
+            } else {
+                assert_eq!(first, if status.is_some() { Action::Pause } else { Action::Continue }, "{headers:?}");
+            }
+            assert_eq!(host.count(Counter::NoEmail), 1);
+            assert!(host.dispatched.is_empty());
+            match status {
+                None => assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("no_email")),
+                Some(s) => {
+                    let sent = only_sent(&host);
+                    assert_eq!((sent.status, sent.json()), (s, json!({"error": "missing_email"})));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn invalid_emails_follow_on_invalid_email() {
+    let h = Harness::new(json!({}));
+    let deny = |host: &MockHost| {
+        let sent = only_sent(host);
+        assert_eq!((sent.status, sent.json()), (400, json!({"error": "invalid_email"})));
+        assert_eq!(host.count(Counter::InvalidEmail), 1);
+    };
+    // Locally: no callout at all.
+    for bad in ["not an email", "a@localhost", "a@192.0.2.1", "a@exa_mple.com", "@mailinator.com"] {
+        let mut host = json_signup(&h, bad);
+        send(&mut h.filter(), &mut host);
+        deny(&host);
+        assert!(host.dispatched.is_empty(), "{bad}");
+    }
+    // A JSON value that is not a string; two different values of one form field.
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/json")], br#"{"email":["a@b.example"]}"#);
+    send(&mut h.filter(), &mut host);
+    deny(&host);
+    let form = b"email=a%40gmail.com&email=b%40mailinator.com";
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/x-www-form-urlencoded")], form);
+    send(&mut h.filter(), &mut host);
+    deny(&host);
+    // From the sidecar.
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, error_response(400, "invalid_input"));
+    deny(&host);
+
+    let h = Harness::new(json!({ "on_invalid_email": "allow" }));
+    let mut host = json_signup(&h, "nope");
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Continue));
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("invalid_email"));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, error_response(400, "invalid_input"));
+    assert_eq!((host.resumed, host.count(Counter::InvalidEmail)), (1, 1));
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("invalid_email"));
+}
+
+#[test]
+fn email_in_a_header_or_query_is_checked_in_the_headers_phase() {
+    let h = Harness::new(json!({
+        "email": { "headers": ["X-Signup-Email"], "query_params": ["email"] },
+        "cache": { "ttl_seconds": 0 }
+    }));
+    let requests = [
+        h.host("POST", "/signup", &[("x-signup-email", "a@mailinator.com")], b"{}"),
+        h.host("POST", "/signup?email=a%40mailinator.com", &[], b"{}"),
+        h.host("POST", "/api/register/v2?email=a%40mailinator.com", &[], b""),
+    ];
+    for mut host in requests {
+        let mut f = h.filter();
+        let eos = host.body.is_empty();
+        assert_eq!(f.on_request_headers(&mut host, eos), Action::Pause);
+        assert_eq!(host.dispatched.len(), 1);
+        // Body chunks that arrive meanwhile are held, not released.
+        assert_eq!(f.on_request_body(&mut host, 2, true), Action::Pause);
+        answer(&mut f, &mut host, lookup_response("mailinator.com", "safe", &[]));
+        assert_eq!(host.resumed, 1);
+        assert_eq!(host.header("x-email-domain").as_deref(), Some("mailinator.com"));
+    }
+    // The header wins over the body; two different header values are refused.
+    let mut host = h.host(
+        "POST",
+        "/signup",
+        &[
+            ("x-signup-email", "a@gmail.com"),
+            ("x-signup-email", "b@mailinator.com"),
+            ("content-type", "application/json"),
+        ],
+        br#"{"email":"c@gmail.com"}"#,
+    );
+    assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Pause);
+    assert_eq!(only_sent(&host).status, 400);
+}
+
+#[test]
+fn answers_to_unknown_callouts_are_ignored() {
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    f.on_callout_response(&mut host, 999, &lookup_response("mailinator.com", "disposable", &[]));
+    assert!(host.sent.is_empty() && host.resumed == 0);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!(host.sent.len(), 1, "a second answer changes nothing");
+}
+
+#[test]
+fn international_domains_are_normalized_before_the_callout() {
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "José@Bücher.Example");
+    send(&mut f, &mut host);
+    assert_eq!(host.dispatched[0].header(":path"), Some("/api/v1/domain/xn--bcher-kva.example"));
+    answer(&mut f, &mut host, lookup_response("xn--bcher-kva.example", "safe", &[]));
+    assert_eq!(host.header("x-email-domain").as_deref(), Some("xn--bcher-kva.example"));
+}

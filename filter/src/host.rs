@@ -1,0 +1,180 @@
+//! The proxy as the filter's logic sees it: a small trait, implemented over proxy-wasm by
+//! `wasm_host.rs` and by a mock in tests.
+//!
+//! Every call that can fail returns a `Result`: the proxy-wasm SDK's own wrappers panic on an
+//! unexpected status (e.g. `BadArgument` when the request headers are already gone), and a panic
+//! kills the VM. The logic turns a failed call into a log line and the `failure_mode` path.
+
+use std::fmt;
+use std::time::Duration;
+
+pub use crate::cache::{SharedData, SharedDataError};
+
+/// What a request callback answers: let the request go on, or hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    Pause,
+}
+
+/// Log levels of the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A host call that did not succeed: which call, and the proxy-wasm status it returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostError {
+    pub call: &'static str,
+    pub status: u32,
+}
+
+impl HostError {
+    pub fn new(call: &'static str, status: u32) -> Self {
+        Self { call, status }
+    }
+
+    fn status_name(self) -> &'static str {
+        match self.status {
+            1 => "NotFound",
+            2 => "BadArgument",
+            3 => "SerializationFailure",
+            4 => "ParseFailure",
+            7 => "Empty",
+            8 => "CasMismatch",
+            10 => "InternalFailure",
+            12 => "Unimplemented",
+            _ => "unknown status",
+        }
+    }
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.status_name(), self.status)
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// The filter's counters (Envoy stats), as `CONFIG.md` lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counter {
+    Checked,
+    Blocked,
+    Flagged,
+    Bypassed,
+    DeniedOnError,
+    CacheHits,
+    Callouts,
+    NoEmail,
+    InvalidEmail,
+    BodyTooLarge,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 10] = [
+        Counter::Checked,
+        Counter::Blocked,
+        Counter::Flagged,
+        Counter::Bypassed,
+        Counter::DeniedOnError,
+        Counter::CacheHits,
+        Counter::Callouts,
+        Counter::NoEmail,
+        Counter::InvalidEmail,
+        Counter::BodyTooLarge,
+    ];
+
+    /// The metric name defined in Envoy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Checked => "email_verdict.checked",
+            Counter::Blocked => "email_verdict.blocked",
+            Counter::Flagged => "email_verdict.flagged",
+            Counter::Bypassed => "email_verdict.bypassed",
+            Counter::DeniedOnError => "email_verdict.denied_on_error",
+            Counter::CacheHits => "email_verdict.cache_hits",
+            Counter::Callouts => "email_verdict.callouts",
+            Counter::NoEmail => "email_verdict.no_email",
+            Counter::InvalidEmail => "email_verdict.invalid_email",
+            Counter::BodyTooLarge => "email_verdict.body_too_large",
+        }
+    }
+
+    /// Position in [`Counter::ALL`], for hosts that keep metric ids in an array.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The calls of one HTTP stream's context. Header names are lowercase.
+pub trait Host: SharedData {
+    /// The first value of a request header (or pseudo-header such as `:path`).
+    fn request_header(&self, name: &str) -> Result<Option<Vec<u8>>, HostError>;
+    /// Every value of a request header, in order. Envoy's single-value call returns only the
+    /// first of repeated headers, which would let a client hide a second email from the filter.
+    fn request_header_values(&self, name: &str) -> Result<Vec<Vec<u8>>, HostError>;
+    /// Replaces every value of a request header with `value`.
+    fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostError>;
+    /// Removes every value of a request header.
+    fn remove_request_header(&mut self, name: &str) -> Result<(), HostError>;
+    /// The buffered request body, at most `max_len` bytes of it.
+    fn request_body(&self, max_len: usize) -> Result<Vec<u8>, HostError>;
+    /// Starts an HTTP callout; the answer arrives through `RequestFilter::on_callout_response`
+    /// with the returned token.
+    fn dispatch_http_call(
+        &mut self,
+        cluster: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<u32, HostError>;
+    /// Answers the client directly; `details` is Envoy's response code details (no spaces).
+    fn send_local_response(
+        &mut self,
+        status: u16,
+        details: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<(), HostError>;
+    /// Lets a paused request go on.
+    fn resume_request(&mut self) -> Result<(), HostError>;
+    fn increment(&mut self, counter: Counter);
+    /// Wall-clock milliseconds since the Unix epoch, as the proxy sees it.
+    fn now_ms(&self) -> Result<u64, HostError>;
+    fn log(&self, level: LogLevel, message: &str);
+}
+
+/// What the sidecar answered, as read from the callout's response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalloutResponse {
+    /// `:status`, absent or unparseable as `None`.
+    pub status: Option<u16>,
+    pub body: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_index_matches_all() {
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            assert!(c.name().starts_with("email_verdict."));
+        }
+    }
+
+    #[test]
+    fn host_error_names_the_status() {
+        assert_eq!(
+            HostError::new("proxy_replace_header_map_value", 2).to_string(),
+            "proxy_replace_header_map_value failed: BadArgument (2)"
+        );
+    }
+}

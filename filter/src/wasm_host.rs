@@ -1,0 +1,438 @@
+//! The only file that talks to the proxy: the proxy-wasm root and HTTP contexts, and [`Host`]
+//! over the proxy-wasm ABI. Compiled for `wasm32` only.
+//!
+//! The SDK's `hostcalls` wrappers `panic!` on any status they do not expect (and `unwrap` UTF-8
+//! conversions of header values), and a panic kills the VM. So every call the filter makes goes
+//! through the raw ABI imports below, each status turned into a [`HostError`]; the one
+//! exception is `dispatch_http_call`, which must go through the SDK so that its dispatcher
+//! routes the answer back to this context (it returns `BadArgument` and `InternalFailure` as
+//! errors, the statuses Envoy gives for an unknown cluster or a failed call).
+
+use std::cell::RefCell;
+use std::ptr::{null, null_mut};
+use std::rc::Rc;
+use std::time::Duration;
+
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action as SdkAction, ContextType, LogLevel as SdkLogLevel, Status};
+
+use crate::abi;
+use crate::cache::{SharedData, SharedDataError};
+use crate::config::{EnvError, FilterConfig};
+use crate::filter::RequestFilter;
+use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel};
+
+/// The callout's answer is a small JSON document; anything larger is cut and fails to parse.
+const MAX_CALLOUT_BODY: usize = 64 * 1024;
+
+proxy_wasm::main! {{
+    // Installs the SDK's panic hook, which logs the panic message before the VM dies.
+    proxy_wasm::set_log_level(SdkLogLevel::Info);
+    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
+}}
+
+mod ffi {
+    //! The proxy-wasm ABI 0.2.1 imports, statuses as plain `u32` (an unknown status from the
+    //! host must not be undefined behaviour).
+    #[link(wasm_import_module = "env")]
+    unsafe extern "C" {
+        pub fn proxy_log(level: u32, message_data: *const u8, message_size: usize) -> u32;
+        pub fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
+        pub fn proxy_get_buffer_bytes(
+            buffer_type: u32,
+            start: usize,
+            max_size: usize,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
+        pub fn proxy_get_header_map_pairs(map_type: u32, return_data: *mut *mut u8, return_size: *mut usize) -> u32;
+        pub fn proxy_get_header_map_value(
+            map_type: u32,
+            key_data: *const u8,
+            key_size: usize,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
+        pub fn proxy_replace_header_map_value(
+            map_type: u32,
+            key_data: *const u8,
+            key_size: usize,
+            value_data: *const u8,
+            value_size: usize,
+        ) -> u32;
+        pub fn proxy_remove_header_map_value(map_type: u32, key_data: *const u8, key_size: usize) -> u32;
+        #[allow(clippy::too_many_arguments)]
+        pub fn proxy_send_local_response(
+            status_code: u32,
+            details_data: *const u8,
+            details_size: usize,
+            body_data: *const u8,
+            body_size: usize,
+            headers_data: *const u8,
+            headers_size: usize,
+            grpc_status: i32,
+        ) -> u32;
+        pub fn proxy_continue_stream(stream_type: u32) -> u32;
+        pub fn proxy_get_shared_data(
+            key_data: *const u8,
+            key_size: usize,
+            return_value_data: *mut *mut u8,
+            return_value_size: *mut usize,
+            return_cas: *mut u32,
+        ) -> u32;
+        pub fn proxy_set_shared_data(
+            key_data: *const u8,
+            key_size: usize,
+            value_data: *const u8,
+            value_size: usize,
+            cas: u32,
+        ) -> u32;
+        pub fn proxy_define_metric(
+            metric_type: u32,
+            name_data: *const u8,
+            name_size: usize,
+            return_id: *mut u32,
+        ) -> u32;
+        pub fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
+    }
+}
+
+const OK: u32 = 0;
+const NOT_FOUND: u32 = 1;
+const CAS_MISMATCH: u32 = 8;
+
+const MAP_REQUEST_HEADERS: u32 = 0;
+const MAP_CALLOUT_RESPONSE_HEADERS: u32 = 6;
+const BUFFER_REQUEST_BODY: u32 = 0;
+const BUFFER_CALLOUT_RESPONSE_BODY: u32 = 4;
+const BUFFER_PLUGIN_CONFIGURATION: u32 = 7;
+const STREAM_HTTP_REQUEST: u32 = 0;
+const METRIC_COUNTER: u32 = 0;
+
+fn status(call: &'static str, code: u32) -> Result<(), HostError> {
+    if code == OK { Ok(()) } else { Err(HostError::new(call, code)) }
+}
+
+/// Takes ownership of a buffer the host allocated through the SDK's `proxy_on_memory_allocate`
+/// (a boxed slice of exactly `size` bytes).
+fn owned(data: *mut u8, size: usize) -> Vec<u8> {
+    if data.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the host wrote `size` bytes into a buffer of `size` bytes it got from the
+    // module's allocator, and hands its ownership to us.
+    unsafe { Vec::from_raw_parts(data, size, size) }
+}
+
+fn log(level: LogLevel, message: &str) {
+    let level = match level {
+        LogLevel::Trace => 0,
+        LogLevel::Debug => 1,
+        LogLevel::Info => 2,
+        LogLevel::Warn => 3,
+        LogLevel::Error => 4,
+    };
+    // SAFETY: pointer and length of a live string. A failed log has nowhere to be reported.
+    let _ = unsafe { ffi::proxy_log(level, message.as_ptr(), message.len()) };
+}
+
+fn get_buffer(call: &'static str, buffer_type: u32, max_size: usize) -> Result<Vec<u8>, HostError> {
+    let (mut data, mut size) = (null_mut(), 0);
+    // SAFETY: out-pointers to live locals.
+    let code = unsafe { ffi::proxy_get_buffer_bytes(buffer_type, 0, max_size, &mut data, &mut size) };
+    match code {
+        OK => Ok(owned(data, size)),
+        NOT_FOUND => Ok(Vec::new()),
+        code => Err(HostError::new(call, code)),
+    }
+}
+
+fn get_header(map_type: u32, name: &str) -> Result<Option<Vec<u8>>, HostError> {
+    let (mut data, mut size) = (null_mut(), 0);
+    // SAFETY: key pointer/length of a live string; out-pointers to live locals.
+    let code = unsafe { ffi::proxy_get_header_map_value(map_type, name.as_ptr(), name.len(), &mut data, &mut size) };
+    match code {
+        OK => Ok(Some(owned(data, size))),
+        NOT_FOUND => Ok(None),
+        code => Err(HostError::new("proxy_get_header_map_value", code)),
+    }
+}
+
+fn get_header_pairs(map_type: u32) -> Result<abi::HeaderPairs, HostError> {
+    const CALL: &str = "proxy_get_header_map_pairs";
+    let (mut data, mut size) = (null_mut(), 0);
+    // SAFETY: out-pointers to live locals.
+    status(CALL, unsafe { ffi::proxy_get_header_map_pairs(map_type, &mut data, &mut size) })?;
+    abi::deserialize_map(&owned(data, size)).ok_or(HostError::new(CALL, 4 /* ParseFailure */))
+}
+
+/// Metric ids, defined once per root context (and so once per worker's VM).
+#[derive(Default)]
+struct Metrics {
+    ids: [Option<u32>; Counter::ALL.len()],
+}
+
+impl Metrics {
+    fn define() -> Self {
+        let mut metrics = Self::default();
+        for counter in Counter::ALL {
+            let name = counter.name();
+            let mut id = 0;
+            // SAFETY: name pointer/length of a live string; out-pointer to a live local.
+            let code = unsafe { ffi::proxy_define_metric(METRIC_COUNTER, name.as_ptr(), name.len(), &mut id) };
+            match status("proxy_define_metric", code) {
+                Ok(()) => metrics.ids[counter.index()] = Some(id),
+                Err(e) => log(LogLevel::Error, &format!("email-verdict filter: metric {name}: {e}")),
+            }
+        }
+        metrics
+    }
+
+    fn increment(&self, counter: Counter) {
+        if let Some(id) = self.ids[counter.index()] {
+            // SAFETY: plain values. A lost increment is not worth failing a request for.
+            let _ = unsafe { ffi::proxy_increment_metric(id, 1) };
+        }
+    }
+}
+
+/// [`Host`] for the HTTP context the proxy is currently calling into.
+struct WasmHost {
+    metrics: Rc<Metrics>,
+}
+
+impl SharedData for WasmHost {
+    fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError> {
+        let (mut data, mut size, mut cas) = (null_mut(), 0, 0);
+        // SAFETY: key pointer/length of a live string; out-pointers to live locals.
+        let code = unsafe { ffi::proxy_get_shared_data(key.as_ptr(), key.len(), &mut data, &mut size, &mut cas) };
+        match code {
+            OK => Ok((Some(owned(data, size)), (cas != 0).then_some(cas))),
+            NOT_FOUND => Ok((None, None)),
+            code => Err(HostError::new("proxy_get_shared_data", code)),
+        }
+    }
+
+    fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
+        // SAFETY: pointers/lengths of live slices.
+        let code = unsafe {
+            ffi::proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), cas.unwrap_or(0))
+        };
+        match code {
+            OK => Ok(()),
+            CAS_MISMATCH => Err(SharedDataError::CasMismatch),
+            code => Err(SharedDataError::Host(HostError::new("proxy_set_shared_data", code))),
+        }
+    }
+}
+
+impl Host for WasmHost {
+    fn request_header(&self, name: &str) -> Result<Option<Vec<u8>>, HostError> {
+        get_header(MAP_REQUEST_HEADERS, name)
+    }
+
+    fn request_header_values(&self, name: &str) -> Result<Vec<Vec<u8>>, HostError> {
+        let pairs = get_header_pairs(MAP_REQUEST_HEADERS)?;
+        Ok(pairs.into_iter().filter(|(k, _)| k.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v).collect())
+    }
+
+    fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostError> {
+        // SAFETY: pointers/lengths of live strings.
+        let code = unsafe {
+            ffi::proxy_replace_header_map_value(
+                MAP_REQUEST_HEADERS,
+                name.as_ptr(),
+                name.len(),
+                value.as_ptr(),
+                value.len(),
+            )
+        };
+        status("proxy_replace_header_map_value", code)
+    }
+
+    fn remove_request_header(&mut self, name: &str) -> Result<(), HostError> {
+        // SAFETY: pointer/length of a live string.
+        let code = unsafe { ffi::proxy_remove_header_map_value(MAP_REQUEST_HEADERS, name.as_ptr(), name.len()) };
+        status("proxy_remove_header_map_value", code)
+    }
+
+    fn request_body(&self, max_len: usize) -> Result<Vec<u8>, HostError> {
+        get_buffer("proxy_get_buffer_bytes", BUFFER_REQUEST_BODY, max_len)
+    }
+
+    fn dispatch_http_call(
+        &mut self,
+        cluster: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<u32, HostError> {
+        // Through the SDK: its dispatcher must learn the token to route the answer back here.
+        proxy_wasm::hostcalls::dispatch_http_call(cluster, headers.to_vec(), None, vec![], timeout)
+            .map_err(|s: Status| HostError::new("proxy_http_call", s as u32))
+    }
+
+    fn send_local_response(
+        &mut self,
+        status_code: u16,
+        details: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<(), HostError> {
+        let headers = abi::serialize_map(headers);
+        // SAFETY: pointers/lengths of live buffers.
+        let code = unsafe {
+            ffi::proxy_send_local_response(
+                u32::from(status_code),
+                details.as_ptr(),
+                details.len(),
+                if body.is_empty() { null() } else { body.as_ptr() },
+                body.len(),
+                headers.as_ptr(),
+                headers.len(),
+                -1,
+            )
+        };
+        status("proxy_send_local_response", code)
+    }
+
+    fn resume_request(&mut self) -> Result<(), HostError> {
+        // SAFETY: a plain value.
+        status("proxy_continue_stream", unsafe { ffi::proxy_continue_stream(STREAM_HTTP_REQUEST) })
+    }
+
+    fn increment(&mut self, counter: Counter) {
+        self.metrics.increment(counter);
+    }
+
+    fn now_ms(&self) -> Result<u64, HostError> {
+        let mut nanos = 0u64;
+        // SAFETY: out-pointer to a live local.
+        status("proxy_get_current_time_nanoseconds", unsafe { ffi::proxy_get_current_time_nanoseconds(&mut nanos) })?;
+        Ok(nanos / 1_000_000)
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        log(level, message);
+    }
+}
+
+/// The root context: reads and validates the plugin configuration, defines the metrics once.
+#[derive(Default)]
+struct Root {
+    config: Option<Rc<FilterConfig>>,
+    metrics: RefCell<Option<Rc<Metrics>>>,
+}
+
+impl Root {
+    fn metrics(&self) -> Rc<Metrics> {
+        Rc::clone(self.metrics.borrow_mut().get_or_insert_with(|| Rc::new(Metrics::define())))
+    }
+}
+
+/// `api_key_env`: only wasm32-wasip1 modules see the VM's environment
+/// (Envoy `vm_config.environment_variables`, Istio `vmConfig.env`).
+fn env_var(name: &str) -> Result<String, EnvError> {
+    #[cfg(target_os = "wasi")]
+    {
+        std::env::var(name).map_err(|_| EnvError::NotSet)
+    }
+    #[cfg(not(target_os = "wasi"))]
+    {
+        let _ = name;
+        Err(EnvError::Unsupported)
+    }
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
+        self.metrics();
+        let bytes = match get_buffer("proxy_get_buffer_bytes", BUFFER_PLUGIN_CONFIGURATION, usize::MAX) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                log(LogLevel::Error, &format!("email-verdict filter: bad configuration: cannot read it: {e}"));
+                return false;
+            }
+        };
+        match FilterConfig::from_json(&bytes, &env_var) {
+            Ok(config) => {
+                log(LogLevel::Info, "email-verdict filter: configuration loaded");
+                self.config = Some(Rc::new(config));
+                true
+            }
+            Err(e) => {
+                log(LogLevel::Error, &format!("email-verdict filter: bad configuration: {e}"));
+                self.config = None;
+                false
+            }
+        }
+    }
+
+    /// Never `None`: the SDK panics on it. Without a configuration (Envoy rejected the plugin),
+    /// the stream passes through.
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let host = WasmHost { metrics: self.metrics() };
+        Some(Box::new(Stream { filter: self.config.clone().map(RequestFilter::new), host }))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
+
+/// One HTTP stream.
+struct Stream {
+    filter: Option<RequestFilter>,
+    host: WasmHost,
+}
+
+fn sdk(action: Action) -> SdkAction {
+    match action {
+        Action::Continue => SdkAction::Continue,
+        Action::Pause => SdkAction::Pause,
+    }
+}
+
+impl Context for Stream {
+    fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
+        let Some(filter) = self.filter.as_mut() else { return };
+        let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
+            .ok()
+            .flatten()
+            .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+        let body = if body_size == 0 {
+            Ok(Vec::new())
+        } else {
+            get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size.min(MAX_CALLOUT_BODY))
+        };
+        let body = body.unwrap_or_else(|e| {
+            log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
+            Vec::new()
+        });
+        filter.on_callout_response(&mut self.host, token_id, &CalloutResponse { status, body });
+    }
+}
+
+impl HttpContext for Stream {
+    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> SdkAction {
+        match self.filter.as_mut() {
+            Some(filter) => sdk(filter.on_request_headers(&mut self.host, end_of_stream)),
+            None => SdkAction::Continue,
+        }
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> SdkAction {
+        match self.filter.as_mut() {
+            Some(filter) => sdk(filter.on_request_body(&mut self.host, body_size, end_of_stream)),
+            None => SdkAction::Continue,
+        }
+    }
+
+    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> SdkAction {
+        match self.filter.as_mut() {
+            Some(filter) => sdk(filter.on_request_trailers(&mut self.host)),
+            None => SdkAction::Continue,
+        }
+    }
+}

