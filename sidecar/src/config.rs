@@ -12,6 +12,8 @@ use serde::Deserialize;
 
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::OperatorLists;
+use crate::pages::PageSettings;
+use crate::pages::ipdata::IpDataSettings;
 use crate::usage_error;
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
@@ -79,6 +81,28 @@ pub struct ServeArgs {
     /// Log format: text or json [default: text]
     #[arg(long, env = "EMAIL_VERDICT_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
+    /// Public pages: shortest time between two re-checks of one domain, in seconds [default: 86400]
+    #[arg(long, env = "EMAIL_VERDICT_RECHECK_INTERVAL", value_name = "SECS")]
+    pub recheck_interval: Option<u64>,
+    /// Public pages: page views per minute per client IP; 0 = unlimited [default: 60]
+    #[arg(long, env = "EMAIL_VERDICT_PAGE_RATE_LIMIT", value_name = "N")]
+    pub page_rate_limit: Option<u32>,
+    /// Public pages: re-checks per hour per client IP; 0 = unlimited [default: 10]
+    #[arg(long, env = "EMAIL_VERDICT_RECHECK_RATE_LIMIT", value_name = "N")]
+    pub recheck_rate_limit: Option<u32>,
+    /// Public pages: MMDB file for IP → country (GeoLite2 Country/City, IPinfo...) [default: shipped]
+    #[arg(long, env = "EMAIL_VERDICT_GEOIP_COUNTRY_DB", value_name = "FILE")]
+    pub geoip_country_db: Option<PathBuf>,
+    /// Public pages: MMDB file for IP → ASN (GeoLite2 ASN, IPinfo...) [default: shipped]
+    #[arg(long, env = "EMAIL_VERDICT_GEOIP_ASN_DB", value_name = "FILE")]
+    pub geoip_asn_db: Option<PathBuf>,
+    /// Public pages: credit line for the MMDB files given [default: from their metadata]
+    #[arg(long, env = "EMAIL_VERDICT_GEOIP_ATTRIBUTION", value_name = "TEXT")]
+    pub geoip_attribution: Option<String>,
+    /// Public pages: base URL of canonical and hreflang links, e.g. https://verdict.example.com
+    /// [default: paths only]
+    #[arg(long, env = "EMAIL_VERDICT_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -102,6 +126,7 @@ pub struct ServeConfig {
     pub infra_threshold: u64,
     pub threads: usize,
     pub log_format: LogFormat,
+    pub pages: PageSettings,
 }
 
 impl ServeArgs {
@@ -112,6 +137,7 @@ impl ServeArgs {
             None => ServeArgs::default(),
         };
         let merged = self.over(file);
+        let pages = page_settings(&merged, Duration::from_millis(merged.dns_timeout_ms.unwrap_or(2000).max(1)))?;
         let nameservers = merged
             .dns
             .iter()
@@ -165,6 +191,7 @@ impl ServeArgs {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
                 .max(1),
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
+            pages,
         })
     }
 
@@ -193,8 +220,39 @@ impl ServeArgs {
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
+            recheck_interval: self.recheck_interval.or(lower.recheck_interval),
+            page_rate_limit: self.page_rate_limit.or(lower.page_rate_limit),
+            recheck_rate_limit: self.recheck_rate_limit.or(lower.recheck_rate_limit),
+            geoip_country_db: self.geoip_country_db.or(lower.geoip_country_db),
+            geoip_asn_db: self.geoip_asn_db.or(lower.geoip_asn_db),
+            geoip_attribution: self.geoip_attribution.or(lower.geoip_attribution),
+            public_url: self.public_url.or(lower.public_url),
         }
     }
+}
+
+/// The public pages' settings; a reverse lookup gets one DNS timeout.
+fn page_settings(merged: &ServeArgs, dns_timeout: Duration) -> anyhow::Result<PageSettings> {
+    let public_url = merged.public_url.clone().unwrap_or_default().trim_end_matches('/').to_owned();
+    if !(public_url.is_empty() || public_url.starts_with("https://") || public_url.starts_with("http://")) {
+        return Err(usage_error(format!("--public-url {public_url:?}: expected http(s)://HOST[:PORT]")));
+    }
+    let recheck_interval = merged.recheck_interval.unwrap_or(86_400);
+    if recheck_interval == 0 {
+        return Err(usage_error("--recheck-interval must be at least 1 second"));
+    }
+    Ok(PageSettings {
+        recheck_interval: Duration::from_secs(recheck_interval),
+        views_per_minute: merged.page_rate_limit.unwrap_or(60),
+        rechecks_per_hour: merged.recheck_rate_limit.unwrap_or(10),
+        public_url,
+        ipdata: IpDataSettings {
+            country_db: merged.geoip_country_db.clone(),
+            asn_db: merged.geoip_asn_db.clone(),
+            attribution: merged.geoip_attribution.clone().filter(|a| !a.trim().is_empty()),
+        },
+        reverse_timeout: dns_timeout,
+    })
 }
 
 fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
@@ -243,5 +301,19 @@ mod tests {
             ..Default::default()
         };
         assert!(guarded.resolve().is_ok());
+        let bad_url = ServeArgs { public_url: Some("verdict.example".into()), ..Default::default() };
+        assert!(bad_url.resolve().unwrap_err().is::<crate::UsageError>());
+        let no_interval = ServeArgs { recheck_interval: Some(0), ..Default::default() };
+        assert!(no_interval.resolve().unwrap_err().is::<crate::UsageError>());
+    }
+
+    #[test]
+    fn page_settings_default_to_the_spec() {
+        let c = ServeArgs::default().resolve().unwrap();
+        assert_eq!(c.pages.recheck_interval, Duration::from_secs(86_400), "once per 24 hours (Limits rule 3)");
+        assert_eq!((c.pages.views_per_minute, c.pages.rechecks_per_hour), (60, 10));
+        assert_eq!(c.pages.public_url, "");
+        let set = ServeArgs { public_url: Some("https://v.example/".into()), ..Default::default() };
+        assert_eq!(set.resolve().unwrap().pages.public_url, "https://v.example");
     }
 }

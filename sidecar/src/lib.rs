@@ -1,5 +1,5 @@
-//! The email-verdict sidecar: the verdict API of `verdict-api.md` on Pingora, and the operator
-//! CLI of `operations.md`.
+//! The email-verdict sidecar: the verdict API of `verdict-api.md` on Pingora, its public lookup
+//! pages and operator dashboard, and the operator CLI of `operations.md`.
 //!
 //! Invariants: only this crate knows Pingora, hickory and the state backends; the verdict
 //! itself is decided by `email-verdict-core`. No API key or email address is ever logged.
@@ -12,12 +12,14 @@ pub mod cli;
 pub mod client_ip;
 pub mod clock;
 pub mod config;
+pub mod dashboard;
 pub mod dns;
 pub mod keys;
 pub mod keys_cmd;
 pub mod limits;
 pub mod lists;
 pub mod logging;
+pub mod pages;
 pub mod plans;
 pub mod review;
 pub mod review_cmd;

@@ -4,6 +4,7 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,9 +17,12 @@ use crate::api::{Api, ApiApp};
 use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
+use crate::dashboard::Dashboard;
 use crate::dns::{HickoryResolver, MxCache};
 use crate::limits::Limiter;
 use crate::lists::build_catalog;
+use crate::pages::Pages;
+use crate::pages::templates::Templates;
 use crate::verdicts::Verdicts;
 use crate::{state, usage_error};
 
@@ -31,16 +35,22 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     check_bindable(config.admin_listen, "--admin-listen")?;
     let store = state::open(&config.state)?;
     let catalog = Arc::new(build_catalog(&config.lists)?);
-    let resolver = HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?;
-    let mx = MxCache::new(Arc::new(resolver), config.cache.clone());
+    let resolver = Arc::new(HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?);
+    let mx = MxCache::new(resolver.clone(), config.cache.clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let templates = Arc::new(Templates::new()?);
+    let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
         limiter: Limiter::new(store.clone(), clock.clone()),
         verdicts: Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold),
         trusted_proxies: config.trusted_proxies.clone(),
+        pages,
     });
-    let admin = Arc::new(Admin { store, clock, catalog, token_hash: config.admin_token.as_deref().map(hash_token) });
+    let token_hash = config.admin_token.as_deref().map(hash_token);
+    let ready = Arc::new(AtomicBool::new(false));
+    let dashboard = Dashboard::new(templates);
+    let admin = Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone() });
 
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
     server.bootstrap();
@@ -50,7 +60,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     admin.threads = Some(1);
     server.add_service(public);
     server.add_service(admin);
-    announce_ready(&server, config.listen, config.admin_listen);
+    announce_ready(&server, config.listen, config.admin_listen, ready);
     server.run_forever()
 }
 
@@ -86,8 +96,9 @@ fn check_bindable(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
     })
 }
 
-/// Logs `ready` once Pingora runs and both listeners accept connections.
-fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr) {
+/// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs and both
+/// listeners accept connections.
+fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr, ready: Arc<AtomicBool>) {
     let mut phases = server.watch_execution_phase();
     std::thread::spawn(move || {
         while let Ok(phase) = phases.blocking_recv() {
@@ -100,6 +111,7 @@ fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr) {
                 .iter()
                 .all(|a| TcpStream::connect_timeout(&connectable(*a), Duration::from_millis(100)).is_ok())
             {
+                ready.store(true, Ordering::Release);
                 tracing::info!(listen = %listen, admin_listen = %admin, "ready");
                 return;
             }

@@ -51,6 +51,12 @@ impl Verdicts {
     }
 
     pub async fn verdict(&self, input: &LookupInput) -> Result<VerdictResult, LookupError> {
+        Ok(self.verdict_with_mx(input).await?.0)
+    }
+
+    /// The verdict and the MX answer it was reached from (for the public pages, which show
+    /// each MX host's addresses; the JSON API shows only what the verdict carries).
+    pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let domain = input.domain();
         let lookup = self.mx.lookup(domain).await?;
         let decision = self.store.decision(domain.as_str()).await?;
@@ -62,7 +68,16 @@ impl Verdicts {
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
         self.record(domain, &signals, &result, infra);
-        Ok(result)
+        Ok((result, lookup.mx))
+    }
+
+    /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
+    pub fn invalidate(&self, domain: &Domain) {
+        self.mx.invalidate(domain);
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     fn own_infra(&self, mx: &MxInfo) -> OwnInfra {

@@ -254,3 +254,37 @@ async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!((counts[0].disposable, counts[0].legitimate), (1, 1));
 }
 with_all_backends!(infra, infrastructure_index);
+
+/// Spec Limits rule 3: one public re-check per domain per interval, atomically for every caller.
+async fn one_recheck_per_domain_per_interval(open: impl Fn() -> Arc<dyn StateStore>) {
+    use email_verdict::state::Recheck;
+    let store = open();
+    let t0 = DAY_START / 1000;
+    assert_eq!(store.try_recheck("a.example", t0, 86_400).await.unwrap(), Recheck::Allowed);
+    let refused = Recheck::Refused { next_at: t0 + 86_400 };
+    assert_eq!(store.try_recheck("a.example", t0 + 10, 86_400).await.unwrap(), refused);
+    assert_eq!(open().try_recheck("a.example", t0 + 86_399, 86_400).await.unwrap(), refused, "another replica");
+    assert_eq!(store.try_recheck("b.example", t0 + 10, 86_400).await.unwrap(), Recheck::Allowed, "per domain");
+    // Concurrent callers on separate handles: exactly one wins.
+    let results = futures::future::join_all((0..8).map(|_| {
+        let handle = open();
+        async move { handle.try_recheck("c.example", t0, 3_600).await.unwrap() }
+    }))
+    .await;
+    assert_eq!(results.iter().filter(|r| **r == Recheck::Allowed).count(), 1, "{results:?}");
+}
+with_all_backends!(recheck, one_recheck_per_domain_per_interval);
+
+/// After the interval the next re-check is allowed (SQLite by time arithmetic, Redis by the
+/// key's expiry, which runs on Redis' own clock: so one real second here).
+async fn recheck_is_allowed_again_after_the_interval(open: impl Fn() -> Arc<dyn StateStore>) {
+    use email_verdict::state::Recheck;
+    let store = open();
+    let now = email_verdict::clock::unix_now();
+    assert_eq!(store.try_recheck("d.example", now, 1).await.unwrap(), Recheck::Allowed);
+    assert_eq!(store.try_recheck("d.example", now, 1).await.unwrap(), Recheck::Refused { next_at: now + 1 });
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let later = email_verdict::clock::unix_now().max(now + 1);
+    assert_eq!(store.try_recheck("d.example", later, 1).await.unwrap(), Recheck::Allowed);
+}
+with_all_backends!(recheck_expiry, recheck_is_allowed_again_after_the_interval);

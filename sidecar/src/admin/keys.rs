@@ -44,11 +44,27 @@ fn parse(body: &[u8]) -> Result<KeyFields, AdminError> {
     serde_json::from_slice(body).map_err(|e| AdminError::bad_request(format!("invalid JSON body: {e}")))
 }
 
-fn plan(s: &str) -> Result<Plan, AdminError> {
+/// Makes and stores a new key (the admin API and the dashboard alike): the record, and the
+/// secret, which exists nowhere else and must be shown once.
+pub(crate) async fn create_key(
+    admin: &Admin,
+    plan: Plan,
+    name: String,
+    allow_ips: Vec<IpNet>,
+) -> Result<(KeyRecord, ApiKey), AdminError> {
+    let secret = ApiKey::generate().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
+    let id = new_key_id().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
+    let created_at = admin.clock.now_ms().div_euclid(1000);
+    let key = KeyRecord { id, name, plan, allow_ips, created_at, revoked: false };
+    admin.store.insert_key(key.clone(), secret.hash()).await?;
+    Ok((key, secret))
+}
+
+pub(crate) fn plan(s: &str) -> Result<Plan, AdminError> {
     s.parse().map_err(|e| AdminError::bad_request(format!("{e}")))
 }
 
-fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
+pub(crate) fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
     list.iter()
         .map(|s| {
             s.parse::<IpNet>()
@@ -90,11 +106,7 @@ async fn list(admin: &Admin) -> AdminResult {
 async fn create(admin: &Admin, fields: KeyFields) -> AdminResult {
     let plan = plan(fields.plan.as_deref().ok_or_else(|| AdminError::bad_request("\"plan\" is required"))?)?;
     let allow_ips = networks(&fields.allow_ips.unwrap_or_default())?;
-    let secret = ApiKey::generate().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
-    let id = new_key_id().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
-    let created_at = admin.clock.now_ms().div_euclid(1000);
-    let key = KeyRecord { id, name: fields.name.unwrap_or_default(), plan, allow_ips, created_at, revoked: false };
-    admin.store.insert_key(key.clone(), secret.hash()).await?;
+    let (key, secret) = create_key(admin, plan, fields.name.unwrap_or_default(), allow_ips).await?;
     let mut body = key_json(&key, 0);
     body["key"] = Value::String(secret.expose().to_owned());
     Ok(Json(StatusCode::CREATED, body))

@@ -1,11 +1,12 @@
-//! The admin listener: `GET /healthz` (open, for probes) and the key-management API under
+//! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up) and the key-management API under
 //! `/admin/v1/` (bearer admin token). The server refuses to listen on a non-loopback address
 //! without a token. Errors use the public API's body shape with admin codes.
 
-mod keys;
+pub(crate) mod keys;
 mod reviews;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use http::{Method, Response, StatusCode};
@@ -28,6 +29,10 @@ pub struct Admin {
     pub catalog: Arc<email_verdict_core::Catalog>,
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
     pub token_hash: Option<[u8; 32]>,
+    /// The operator dashboard at `/dashboard` (its own login and sessions).
+    pub dashboard: crate::dashboard::Dashboard,
+    /// Set once both listeners accept connections; `/healthz` answers 503 until then.
+    pub ready: Arc<AtomicBool>,
 }
 
 pub struct AdminApp(pub Arc<Admin>);
@@ -45,6 +50,9 @@ impl AdminError {
     }
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self(StatusCode::CONFLICT, code, message.into())
+    }
+    pub fn message(&self) -> &str {
+        &self.2
     }
 }
 
@@ -67,7 +75,13 @@ impl ServeHttp for AdminApp {
         let method = session.req_header().method.clone();
         let path = session.req_header().uri.path().to_owned();
         if path == "/healthz" {
-            return text(StatusCode::OK, "ok");
+            return match self.0.ready.load(Ordering::Acquire) {
+                true => text(StatusCode::OK, "ok"),
+                false => text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
+            };
+        }
+        if path == "/dashboard" || path.starts_with("/dashboard/") {
+            return crate::dashboard::serve(&self.0, session, &method, &path).await;
         }
         let result = self.handle(session, &method, &path).await;
         let status = result.as_ref().map_or_else(|e| e.0, |j| j.0);
@@ -124,7 +138,7 @@ impl AdminApp {
     }
 }
 
-async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, AdminError> {
+pub(crate) async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, AdminError> {
     let mut body = Vec::new();
     loop {
         match session.read_request_body().await {

@@ -1,4 +1,5 @@
-//! The public listener: `GET /api/v1/domain/:input` on Pingora.
+//! The public listener: `GET /api/v1/domain/:input` on Pingora, and the public HTML pages
+//! ([`crate::pages`]) for the paths they own.
 //!
 //! Every answer carries `X-Request-ID`; every error has the one JSON body of
 //! [`email_verdict_core::ErrorBody`]; one log line per request, without the API key or the
@@ -33,6 +34,7 @@ pub struct Api {
     pub verdicts: Verdicts,
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    pub pages: crate::pages::Pages,
 }
 
 /// The Pingora app serving [`Api`].
@@ -54,6 +56,9 @@ pub struct Request {
     pub key: Option<String>,
     /// The caller's address (see [`client_ip`]).
     pub client: Option<IpAddr>,
+    /// For the pages: the language wanted, and the query (without `key`).
+    pub accept_language: Option<String>,
+    pub query: Option<String>,
 }
 
 #[async_trait]
@@ -62,10 +67,17 @@ impl ServeHttp for ApiApp {
         let started = Instant::now();
         let request = take_request(session, &self.0.trusted_proxies);
         let mut log = LogFields::default();
-        let reply = route(&self.0, &request, &mut log).await;
         if !matches!(request.method, Method::GET | Method::HEAD) {
             session.set_keepalive(None); // the body was not read
         }
+        if let Some(mut page) = crate::pages::serve(&self.0, &request, &mut log).await {
+            if let Ok(id) = request.id.parse() {
+                page.headers_mut().insert("x-request-id", id);
+            }
+            log_page(&request, page.status().as_u16(), &log, started);
+            return page;
+        }
+        let reply = route(&self.0, &request, &mut log).await;
         let (status, code) = reply.status_and_code();
         tracing::info!(
             request_id = %request.id,
@@ -81,6 +93,20 @@ impl ServeHttp for ApiApp {
         );
         reply.into_response(&request.id)
     }
+}
+
+/// The log line of a page request: like the API's, without the path (it may hold an email).
+fn log_page(request: &Request, status: u16, log: &LogFields, started: Instant) {
+    tracing::info!(
+        request_id = %request.id,
+        method = %request.method,
+        route = "page",
+        status,
+        domain = log.domain.as_deref(),
+        cached = log.cached,
+        micros = started.elapsed().as_micros() as u64,
+        "request"
+    );
 }
 
 /// Reads what the handlers need and removes the key from the request (so no later log can
@@ -103,8 +129,15 @@ fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -
     let forwarded: Vec<&str> =
         session.req_header().headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
     let client = client_ip(peer, &forwarded, trusted_proxies);
+    let accept_language = session
+        .req_header()
+        .headers
+        .get(http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let query = session.req_header().uri.query().map(str::to_owned);
     let id = uuid::Uuid::new_v4().to_string();
-    Request { id, method, path, key, client }
+    Request { id, method, path, key, client, accept_language, query }
 }
 
 async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {

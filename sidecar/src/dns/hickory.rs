@@ -104,6 +104,30 @@ impl HickoryResolver {
     }
 }
 
+impl HickoryResolver {
+    /// The host name of `ip` by reverse DNS (its first PTR record), for the public pages;
+    /// `Ok(None)` when it has none. Bounded by `timeout` on top of the resolver's own limits.
+    pub async fn reverse(&self, ip: IpAddr, timeout: Duration) -> Result<Option<String>, DnsFailure> {
+        let lookup = match tokio::time::timeout(timeout, self.resolver.lookup(Name::from(ip), RecordType::PTR)).await {
+            Err(_) => return Err(DnsFailure("reverse lookup timed out".into())),
+            Ok(Err(e)) if e.is_nx_domain() || e.is_no_records_found() => return Ok(None),
+            Ok(Err(e)) => return Err(DnsFailure(e.to_string())),
+            Ok(Ok(lookup)) => lookup,
+        };
+        let mut names: Vec<String> = lookup
+            .answers()
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::PTR(ptr) => Some(host_name(&ptr.0)),
+                _ => None,
+            })
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort(); // several PTR records come in any order: show the same one every time
+        Ok(names.into_iter().next())
+    }
+}
+
 #[async_trait]
 impl MxResolver for HickoryResolver {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {

@@ -69,11 +69,30 @@ pub enum Admission {
     RateLimited { retry_after_ms: u64 },
 }
 
-/// Everything the server keeps: keys and their usage, and the review queue with the
-/// infrastructure index.
-pub trait StateStore: KeyStore + ReviewStore {}
+/// Everything the server keeps: keys and their usage, the review queue with the
+/// infrastructure index, and the public pages' re-check times.
+pub trait StateStore: KeyStore + ReviewStore + RecheckStore {}
 
-impl<T: KeyStore + ReviewStore> StateStore for T {}
+impl<T: KeyStore + ReviewStore + RecheckStore> StateStore for T {}
+
+/// The outcome of [`RecheckStore::try_recheck`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// Recorded: the caller may run a fresh lookup now.
+    Allowed,
+    /// The domain was re-checked less than an interval ago; the next one is possible at
+    /// `next_at` (Unix seconds).
+    Refused { next_at: i64 },
+}
+
+/// When the public pages last re-checked a domain (spec Limits rule 3).
+#[async_trait]
+pub trait RecheckStore: Send + Sync + 'static {
+    /// One atomic step: if `domain` was not re-checked in the `interval` seconds before `now`
+    /// (Unix seconds), record `now` as its re-check and allow it; else refuse. Of concurrent
+    /// callers on any replica, exactly one is allowed per interval.
+    async fn try_recheck(&self, domain: &str, now: i64, interval: i64) -> Result<Recheck, StateError>;
+}
 
 /// API keys, their daily usage and burst windows.
 #[async_trait]

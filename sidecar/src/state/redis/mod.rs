@@ -22,6 +22,7 @@ use crate::keys::KeyHash;
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 const USAGE_TTL_SECS: u64 = 40 * 86_400;
 
+mod recheck;
 mod review;
 
 pub struct RedisStore {

@@ -62,8 +62,15 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, value, domain)
     );
 ",
+    "
+    CREATE TABLE rechecks (
+        domain   TEXT PRIMARY KEY,
+        last_at  INTEGER NOT NULL
+    );
+",
 ];
 
+mod recheck;
 mod review;
 
 pub struct SqliteStore {

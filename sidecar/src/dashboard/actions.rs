@@ -1,0 +1,92 @@
+//! The dashboard's POST actions. Each answers with a redirect to the dashboard (POST-redirect-
+//! GET) and leaves its outcome as the session's flash message.
+
+use email_verdict_core::Decision;
+use http::{Response, StatusCode};
+use percent_encoding::percent_decode_str;
+
+use super::DashRequest;
+use super::page::{login as login_page, see_other};
+use super::session::{self, Flash, Session, same_secret};
+use crate::admin::Admin;
+use crate::admin::keys::{create_key as store_key, networks, plan};
+use crate::review::{ReviewError, parse_verdict, set_decision};
+
+const HOME: &str = "/dashboard";
+
+pub fn login(admin: &Admin, request: &DashRequest, sess: &Session) -> Response<Vec<u8>> {
+    let Some(expected) = &admin.token_hash else { return see_other(HOME, None) };
+    let token = request.field("token").trim();
+    // Compares digests, as the admin API does.
+    if !same_secret(&hex::encode(crate::admin::hash_token(token)), &hex::encode(expected)) {
+        tracing::warn!("dashboard login with a wrong token");
+        return login_page(admin, sess, Some("That is not the admin token."));
+    }
+    match admin.dashboard.sessions.login(&sess.id) {
+        Ok(new) => see_other(HOME, Some(session::set_cookie(&new.id))),
+        Err(_) => super::page::plain(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session"),
+    }
+}
+
+pub fn logout(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
+    admin.dashboard.sessions.remove(&sess.id);
+    see_other(HOME, Some(session::clear_cookie()))
+}
+
+pub async fn create_key(admin: &Admin, request: &DashRequest, sess: &Session) -> Response<Vec<u8>> {
+    let ips: Vec<String> = request
+        .field("allow_ips")
+        .split([',', ' ', '\n', '\r', '\t'])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let name = request.field("name").trim().chars().take(100).collect::<String>();
+    let created = match (plan(request.field("plan")), networks(&ips)) {
+        (Ok(plan), Ok(nets)) => store_key(admin, plan, name, nets).await,
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    let flash = match created {
+        Ok((key, secret)) => Flash::NewKey { id: key.id, secret: secret.expose().to_owned() },
+        Err(e) => Flash::Error(format!("Key not created: {}", e.message())),
+    };
+    finish(admin, sess, flash)
+}
+
+pub async fn revoke(admin: &Admin, sess: &Session, id: &str) -> Response<Vec<u8>> {
+    let flash = match admin.store.revoke_key(id).await {
+        Ok(true) => Flash::Info(format!("Key {id} revoked.")),
+        Ok(false) => Flash::Error(format!("No key with id {id}.")),
+        Err(e) => {
+            tracing::error!(error = %e, "state store failed (dashboard)");
+            Flash::Error("The state store failed; retry later.".into())
+        }
+    };
+    finish(admin, sess, flash)
+}
+
+pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain: &str) -> Response<Vec<u8>> {
+    let domain = percent_decode_str(domain).decode_utf8_lossy().into_owned();
+    let decision: Option<Decision> = match request.field("decision") {
+        "withdraw" => None,
+        other => match parse_verdict(other) {
+            Some(d) => Some(d),
+            None => return finish(admin, sess, Flash::Error("Choose disposable or safe.".into())),
+        },
+    };
+    let note = request.field("note").trim();
+    let now = admin.clock.now_ms().div_euclid(1000);
+    let flash = match set_decision(&*admin.store, &admin.catalog, &domain, decision, "dashboard", note, now).await {
+        Ok(domain) => Flash::Info(format!("{domain}: {}.", crate::state::decision_str(decision))),
+        Err(ReviewError::Store(e)) => {
+            tracing::error!(error = %e, "state store failed (dashboard)");
+            Flash::Error("The state store failed; retry later.".into())
+        }
+        Err(e) => Flash::Error(e.to_string()),
+    };
+    finish(admin, sess, flash)
+}
+
+fn finish(admin: &Admin, sess: &Session, flash: Flash) -> Response<Vec<u8>> {
+    admin.dashboard.sessions.update(&sess.id, |s| s.flash = Some(flash));
+    see_other(HOME, None)
+}

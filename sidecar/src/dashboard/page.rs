@@ -1,0 +1,147 @@
+//! The dashboard's pages: login, and the home page with keys and the review queue.
+
+use http::{Response, StatusCode};
+use serde::Serialize;
+
+use super::session::{Flash, Session};
+use crate::admin::Admin;
+use crate::clock::{rfc3339, utc_day};
+use crate::pages::respond::{self, Headers, security_headers};
+use crate::plans::Plan;
+
+const PLANS: [Plan; 4] = [Plan::Free, Plan::Basic, Plan::Premium, Plan::Pro];
+
+#[derive(Serialize)]
+struct LoginView<'a> {
+    csrf: &'a str,
+    error: Option<&'a str>,
+}
+
+pub fn login(admin: &Admin, sess: &Session, error: Option<&str>) -> Response<Vec<u8>> {
+    let body = admin.dashboard.templates.render("dashboard/login.html", &LoginView { csrf: &sess.csrf, error });
+    let status = if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
+    html(status, body, Vec::new())
+}
+
+#[derive(Serialize)]
+struct HomeView {
+    csrf: String,
+    open: bool,
+    new_key: Option<NewKey>,
+    info: Option<String>,
+    error: Option<String>,
+    plans: Vec<&'static str>,
+    keys: Vec<KeyRow>,
+    queue: Vec<ReviewRow>,
+    today: String,
+}
+
+#[derive(Serialize)]
+struct NewKey {
+    id: String,
+    secret: String,
+}
+
+#[derive(Serialize)]
+struct KeyRow {
+    id: String,
+    name: String,
+    plan: &'static str,
+    revoked: bool,
+    allow_ips: String,
+    used_today: u64,
+    daily_quota: u64,
+    created: String,
+}
+
+#[derive(Serialize)]
+struct ReviewRow {
+    domain: String,
+    reason: &'static str,
+    first_seen: String,
+    last_seen: String,
+    lookups: u64,
+}
+
+pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
+    let today = utc_day(admin.clock.now_ms().div_euclid(1000));
+    let (keys, queue) = match (admin.store.list_keys(&today).await, admin.store.review_queue().await) {
+        (Ok(k), Ok(q)) => (k, q),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!(error = %e, "state store failed (dashboard)");
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "the state store failed; retry later");
+        }
+    };
+    let mut view = HomeView {
+        csrf: sess.csrf.clone(),
+        open: admin.token_hash.is_none(),
+        new_key: None,
+        info: None,
+        error: None,
+        plans: PLANS.iter().map(|p| p.as_str()).collect(),
+        keys: keys.iter().map(key_row).collect(),
+        queue: queue
+            .iter()
+            .map(|i| ReviewRow {
+                domain: i.domain.clone(),
+                reason: i.reason.as_str(),
+                first_seen: rfc3339(i.first_seen),
+                last_seen: rfc3339(i.last_seen),
+                lookups: i.lookups,
+            })
+            .collect(),
+        today,
+    };
+    match admin.dashboard.sessions.take_flash(&sess.id) {
+        Some(Flash::NewKey { id, secret }) => view.new_key = Some(NewKey { id, secret }),
+        Some(Flash::Info(m)) => view.info = Some(m),
+        Some(Flash::Error(m)) => view.error = Some(m),
+        None => {}
+    }
+    html(StatusCode::OK, admin.dashboard.templates.render("dashboard/home.html", &view), Vec::new())
+}
+
+fn key_row(l: &crate::state::KeyListing) -> KeyRow {
+    let k = &l.key;
+    KeyRow {
+        id: k.id.clone(),
+        name: k.name.clone(),
+        plan: k.plan.as_str(),
+        revoked: k.revoked,
+        allow_ips: k.allow_ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        used_today: l.used_today,
+        daily_quota: k.plan.daily_quota(),
+        created: rfc3339(k.created_at),
+    }
+}
+
+/// POST-redirect-GET: after a change, the browser loads the page anew.
+pub fn see_other(location: &str, cookie: Option<String>) -> Response<Vec<u8>> {
+    let headers: Headers = cookie.into_iter().map(|c| ("Set-Cookie", c)).collect();
+    respond::redirect(StatusCode::SEE_OTHER, location, "no-store", headers)
+}
+
+/// An error page of the dashboard.
+pub fn plain(status: StatusCode, message: &str) -> Response<Vec<u8>> {
+    // Rendered without the templates' state: these answers must work whatever else failed.
+    let escaped = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let body = format!(
+        "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{}</title>\
+         <link rel=\"stylesheet\" href=\"/dashboard/site.css\"><main><h1>{}</h1><p>{escaped}</p>\
+         <p><a href=\"/dashboard\">Back to the dashboard</a></p></main></html>",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error"),
+    );
+    html(status, body, Vec::new())
+}
+
+fn html(status: StatusCode, body: String, extra: Headers) -> Response<Vec<u8>> {
+    let mut headers = security_headers();
+    // The dashboard's own Origin/Referer check needs the referrer on same-origin requests.
+    headers.retain(|(name, _)| *name != "Referrer-Policy");
+    headers.push(("Referrer-Policy", "same-origin".into()));
+    headers.push(("Content-Type", "text/html; charset=utf-8".into()));
+    headers.push(("Cache-Control", "no-store".into()));
+    headers.extend(extra);
+    respond::build(status, headers, body.into_bytes())
+}

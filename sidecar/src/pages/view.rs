@@ -1,0 +1,235 @@
+//! What the templates are given: the page chrome (languages, `hreflang` alternates, canonical
+//! URL) and a domain page's model — the verdict and its flags as the API computes them, plus
+//! the page-only data (provider, and per MX host its addresses with country, network and
+//! reverse DNS), which never reaches the JSON API (spec rule 5).
+
+use std::net::IpAddr;
+
+use email_verdict_core::{Catalog, Domain, MxInfo, VerdictResult};
+use serde::Serialize;
+
+use super::Pages;
+use super::i18n;
+use super::ipdata::IpInfo;
+use super::lang::Lang;
+
+/// What every public page shows around its content.
+#[derive(Debug, Serialize)]
+pub struct Chrome {
+    pub lang: Lang,
+    pub langs: Vec<LangLink>,
+    pub alternates: Vec<Alternate>,
+    pub canonical: Option<String>,
+    pub lookup_action: String,
+    pub noindex: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LangLink {
+    code: &'static str,
+    name: String,
+    href: String,
+    current: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Alternate {
+    hreflang: &'static str,
+    href: String,
+}
+
+/// `/{lang}/domain/{domain}`; `domain` is normalized ASCII (`[a-z0-9.-]`), safe in a path.
+pub fn page_path(lang: Lang, domain: &str) -> String {
+    format!("/{}/domain/{domain}", lang.code())
+}
+
+impl Chrome {
+    /// A domain page: alternates in every language, `x-default` on the negotiating URL.
+    pub fn for_domain(lang: Lang, domain: &str, base: &str) -> Self {
+        let mut alternates: Vec<Alternate> = Lang::ALL
+            .iter()
+            .map(|l| Alternate { hreflang: l.code(), href: format!("{base}{}", page_path(*l, domain)) })
+            .collect();
+        alternates.push(Alternate { hreflang: "x-default", href: format!("{base}/domain/{domain}") });
+        Chrome {
+            lang,
+            langs: links(lang, |l| page_path(l, domain)),
+            alternates,
+            canonical: Some(format!("{base}{}", page_path(lang, domain))),
+            lookup_action: format!("/{}/domain", lang.code()),
+            noindex: false,
+        }
+    }
+
+    /// Any other page (home, errors): the switcher leads to each language's home page.
+    pub fn plain(lang: Lang, noindex: bool) -> Self {
+        Chrome {
+            lang,
+            langs: links(lang, |l| format!("/{}/", l.code())),
+            alternates: Vec::new(),
+            canonical: None,
+            lookup_action: format!("/{}/domain", lang.code()),
+            noindex,
+        }
+    }
+}
+
+fn links(current: Lang, href: impl Fn(Lang) -> String) -> Vec<LangLink> {
+    Lang::ALL
+        .iter()
+        .map(|l| LangLink {
+            code: l.code(),
+            name: i18n::text(*l, "lang_name", &[]),
+            href: href(*l),
+            current: *l == current,
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct DomainView {
+    #[serde(flatten)]
+    pub chrome: Chrome,
+    pub domain: String,
+    pub is_email: bool,
+    pub rechecked: bool,
+    pub verdict: &'static str,
+    /// `no_mx` or `ambiguous` when the lookup queued the domain for review.
+    pub queued: Option<&'static str>,
+    /// A shared-MX provider's name; else `provider_key` names a message.
+    pub provider: Option<String>,
+    pub provider_key: &'static str,
+    pub service: &'static str,
+    pub flags: Vec<Flag>,
+    pub mx: Vec<MxView>,
+    pub attribution: String,
+    pub ipdata_shipped: bool,
+    pub cached: bool,
+    pub recheck_action: String,
+    pub recheck_hours: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Flag {
+    name: &'static str,
+    value: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MxView {
+    name: String,
+    /// One row per address; one empty row for a host without any.
+    rows: Vec<IpRow>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct IpRow {
+    ip: Option<String>,
+    country: Option<String>,
+    country_code: Option<String>,
+    asn: Option<u32>,
+    as_org: Option<String>,
+    ptr: Option<String>,
+}
+
+/// The facts a domain page is built from.
+pub struct Facts<'a> {
+    pub lang: Lang,
+    pub domain: &'a Domain,
+    pub is_email: bool,
+    pub rechecked: bool,
+    pub result: &'a VerdictResult,
+    pub mx: &'a MxInfo,
+}
+
+pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> DomainView {
+    let r = f.result;
+    let name = f.domain.as_str();
+    let queued = if !r.has_mx && !r.disposable { Some("no_mx") } else { r.review_required.then_some("ambiguous") };
+    let provider = catalog.shared_mx_provider(f.mx).map(str::to_owned);
+    DomainView {
+        chrome: Chrome::for_domain(f.lang, name, &pages.settings.public_url),
+        domain: name.to_owned(),
+        is_email: f.is_email,
+        rechecked: f.rechecked,
+        verdict: if r.disposable { "disposable" } else { "safe" },
+        queued,
+        provider,
+        provider_key: if r.has_mx { "provider_own" } else { "provider_none" },
+        service: service(catalog, f.domain, r),
+        flags: flags(r),
+        mx: mx_rows(pages, f.mx, f.lang).await,
+        attribution: pages.ipdata.attribution.clone(),
+        ipdata_shipped: pages.ipdata.shipped,
+        cached: r.cached,
+        recheck_action: format!("{}/recheck", page_path(f.lang, name)),
+        recheck_hours: (pages.settings.recheck_interval.as_secs() / 3600).max(1),
+    }
+}
+
+fn service(catalog: &Catalog, domain: &Domain, r: &VerdictResult) -> &'static str {
+    if r.free_provider {
+        "free"
+    } else if r.disposable {
+        "disposable"
+    } else if catalog.relay.contains(domain) {
+        "relay"
+    } else if r.business_email {
+        "business"
+    } else {
+        "other"
+    }
+}
+
+fn flags(r: &VerdictResult) -> Vec<Flag> {
+    [
+        ("free_provider", r.free_provider),
+        ("business_email", r.business_email),
+        ("shared_mx", r.shared_mx),
+        ("has_mx", r.has_mx),
+        ("domain_exists", r.domain_exists),
+        ("allowlisted", r.allowlisted),
+        ("blocked", r.blocked),
+        ("mx_ip_match", r.mx_ip_match),
+        ("review_required", r.review_required),
+    ]
+    .into_iter()
+    .map(|(name, value)| Flag { name, value })
+    .collect()
+}
+
+async fn mx_rows(pages: &Pages, mx: &MxInfo, lang: Lang) -> Vec<MxView> {
+    let ptr = pages.rdns.names(&mx.addresses()).await;
+    mx.hosts()
+        .iter()
+        .map(|host| {
+            let mut rows: Vec<IpRow> = host
+                .ips
+                .iter()
+                .map(|ip| ip_row(*ip, pages.ipdata.lookup(*ip, lang), ptr.get(ip).cloned().flatten()))
+                .collect();
+            if rows.is_empty() {
+                rows.push(IpRow::default());
+            }
+            MxView { name: host.name.clone(), rows }
+        })
+        .collect()
+}
+
+fn ip_row(ip: IpAddr, info: IpInfo, ptr: Option<String>) -> IpRow {
+    let country = match (&info.country_name, &info.country_code, &info.city) {
+        (Some(name), Some(code), Some(city)) => Some(format!("{city}, {name} ({code})")),
+        (Some(name), Some(code), None) => Some(format!("{name} ({code})")),
+        (Some(name), None, _) => Some(name.clone()),
+        (None, Some(code), _) => Some(code.clone()),
+        (None, None, _) => None,
+    };
+    IpRow {
+        ip: Some(ip.to_string()),
+        country,
+        country_code: info.country_code,
+        asn: info.asn,
+        as_org: info.as_org,
+        ptr,
+    }
+}

@@ -1,0 +1,58 @@
+// node pages.mjs BASE_URL SCREENSHOT_DIR
+// Every language: the pages of a disposable, a free, a business and a no-MX domain show the
+// verdict, the provider and (with MX) the MX table with address, country, ASN and reverse DNS;
+// the bare URL picks the language from the browser's Accept-Language.
+import { LANGS, messages, fill, check, equal, launch, screenshots, run } from "./lib.mjs";
+
+const [base, shots] = process.argv.slice(2);
+const CASES = [
+  { domain: "mailinator.com", verdict: "disposable", service: "disposable", mx: { ip: "192.0.2.10", ptr: "smtp10.burner-hosting.example", asn: "AS64500", country: "(US)" } },
+  { domain: "gmail.com", verdict: "safe", service: "free", provider: "Google Workspace", mx: { ip: "2001:db8::11", ptr: "gmail-smtp-in.l.google.com", asn: "AS64501", country: "(DE)" } },
+  { domain: "shopco.example", verdict: "safe", service: "business", mx: { ip: "192.0.2.30", ptr: "mail-protection.outlook.com", asn: "AS64500", country: "(US)" } },
+  { domain: "nomx.example", verdict: "safe", service: "other", queued: "no_mx" },
+];
+
+async function checkPage(page, lang, c) {
+  const t = messages(lang);
+  const resp = await page.goto(`${base}/${lang}/domain/${c.domain}`);
+  equal(resp.status(), 200, `${lang} ${c.domain}: status`);
+  equal(await page.getAttribute("html", "lang"), lang, `${lang} ${c.domain}: html lang`);
+  equal(await page.textContent("h1"), fill(t.heading, { domain: c.domain }), `${lang} ${c.domain}: heading`);
+  const verdict = page.locator(".verdict-value");
+  equal(await verdict.getAttribute("data-verdict"), c.verdict, `${lang} ${c.domain}: verdict`);
+  equal((await verdict.textContent()).trim(), t[`verdict_${c.verdict}`], `${lang} ${c.domain}: verdict text`);
+  equal(await page.getAttribute("[data-service]", "data-service"), c.service, `${lang} ${c.domain}: service`);
+  if (c.provider) equal((await page.textContent("[data-provider]")).trim(), c.provider, `${lang} ${c.domain}: provider`);
+  equal(await page.locator('link[rel="alternate"][hreflang]').count(), 7, `${lang} ${c.domain}: hreflang alternates`);
+  if (c.queued) {
+    equal((await page.textContent(`[data-queued="${c.queued}"]`)).trim(), t.queued_no_mx, `${lang} ${c.domain}: queued for review`);
+    equal(await page.locator("table.mx").count(), 0, `${lang} ${c.domain}: no MX table`);
+    return;
+  }
+  const row = page.locator("table.mx tr.mx-ip", { has: page.locator("td.ip", { hasText: c.mx.ip }) });
+  equal(await row.count(), 1, `${lang} ${c.domain}: an MX table row for ${c.mx.ip}`);
+  equal((await row.locator("td.ptr").textContent()).trim(), c.mx.ptr, `${lang} ${c.domain}: reverse DNS`);
+  check((await row.locator("td.asn").textContent()).startsWith(c.mx.asn), `${lang} ${c.domain}: ASN ${c.mx.asn}`);
+  check((await row.locator("td.country").textContent()).includes(c.mx.country), `${lang} ${c.domain}: country ${c.mx.country}`);
+  const headers = await page.locator("table.mx thead th").allTextContents();
+  equal(headers.join("|"), [t.mx_host, t.mx_ip, t.mx_country, t.mx_asn, t.mx_ptr].join("|"), `${lang} ${c.domain}: MX table headers`);
+}
+
+await run("pages", async () => {
+  const browser = await launch();
+  const page = await browser.context.newPage();
+  for (const lang of LANGS) {
+    for (const c of CASES) {
+      await checkPage(page, lang, c);
+      await screenshots(page, shots, `page-${lang}-${c.domain}`);
+    }
+  }
+  await browser.close();
+  for (const [accept, lang] of [["de-DE,de;q=0.9", "de"], ["ja", "ja"], ["pt-BR", "pt"], ["zh-CN", "en"]]) {
+    const b = await launch({ extraHTTPHeaders: { "Accept-Language": accept } });
+    const p = await b.context.newPage();
+    await p.goto(`${base}/domain/gmail.com`);
+    equal(new URL(p.url()).pathname, `/${lang}/domain/gmail.com`, `Accept-Language ${accept}: redirected`);
+    await b.close();
+  }
+});

@@ -1,0 +1,85 @@
+//! The pages and the dashboard in a real headless Chromium (Debian `chromium` driven by
+//! `playwright-core`, scripts in `tests/browser/`). Screenshots go to `target/screenshots/`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use email_verdict_tests::{ChildProcess, TestDir, start_with, workspace_root};
+
+use super::{public_listener_up, with_test_ipdb};
+
+const NODE_TIMEOUT: Duration = Duration::from_secs(240);
+
+fn browser_dir() -> PathBuf {
+    workspace_root().join("tests/browser")
+}
+
+fn screenshots() -> String {
+    workspace_root().join("target/screenshots").display().to_string()
+}
+
+/// Runs `node tests/browser/SCRIPT ARGS...`; panics with its output unless it exits 0.
+fn node(script: &str, args: &[&str]) -> String {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let ready = PathBuf::from(&chromium).is_file()
+        && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
+        && browser_dir().join("node_modules/playwright-core/package.json").is_file();
+    assert!(
+        ready,
+        "the browser tests need node, Chromium at {chromium} and tests/browser/node_modules: \
+         run scripts/install-browser-deps.sh"
+    );
+    let dir = TestDir::new("browser");
+    let mut cmd = Command::new("node");
+    cmd.arg(browser_dir().join(script)).args(args).current_dir(browser_dir());
+    let mut child = ChildProcess::spawn(script, cmd, dir.path());
+    let status = child.wait_timeout(NODE_TIMEOUT);
+    let output = format!("{}\n{}", child.stdout_text(), child.stderr_text());
+    assert!(status.is_some_and(|s| s.success()), "node {script} failed ({status:?}):\n{output}");
+    child.stdout_text()
+}
+
+#[test]
+fn browser_pages_in_every_language_show_verdict_and_mx_table() {
+    let (sc, _nsd) = start_with(|b| with_test_ipdb(b).args(&["--page-rate-limit", "0"]));
+    public_listener_up(&sc);
+    let out = node("pages.mjs", &[&format!("http://{}", sc.addr()), &screenshots()]);
+    assert!(out.contains("pages: ok"), "{out}");
+}
+
+#[test]
+fn browser_second_recheck_the_same_day_is_refused() {
+    let (sc, _nsd) = start_with(with_test_ipdb);
+    public_listener_up(&sc);
+    let base = format!("http://{}", sc.addr());
+    for lang in ["ja", "es"] {
+        let out = node(
+            "recheck.mjs",
+            &[&base, lang, if lang == "ja" { "ownmail.example" } else { "gmail.com" }, &screenshots()],
+        );
+        assert!(out.contains("recheck: ok"), "{out}");
+    }
+}
+
+#[test]
+fn browser_dashboard_creates_and_revokes_a_key_and_decides_a_review() {
+    let token = "browser-admin-token";
+    let (sc, _nsd) = start_with(|b| with_test_ipdb(b).args(&["--admin-token", token]));
+    public_listener_up(&sc);
+    sc.lookup_ok("ownmail.example"); // queued as ambiguous
+    email_verdict_tests::wait_for("ownmail.example queued", Duration::from_secs(5), || {
+        sc.cli().run(&["review", "list"]).stdout.contains("ownmail.example").then_some(())
+    });
+    let out =
+        node("dashboard.mjs", &[&format!("http://{}", sc.admin_addr()), token, "ownmail.example", &screenshots()]);
+    let created: serde_json::Value =
+        out.lines().find_map(|l| serde_json::from_str(l).ok()).unwrap_or_else(|| panic!("no key printed:\n{out}"));
+    let (key, id) = (created["key"].as_str().unwrap_or_default(), created["id"].as_str().unwrap_or_default());
+    let row = sc.cli().row_named("browser-test");
+    assert_eq!((row.id.as_str(), row.plan.as_str(), row.status.as_str()), (id, "premium", "revoked"));
+    assert_eq!(sc.lookup_with_key("gmail.com", key).status, 401, "the revoked key is refused");
+    let history = sc.cli().run(&["review", "history", "ownmail.example"]);
+    assert!(history.stdout.contains("disposable") && history.stdout.contains("dashboard"), "{history}");
+    assert_eq!(sc.lookup_ok("ownmail.example")["result"]["verdict"], "disposable", "the next lookup reflects it");
+}
