@@ -224,8 +224,10 @@ fn default_failure_status() -> u64 {
 fn default_max_body_bytes() -> u64 {
     65_536
 }
+/// Long enough for a cold lookup (MX, then the hosts' addresses, through a recursive resolver),
+/// which a shorter timeout would turn into a bypass; a signup form can wait that long.
 fn default_timeout_ms() -> u64 {
-    200
+    1000
 }
 fn default_json_pointers() -> Vec<String> {
     vec!["/email".to_owned()]

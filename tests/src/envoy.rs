@@ -181,7 +181,11 @@ pub struct EnvoyBuilder {
 impl EnvoyBuilder {
     /// The shipped plugin config (`envoy/plugin-config.json`), one worker thread.
     pub fn new(sidecar: SocketAddr, app: SocketAddr) -> EnvoyBuilder {
-        EnvoyBuilder { sidecar, app, plugin: default_plugin_config(), api_key: None, concurrency: 1, edits: Vec::new() }
+        let mut plugin = default_plugin_config();
+        // A loaded CI machine can take longer than the shipped timeout for a cold lookup; tests
+        // of a slow sidecar set their own.
+        set_pointer(&mut plugin, "/sidecar/timeout_ms", serde_json::json!(5000));
+        EnvoyBuilder { sidecar, app, plugin, api_key: None, concurrency: 1, edits: Vec::new() }
     }
 
     /// `EMAIL_VERDICT_API_KEY` in Envoy's environment (the shipped config reads the key from it).

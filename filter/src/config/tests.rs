@@ -53,7 +53,7 @@ fn minimal_config_gets_the_contract_defaults() {
         Sidecar {
             cluster: "email_verdict".into(),
             authority: "email_verdict".into(),
-            timeout: Duration::from_millis(200),
+            timeout: Duration::from_millis(1000),
             authorization: "Bearer ev_k".into(),
         }
     );
