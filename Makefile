@@ -16,7 +16,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean
+.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean bench
 
 all: build
 
@@ -68,6 +68,12 @@ data:
 # unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:demo.db.
 demo:
 	scripts/demo.sh
+
+# The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
+# then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints
+# the tables and writes target/bench/results.md; about 5 minutes once built.
+bench: deps
+	scripts/bench.sh
 
 clean:
 	$(CARGO) clean

@@ -55,17 +55,20 @@ impl Catalog {
     /// The list signals for `domain` given its MX answer. `decision` is a reviewer's, which
     /// wins over the operator's allow/block files.
     pub fn signals(&self, domain: &Domain, mx: &MxInfo, decision: Option<Decision>) -> Signals {
-        let operator = if self.block.contains(domain) {
+        // One walk (one Public Suffix List lookup) for every list.
+        let names = domain.parents_to_registrable();
+        let on = |list: &DomainSet| list.find_in(names.clone()).is_some();
+        let operator = if on(&self.block) {
             Some(Decision::Block)
-        } else if self.allow.contains(domain) {
+        } else if on(&self.allow) {
             Some(Decision::Allow)
         } else {
             None
         };
         Signals {
-            free: self.free.contains(domain),
-            disposable: self.disposable.contains(domain),
-            relay: self.relay.contains(domain),
+            free: on(&self.free),
+            disposable: on(&self.disposable),
+            relay: on(&self.relay),
             shared_mx: self.shared_mx_provider(mx).is_some(),
             mx_ip_match: false,
             decision: decision.or(operator),

@@ -33,15 +33,19 @@ impl Domain {
 
     /// This name and its parents up to and including its registrable domain (per the Public
     /// Suffix List), most specific first. A name that is itself a public suffix yields nothing:
-    /// no list entry may speak for a whole public suffix.
-    pub fn parents_to_registrable(&self) -> impl Iterator<Item = &str> {
+    /// no list entry may speak for a whole public suffix. Cloning the iterator is cheap (the
+    /// suffix is looked up once), so one walk can be matched against several lists.
+    pub fn parents_to_registrable(&self) -> impl Iterator<Item = &str> + Clone {
         let stop = registrable_len(&self.0);
         let name: &str = &self.0;
         let mut next = stop.map(|_| name);
         std::iter::from_fn(move || {
             let current = next?;
-            next = match current.split_once('.') {
-                Some((_, parent)) if parent.len() >= stop? => Some(parent),
+            // The registrable domain ends the walk without a search for the next dot.
+            next = match stop {
+                Some(stop) if current.len() > stop => {
+                    current.split_once('.').map(|(_, p)| p).filter(|p| p.len() >= stop)
+                }
                 _ => None,
             };
             Some(current)

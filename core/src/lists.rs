@@ -26,9 +26,12 @@ pub struct LoadReport {
 }
 
 /// A map from normalized domain names to a value, matched by parent walk.
+///
+/// Hashed with foldhash (per-map random seed) rather than SipHash: hashing was a large part of a lookup.
+/// Entries come from lists, never from requests, so a caller cannot grow a bucket.
 #[derive(Debug, Clone)]
 pub struct NameMap<V> {
-    entries: HashMap<Box<str>, V>,
+    entries: HashMap<Box<str>, V, foldhash::fast::RandomState>,
 }
 
 /// A set of domain names, matched by parent walk.
@@ -36,7 +39,7 @@ pub type DomainSet = NameMap<()>;
 
 impl<V> Default for NameMap<V> {
     fn default() -> Self {
-        Self { entries: HashMap::new() }
+        Self { entries: HashMap::default() }
     }
 }
 
@@ -56,7 +59,16 @@ impl<V> NameMap<V> {
 
     /// The most specific entry that covers `domain`, with its value.
     pub fn find(&self, domain: &Domain) -> Option<(&str, &V)> {
-        domain.parents_to_registrable().find_map(|name| self.entries.get_key_value(name)).map(|(k, v)| (&**k, v))
+        self.find_in(domain.parents_to_registrable())
+    }
+
+    /// The first of `names` that is an entry, with its value: for a walk from
+    /// [`Domain::parents_to_registrable`] made once and matched against several lists.
+    pub fn find_in<'a>(&self, mut names: impl Iterator<Item = &'a str>) -> Option<(&str, &V)> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        names.find_map(|name| self.entries.get_key_value(name)).map(|(k, v)| (&**k, v))
     }
 
     /// Like [`find`](Self::find) for a name that is not a validated `Domain` (e.g. an MX host

@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// [default: paths only]
     #[arg(long, env = "EMAIL_VERDICT_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
+    /// Graceful upgrade: take the listeners over from the `serve` running with the same --listen,
+    /// then send that one SIGQUIT (it drains and exits)
+    #[arg(long, env = "EMAIL_VERDICT_UPGRADE", value_parser = clap::builder::BoolishValueParser::new())]
+    // Not in the settings file: there it would turn every later start into an upgrade.
+    #[serde(skip)]
+    pub upgrade: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -127,6 +133,8 @@ pub struct ServeConfig {
     pub threads: usize,
     pub log_format: LogFormat,
     pub pages: PageSettings,
+    /// Take the listeners over from the running process (Pingora's graceful upgrade).
+    pub upgrade: bool,
 }
 
 impl ServeArgs {
@@ -192,6 +200,7 @@ impl ServeArgs {
                 .max(1),
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
             pages,
+            upgrade: merged.upgrade,
         })
     }
 
@@ -227,6 +236,7 @@ impl ServeArgs {
             geoip_asn_db: self.geoip_asn_db.or(lower.geoip_asn_db),
             geoip_attribution: self.geoip_attribution.or(lower.geoip_attribution),
             public_url: self.public_url.or(lower.public_url),
+            upgrade: self.upgrade,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod keys_cmd;
 pub mod limits;
 pub mod lists;
 pub mod logging;
+pub mod metrics;
 pub mod pages;
 pub mod plans;
 pub mod review;

@@ -15,11 +15,13 @@ use email_verdict_core::ErrorCode;
 
 use crate::api::ApiError;
 use crate::clock::{Clock, next_midnight, utc_day};
+use crate::metrics::Metrics;
 use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
 
 pub struct Limiter {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
 }
 
 /// An admitted request: what to give back if it is not answered, and its headers.
@@ -49,8 +51,8 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 }
 
 impl Limiter {
-    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
+        Self { store, clock, metrics }
     }
 
     /// Admits one request for `key` or says why not, as the API error to answer.
@@ -58,7 +60,10 @@ impl Limiter {
         let now_ms = self.clock.now_ms();
         let limits = Limits::from(key.plan);
         let reset = next_midnight(now_ms.div_euclid(1000));
-        let admission = self.store.admit(&key.id, limits, now_ms).await.map_err(store_error)?;
+        let admission = self.store.admit(&key.id, limits, now_ms).await.map_err(|e| {
+            self.metrics.store_error();
+            store_error(e)
+        })?;
         let quota = limits.daily_quota;
         match admission {
             Admission::Admitted { used } => {
@@ -76,7 +81,8 @@ impl Limiter {
             }
             Admission::RateLimited { retry_after_ms } => {
                 let (burst, wait) = (limits.burst_per_second, retry_after_ms.div_ceil(1000).max(1));
-                let used = self.store.usage(&key.id, &[utc_day(now_ms.div_euclid(1000))]).await.ok();
+                let used = self.store.usage(&key.id, &[utc_day(now_ms.div_euclid(1000))]).await;
+                let used = used.inspect_err(|_| self.metrics.store_error()).ok();
                 let remaining = used.and_then(|u| u.first().copied()).map_or(quota, |u| quota.saturating_sub(u));
                 let message = format!("more than {burst} requests per second; retry after a short delay");
                 let error = ApiError::new(ErrorCode::RateLimitExceeded, message).with_retry_after(wait);
@@ -89,7 +95,10 @@ impl Limiter {
     pub async fn refund(&self, grant: &mut Grant) {
         match self.store.refund(&grant.key_id, &grant.day).await {
             Ok(()) => grant.used = grant.used.saturating_sub(1),
-            Err(e) => tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup"),
+            Err(e) => {
+                self.metrics.store_error();
+                tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `email-verdict serve`: wires the store, resolver, cache and catalog into two Pingora
 //! listeners, logs one line when both accept connections, and exits on SIGTERM after a bounded
-//! grace period.
+//! grace period. On SIGQUIT it hands its listening sockets to a process started with
+//! `--upgrade` and drains (Pingora's graceful upgrade).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use pingora::server::configuration::ServerConf;
+use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::{ExecutionPhase, Server};
 use pingora::services::listening::Service;
 
@@ -21,6 +22,7 @@ use crate::dashboard::Dashboard;
 use crate::dns::{HickoryResolver, MxCache};
 use crate::limits::Limiter;
 use crate::lists::build_catalog;
+use crate::metrics::Metrics;
 use crate::pages::Pages;
 use crate::pages::templates::Templates;
 use crate::verdicts::Verdicts;
@@ -31,28 +33,52 @@ const GRACE_PERIOD: u64 = 1;
 const SHUTDOWN_TIMEOUT: u64 = 5;
 
 pub fn run(config: ServeConfig) -> anyhow::Result<()> {
-    check_bindable(config.listen, "--listen")?;
-    check_bindable(config.admin_listen, "--admin-listen")?;
+    if !config.upgrade {
+        // In an upgrade the running process holds both ports: its sockets are taken over.
+        check_bindable(config.listen, "--listen")?;
+        check_bindable(config.admin_listen, "--admin-listen")?;
+    }
     let store = state::open(&config.state)?;
     let catalog = Arc::new(build_catalog(&config.lists)?);
-    let resolver = Arc::new(HickoryResolver::new(&config.resolver).context("cannot set up the DNS resolver")?);
-    let mx = MxCache::new(resolver.clone(), config.cache.clone());
+    let metrics = Arc::new(Metrics::new());
+    let resolver =
+        Arc::new(HickoryResolver::new(&config.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
+    let mx = MxCache::new(resolver.clone(), config.cache.clone(), metrics.clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let templates = Arc::new(Templates::new()?);
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
-        limiter: Limiter::new(store.clone(), clock.clone()),
-        verdicts: Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold),
+        limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone()),
+        verdicts: Verdicts::new(
+            catalog.clone(),
+            mx,
+            store.clone(),
+            clock.clone(),
+            config.infra_threshold,
+            metrics.clone(),
+        ),
         trusted_proxies: config.trusted_proxies.clone(),
         pages,
+        metrics: metrics.clone(),
     });
     let token_hash = config.admin_token.as_deref().map(hash_token);
-    let ready = Arc::new(AtomicBool::new(false));
+    // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.
+    let ready = Arc::new(AtomicBool::new(config.upgrade));
     let dashboard = Dashboard::new(templates);
-    let admin = Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone() });
+    let admin = Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone(), metrics });
 
-    let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
+    let conf = server_conf(&config);
+    if config.upgrade {
+        tracing::info!(
+            upgrade_sock = %conf.upgrade_sock,
+            "upgrade: waiting for the listeners of the running process; send it SIGQUIT"
+        );
+    }
+    let opt = config.upgrade.then(|| Opt { upgrade: true, ..Opt::default() });
+    let mut server = Server::new_with_opt_and_conf(opt, conf);
+    // In an upgrade this blocks until the old process sends its sockets (Pingora gives up, and
+    // exits 1, after about 6 s without them).
     server.bootstrap();
     let mut public = Service::with_listeners("api".into(), listeners(config.listen), ApiApp(api));
     public.threads = Some(config.threads);
@@ -97,7 +123,8 @@ fn check_bindable(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
 }
 
 /// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs and both
-/// listeners accept connections.
+/// listeners accept connections. In an upgrade the old process accepts on the same sockets, but
+/// `Running` comes only after bootstrap handed them to this one, so the check still holds.
 fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr, ready: Arc<AtomicBool>) {
     let mut phases = server.watch_execution_phase();
     std::thread::spawn(move || {

@@ -7,14 +7,24 @@
 //! lists or reviewers call disposable and none known legitimate (free webmail, allowlisted).
 //! Hosts on shared multi-tenant infrastructure, and their addresses, never enter the index
 //! and never match (rule 3).
+//!
+//! A fact the lists give (not a reviewer's decision) is not written again by one process for
+//! [`RELEARN_AFTER`]: a popular disposable domain would otherwise cost a store write on every
+//! lookup.
 
-use std::sync::Arc;
+use std::hash::{BuildHasher, Hash};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
 
 use email_verdict_core::verdict::decide;
 use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult};
 
 use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
+use crate::metrics::Metrics;
 use crate::state::{ReviewReason, StateError, StateStore};
 
 #[derive(Debug, thiserror::Error)]
@@ -31,9 +41,17 @@ pub struct Verdicts {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
     threshold: u64,
+    metrics: Arc<Metrics>,
+    learned: Mutex<LruCache<u64, Instant>>,
 }
 
+/// How long an infrastructure fact written to the store is not written again by this process.
+const RELEARN_AFTER: Duration = Duration::from_secs(600);
+/// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
+const LEARNED_FACTS: usize = 10_000;
+
 /// The MX host names and addresses of a domain that are not shared infrastructure.
+#[derive(Hash)]
 struct OwnInfra {
     hosts: Vec<String>,
     ips: Vec<String>,
@@ -46,27 +64,45 @@ impl Verdicts {
         store: Arc<dyn StateStore>,
         clock: Arc<dyn Clock>,
         threshold: u64,
+        metrics: Arc<Metrics>,
     ) -> Self {
-        Self { catalog, mx, store, clock, threshold: threshold.max(1) }
+        let learned = Mutex::new(LruCache::new(NonZeroUsize::new(LEARNED_FACTS).unwrap_or(NonZeroUsize::MIN)));
+        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned }
     }
 
-    pub async fn verdict(&self, input: &LookupInput) -> Result<VerdictResult, LookupError> {
-        Ok(self.verdict_with_mx(input).await?.0)
+    /// The reviewer's current decision for `domain`: read for every lookup, so that a decision
+    /// applies to the very next one on every replica. The API reads it beside the admission.
+    pub async fn decision(&self, domain: &Domain) -> Result<Option<Decision>, LookupError> {
+        Ok(self.store.decision(domain.as_str()).await.map_err(|e| self.store_failed(e))?)
+    }
+
+    /// The verdict for `input`, given the reviewer's current `decision` for its domain.
+    pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<VerdictResult, LookupError> {
+        Ok(self.decided(input, decision).await?.0)
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
     /// each MX host's addresses; the JSON API shows only what the verdict carries).
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
+        let decision = self.decision(input.domain()).await?;
+        self.decided(input, decision).await
+    }
+
+    async fn decided(
+        &self,
+        input: &LookupInput,
+        decision: Option<Decision>,
+    ) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let domain = input.domain();
         let lookup = self.mx.lookup(domain).await?;
-        let decision = self.store.decision(domain.as_str()).await?;
         let mut signals = self.catalog.signals(domain, &lookup.mx, decision);
         let infra = self.own_infra(&lookup.mx);
         if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
-            let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await?;
+            let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await.map_err(|e| self.store_failed(e))?;
             signals.mx_ip_match = counts.iter().any(|c| c.disposable >= self.threshold && c.legitimate == 0);
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
+        self.metrics.verdict(result.verdict);
         self.record(domain, &signals, &result, infra);
         Ok((result, lookup.mx))
     }
@@ -78,6 +114,23 @@ impl Verdicts {
 
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
+    }
+
+    fn store_failed(&self, e: StateError) -> StateError {
+        self.metrics.store_error();
+        e
+    }
+
+    /// Whether `fact` was not recorded by this process in the last [`RELEARN_AFTER`] (and marks
+    /// it recorded now). A fact whose write then fails is written again after that time.
+    fn first_sight(&self, fact: impl Hash) -> bool {
+        let key = foldhash::fast::FixedState::default().hash_one(fact);
+        let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        if learned.get(&key).is_some_and(|at| at.elapsed() < RELEARN_AFTER) {
+            return false;
+        }
+        learned.put(key, Instant::now());
+        true
     }
 
     fn own_infra(&self, mx: &MxInfo) -> OwnInfra {
@@ -101,20 +154,25 @@ impl Verdicts {
         // Learn only from what lists and reviewers say, never from mx_ip_match itself.
         let known_disposable = signals.disposable && !result.safe || signals.decision == Some(Decision::Block);
         let known_legitimate = signals.free || result.allowlisted;
-        let learn = (known_disposable || known_legitimate) && !infra.hosts.is_empty();
+        let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
+        // A reviewer's decision can flip, here or on another replica: always write those.
+        let learn = (known_disposable || known_legitimate)
+            && !infra.hosts.is_empty()
+            && (signals.decision.is_some() || self.first_sight((&registrable, known_disposable, &infra)));
         if reason.is_none() && !learn {
             return;
         }
-        let (store, now) = (self.store.clone(), self.clock.now_ms().div_euclid(1000));
+        let (store, now, metrics) = (self.store.clone(), self.clock.now_ms().div_euclid(1000), self.metrics.clone());
         let name = domain.as_str().to_owned();
-        let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
         tokio::spawn(async move {
             if let Some(reason) = reason
                 && let Err(e) = store.note_for_review(&name, reason, now).await
             {
+                metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not queue for review");
             }
             if learn && let Err(e) = store.learn_infra(&registrable, known_disposable, &infra.hosts, &infra.ips).await {
+                metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not record mail infrastructure");
             }
         });

@@ -6,7 +6,8 @@
 //! server on the fixture zones ([`Nsd`]), a counting DNS forwarder ([`DnsCounter`]), the built
 //! sidecar binary ([`Sidecar`], [`Cli`]), a raw HTTP/1.1 client ([`http`]) that sends the
 //! request target byte for byte, so tests control percent-encoding exactly, and for the gateway:
-//! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]).
+//! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]),
+//! and client threads that keep requests going while a test breaks something ([`Load`]).
 //!
 //! Invariants: every port comes from the OS; nothing is left running after a test (every child
 //! is owned by a guard); a missing artifact fails with a "build first" message, never silently.
@@ -14,6 +15,7 @@
 pub mod dns;
 pub mod envoy;
 pub mod http;
+pub mod load;
 pub mod nsd;
 pub mod process;
 pub mod redis;
@@ -25,6 +27,7 @@ pub mod verdict;
 pub use dns::DnsCounter;
 pub use envoy::{Envoy, EnvoyBuilder, Gateway};
 pub use http::{Request, Response};
+pub use load::{Load, Outcome, Shot};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};
 pub use redis::Redis;

@@ -145,18 +145,24 @@ impl ChildProcess {
 
     /// Sends SIGTERM (through the `kill` command: no libc dependency).
     pub fn terminate(&mut self) {
-        if self.try_wait().is_some() {
-            return;
+        if self.try_wait().is_none() {
+            self.signal("TERM");
         }
+    }
+
+    /// Sends the signal `name` (`QUIT`, `KILL`...) through the `kill` command; panics when the
+    /// process has already exited (a test that signals it expects it to be running).
+    pub fn signal(&mut self, name: &str) {
+        assert!(self.try_wait().is_none(), "{} exited before SIG{name}: {:?}", self.name, self.status);
         let ok = Command::new("kill")
-            .arg("-TERM")
+            .arg(format!("-{name}"))
             .arg(self.pid().to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
-        assert!(ok, "kill -TERM {} ({}) failed", self.pid(), self.name);
+        assert!(ok, "kill -{name} {} ({}) failed", self.pid(), self.name);
     }
 
     /// SIGKILL (or SIGTERM first, see [`ChildProcess::stop_gracefully`]) and reap; a no-op when

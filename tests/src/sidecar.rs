@@ -257,7 +257,16 @@ impl SidecarBuilder {
             self.key_plans.iter().enumerate().map(|(i, plan)| cli.create_key(plan, &format!("test-{i}"))).collect();
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let mut cmd = command(dir.path());
+        let cmd = self.serve_command(dir.path(), &state, listen, admin);
+        let mut process = ChildProcess::spawn("email-verdict", cmd, dir.path());
+        let started = Instant::now();
+        wait_ready(&mut process, admin);
+        Sidecar { process, listen, admin, cli, keys, startup: started.elapsed(), builder: self, dir }
+    }
+
+    /// `email-verdict serve` with these settings on these addresses.
+    fn serve_command(&self, dir: &Path, state: &str, listen: SocketAddr, admin: SocketAddr) -> Command {
+        let mut cmd = command(dir);
         cmd.arg("serve").env("RUST_BACKTRACE", "1");
         if self.via_config {
             let dns: Vec<String> = self.dns.iter().map(|d| format!("{d:?}")).collect();
@@ -265,36 +274,39 @@ impl SidecarBuilder {
                 "listen = \"{listen}\"\nadmin-listen = \"{admin}\"\nstate = {state:?}\ndns = [{}]\n",
                 dns.join(", ")
             );
-            let file = dir.write("settings.toml", &toml);
+            let file = dir.join("settings.toml");
+            std::fs::write(&file, toml).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
             cmd.arg("--config").arg(file);
         } else if self.via_env {
             cmd.env("EMAIL_VERDICT_LISTEN", listen.to_string())
                 .env("EMAIL_VERDICT_ADMIN_LISTEN", admin.to_string())
-                .env("EMAIL_VERDICT_STATE", &state);
+                .env("EMAIL_VERDICT_STATE", state);
             if !self.dns.is_empty() {
                 cmd.env("EMAIL_VERDICT_DNS", self.dns.join(","));
             }
         } else {
             cmd.args(["--listen", &listen.to_string()])
                 .args(["--admin-listen", &admin.to_string()])
-                .args(["--state", &state]);
+                .args(["--state", state]);
             for d in &self.dns {
                 cmd.args(["--dns", d]);
             }
         }
         cmd.args(&self.args);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        let mut process = ChildProcess::spawn("email-verdict", cmd, dir.path());
-        let started = Instant::now();
-        wait_for(&format!("email-verdict to answer GET /healthz on {admin}"), READY_TIMEOUT, || {
-            if let Some(status) = process.try_wait() {
-                panic!("email-verdict serve exited during startup ({status})");
-            }
-            let r = Request::get("/healthz").timeout(Duration::from_millis(500)).try_send(admin).ok()?;
-            (r.status == 200 && r.text().trim() == "ok").then_some(())
-        });
-        Sidecar { process, listen, admin, cli, keys, startup: started.elapsed(), dir }
+        cmd
     }
+}
+
+/// Waits until `GET /healthz` on `admin` answers 200 `ok`; panics if the process exits first.
+fn wait_ready(process: &mut ChildProcess, admin: SocketAddr) {
+    wait_for(&format!("email-verdict to answer GET /healthz on {admin}"), READY_TIMEOUT, || {
+        if let Some(status) = process.try_wait() {
+            panic!("email-verdict serve exited during startup ({status})");
+        }
+        let r = Request::get("/healthz").timeout(Duration::from_millis(500)).try_send(admin).ok()?;
+        (r.status == 200 && r.text().trim() == "ok").then_some(())
+    });
 }
 
 /// A running `email-verdict serve`, killed on `Drop` (its logs printed if the test failed).
@@ -306,6 +318,8 @@ pub struct Sidecar {
     cli: Cli,
     keys: Vec<String>,
     startup: Duration,
+    /// How it was started, for [`Sidecar::restart`] and [`Sidecar::spawn_upgrade`].
+    builder: SidecarBuilder,
     dir: TestDir,
 }
 
@@ -402,6 +416,34 @@ impl Sidecar {
     pub fn lookup_ok(&self, segment: &str) -> serde_json::Value {
         let resp = self.lookup(segment);
         crate::verdict::check_ok(&resp, &format!("GET /api/v1/domain/{segment}"))
+    }
+
+    /// SIGKILL (`kill -9`) and reap: no chance to finish anything.
+    pub fn kill(&mut self) {
+        self.process.signal("KILL");
+        assert!(self.process.wait_timeout(Duration::from_secs(10)).is_some(), "still running 10 s after SIGKILL");
+    }
+
+    /// `serve` again with the same settings, ports and state (no keys created), after
+    /// [`Sidecar::kill`] or an exit; waits for `/healthz`. Output is appended to the same files.
+    pub fn restart(&mut self) {
+        self.process.kill();
+        let cmd = self.builder.serve_command(self.dir.path(), self.cli.state(), self.listen, self.admin);
+        self.process = ChildProcess::spawn("email-verdict", cmd, self.dir.path());
+        wait_ready(&mut self.process, self.admin);
+    }
+
+    /// A second `serve` with the same settings plus `--upgrade`, not waited for: it takes the
+    /// listeners over once this one gets SIGQUIT. Output in `<dir>/email-verdict-upgrade.*`.
+    pub fn spawn_upgrade(&self) -> ChildProcess {
+        let mut cmd = self.builder.serve_command(self.dir.path(), self.cli.state(), self.listen, self.admin);
+        cmd.arg("--upgrade");
+        ChildProcess::spawn("email-verdict-upgrade", cmd, self.dir.path())
+    }
+
+    /// Makes `process` this sidecar's process (the one that took over); returns the previous one.
+    pub fn replace_process(&mut self, process: ChildProcess) -> ChildProcess {
+        std::mem::replace(&mut self.process, process)
     }
 
     /// SIGTERM, then wait up to `timeout` for the exit.

@@ -1,4 +1,5 @@
-//! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up) and the key-management API under
+//! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up),
+//! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the key-management API under
 //! `/admin/v1/` (bearer admin token). The server refuses to listen on a non-loopback address
 //! without a token. Errors use the public API's body shape with admin codes.
 
@@ -17,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::json_response;
 use crate::clock::Clock;
+use crate::metrics::Metrics;
 use crate::state::{StateError, StateStore};
 
 /// Largest admin request body accepted.
@@ -33,6 +35,8 @@ pub struct Admin {
     pub dashboard: crate::dashboard::Dashboard,
     /// Set once both listeners accept connections; `/healthz` answers 503 until then.
     pub ready: Arc<AtomicBool>,
+    /// What `/metrics` exposes.
+    pub metrics: Arc<Metrics>,
 }
 
 pub struct AdminApp(pub Arc<Admin>);
@@ -80,11 +84,17 @@ impl ServeHttp for AdminApp {
                 false => text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
             };
         }
+        if path == "/metrics" {
+            return metrics(&self.0.metrics);
+        }
         if path == "/dashboard" || path.starts_with("/dashboard/") {
             return crate::dashboard::serve(&self.0, session, &method, &path).await;
         }
         let result = self.handle(session, &method, &path).await;
         let status = result.as_ref().map_or_else(|e| e.0, |j| j.0);
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
+            self.0.metrics.store_error(); // only a store failure gives a 500 here
+        }
         tracing::info!(request_id = %request_id, method = %method, path = %path, status = status.as_u16(), "admin request");
         match result {
             Ok(Json(status, body)) => json_response(status, &request_id, &body, &[]),
@@ -164,6 +174,17 @@ fn text(status: StatusCode, body: &str) -> Response<Vec<u8>> {
         .header(http::header::CONTENT_TYPE, "text/plain")
         .header(http::header::CONTENT_LENGTH, body.len())
         .body(body.as_bytes().to_vec())
+        .unwrap_or_else(|_| Response::new(Vec::new()))
+}
+
+fn metrics(metrics: &Metrics) -> Response<Vec<u8>> {
+    let body = metrics.encode();
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .body(body.into_bytes())
         .unwrap_or_else(|_| Response::new(Vec::new()))
 }
 

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use crate::auth::{Authenticator, presented_key, redact_query};
 use crate::client_ip::client_ip;
 use crate::limits::Limiter;
+use crate::metrics::{Metrics, Route};
 use crate::verdicts::Verdicts;
 pub use response::{ApiError, Reply, json_response};
 
@@ -35,6 +36,7 @@ pub struct Api {
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub pages: crate::pages::Pages,
+    pub metrics: Arc<Metrics>,
 }
 
 /// The Pingora app serving [`Api`].
@@ -75,10 +77,12 @@ impl ServeHttp for ApiApp {
                 page.headers_mut().insert("x-request-id", id);
             }
             log_page(&request, page.status().as_u16(), &log, started);
+            self.0.metrics.request(Route::Page, page.status().as_u16(), None);
             return page;
         }
         let reply = route(&self.0, &request, &mut log).await;
         let (status, code) = reply.status_and_code();
+        count(&self.0.metrics, &request.path, &reply, started);
         tracing::info!(
             request_id = %request.id,
             method = %request.method,
@@ -92,6 +96,19 @@ impl ServeHttp for ApiApp {
             "request"
         );
         reply.into_response(&request.id)
+    }
+}
+
+/// Counts an API request, and times it when it is a lookup.
+fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
+    let (status, code) = match reply {
+        Reply::Lookup(..) => (200, None),
+        Reply::Error(e) => (e.code.status(), Some(e.code)),
+    };
+    let route = if lookup_segment(path).is_some() { Route::Lookup } else { Route::Other };
+    metrics.request(route, status, code);
+    if route == Route::Lookup {
+        metrics.lookup_latency(started.elapsed());
     }
 }
 

@@ -19,6 +19,7 @@ use lru::LruCache;
 use tokio::time::Instant;
 
 use super::{DnsFailure, MxResolver};
+use crate::metrics::Metrics;
 
 #[derive(Debug, Clone)]
 pub struct CacheConfig {
@@ -53,12 +54,13 @@ pub struct MxCache {
     config: CacheConfig,
     entries: Mutex<LruCache<Domain, Entry>>,
     flights: Mutex<HashMap<Domain, Flight>>,
+    metrics: Arc<Metrics>,
 }
 
 impl MxCache {
-    pub fn new(resolver: Arc<dyn MxResolver>, config: CacheConfig) -> Arc<Self> {
+    pub fn new(resolver: Arc<dyn MxResolver>, config: CacheConfig, metrics: Arc<Metrics>) -> Arc<Self> {
         let entries = Mutex::new(LruCache::new(config.capacity));
-        Arc::new(Self { resolver, config, entries, flights: Mutex::default() })
+        Arc::new(Self { resolver, config, entries, flights: Mutex::default(), metrics })
     }
 
     pub async fn lookup(self: &Arc<Self>, domain: &Domain) -> Result<Lookup, DnsFailure> {
@@ -67,13 +69,16 @@ impl MxCache {
         if let Some(entry) = &known
             && now < entry.fresh_until
         {
+            self.metrics.cache.hits.inc();
             return Ok(Lookup { mx: entry.mx.clone(), cached: true });
         }
+        self.metrics.cache.misses.inc();
         match self.flight(domain).await {
             Ok(mx) => Ok(Lookup { mx, cached: false }),
             Err(failure) => match known {
                 Some(entry) if Instant::now() < entry.stale_until => {
                     tracing::warn!(domain = %domain, error = %failure, "DNS failed; serving the last good answer");
+                    self.metrics.cache.stale_served.inc();
                     Ok(Lookup { mx: entry.mx, cached: true })
                 }
                 _ => Err(failure),
@@ -102,6 +107,7 @@ impl MxCache {
     fn flight(self: &Arc<Self>, domain: &Domain) -> Flight {
         let mut flights = self.lock_flights();
         if let Some(flight) = flights.get(domain) {
+            self.metrics.cache.joins.inc();
             return flight.clone();
         }
         let task = tokio::spawn(self.clone().resolve_and_store(domain.clone()));

@@ -1,6 +1,7 @@
 //! `MxResolver` over hickory-resolver: MX first, then A and AAAA of every MX host concurrently.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -8,11 +9,14 @@ use email_verdict_core::{Domain, MxHost, MxInfo};
 use futures::future::join_all;
 use hickory_resolver::TokioResolver;
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts};
-use hickory_resolver::net::NetError;
+use hickory_resolver::lookup::Lookup;
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::net::{DnsError, NetError};
+use hickory_resolver::proto::op::ResponseCode;
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 
 use super::{DnsFailure, MxAnswer, MxResolver};
+use crate::metrics::{DnsErrorKind, Metrics, QueryType};
 
 /// How long a negative answer without an SOA minimum is trusted.
 const DEFAULT_NEGATIVE_TTL: u32 = 300;
@@ -28,6 +32,7 @@ pub struct ResolverSettings {
 
 pub struct HickoryResolver {
     resolver: TokioResolver,
+    metrics: Arc<Metrics>,
 }
 
 /// Parses `ADDR[:PORT]` (`192.0.2.1`, `192.0.2.1:5353`, `::1`, `[::1]:5353`); port 53 by default.
@@ -38,7 +43,7 @@ pub fn parse_nameserver(s: &str) -> Option<SocketAddr> {
 }
 
 impl HickoryResolver {
-    pub fn new(settings: &ResolverSettings) -> Result<Self, NetError> {
+    pub fn new(settings: &ResolverSettings, metrics: Arc<Metrics>) -> Result<Self, NetError> {
         let provider = TokioRuntimeProvider::default();
         let mut builder = if settings.nameservers.is_empty() {
             TokioResolver::builder(provider)?
@@ -54,14 +59,28 @@ impl HickoryResolver {
         opts.cache_size = 0;
         opts.use_hosts_file = ResolveHosts::Never;
         opts.ndots = 0;
-        Ok(Self { resolver: builder.build()? })
+        Ok(Self { resolver: builder.build()?, metrics })
+    }
+
+    /// One query, counted in the metrics with how it ended.
+    async fn query(&self, name: Name, qtype: QueryType) -> Result<Lookup, NetError> {
+        let counted = self.metrics.dns_query(qtype);
+        let record_type = match qtype {
+            QueryType::Mx => RecordType::MX,
+            QueryType::A => RecordType::A,
+            QueryType::Aaaa => RecordType::AAAA,
+            QueryType::Ptr => RecordType::PTR,
+        };
+        let result = self.resolver.lookup(name, record_type).await;
+        counted.finish(result.as_ref().err().and_then(failure_kind));
+        result
     }
 
     /// The MX records of `domain` as (preference, host, ttl); an empty list when the domain has
     /// none. NXDOMAIN and no-data come back as `Err(Ok(answer))`, failures as `Err(Err(..))`.
     async fn mx_records(&self, domain: &Domain) -> Result<Vec<(u16, String, u32)>, Result<MxAnswer, DnsFailure>> {
         let name = fqdn(domain.as_str()).map_err(Err)?;
-        let lookup = self.resolver.lookup(name, RecordType::MX).await.map_err(negative)?;
+        let lookup = self.query(name, QueryType::Mx).await.map_err(negative)?;
         Ok(lookup
             .answers()
             .iter()
@@ -76,10 +95,7 @@ impl HickoryResolver {
     /// says so by `complete == false` (the answer is then trusted only briefly).
     async fn addresses(&self, host: &str) -> (Vec<IpAddr>, u32, bool) {
         let Ok(name) = fqdn(host) else { return (Vec::new(), 0, false) };
-        let (v4, v6) = futures::join!(
-            self.resolver.lookup(name.clone(), RecordType::A),
-            self.resolver.lookup(name, RecordType::AAAA)
-        );
+        let (v4, v6) = futures::join!(self.query(name.clone(), QueryType::A), self.query(name, QueryType::Aaaa));
         let mut ips = Vec::new();
         let mut ttl = u32::MAX;
         let mut complete = true;
@@ -108,7 +124,7 @@ impl HickoryResolver {
     /// The host name of `ip` by reverse DNS (its first PTR record), for the public pages;
     /// `Ok(None)` when it has none. Bounded by `timeout` on top of the resolver's own limits.
     pub async fn reverse(&self, ip: IpAddr, timeout: Duration) -> Result<Option<String>, DnsFailure> {
-        let lookup = match tokio::time::timeout(timeout, self.resolver.lookup(Name::from(ip), RecordType::PTR)).await {
+        let lookup = match tokio::time::timeout(timeout, self.query(Name::from(ip), QueryType::Ptr)).await {
             Err(_) => return Err(DnsFailure("reverse lookup timed out".into())),
             Ok(Err(e)) if e.is_nx_domain() || e.is_no_records_found() => return Ok(None),
             Ok(Err(e)) => return Err(DnsFailure(e.to_string())),
@@ -190,10 +206,24 @@ fn negative(e: NetError) -> Result<MxAnswer, DnsFailure> {
         return Err(DnsFailure(e.to_string()));
     };
     let ttl = match &e {
-        NetError::Dns(hickory_resolver::net::DnsError::NoRecordsFound(nr)) => nr.negative_ttl,
+        NetError::Dns(DnsError::NoRecordsFound(nr)) => nr.negative_ttl,
         _ => None,
     };
     Ok(MxAnswer { mx, ttl: secs(ttl.unwrap_or(DEFAULT_NEGATIVE_TTL)) })
+}
+
+/// What kind of failure `e` is; `None` for NXDOMAIN and no data, which are answers.
+fn failure_kind(e: &NetError) -> Option<DnsErrorKind> {
+    if e.is_nx_domain() || e.is_no_records_found() {
+        return None;
+    }
+    Some(match e {
+        NetError::Timeout => DnsErrorKind::Timeout,
+        NetError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => DnsErrorKind::Timeout,
+        NetError::Dns(DnsError::ResponseCode(ResponseCode::ServFail)) => DnsErrorKind::Servfail,
+        NetError::Dns(DnsError::ResponseCode(ResponseCode::Refused)) => DnsErrorKind::Refused,
+        _ => DnsErrorKind::Other,
+    })
 }
 
 fn secs(s: u32) -> Duration {
@@ -212,5 +242,27 @@ mod tests {
         assert_eq!(parse_nameserver("[::1]:5353"), Some("[::1]:5353".parse().unwrap()));
         assert_eq!(parse_nameserver("[::1]"), Some("[::1]:53".parse().unwrap()));
         assert_eq!(parse_nameserver("ns.example"), None);
+    }
+
+    #[test]
+    fn failures_are_told_apart_from_negative_answers() {
+        use hickory_resolver::net::NoRecords;
+        use hickory_resolver::proto::op::Query;
+        let no_records = |code| NetError::Dns(DnsError::NoRecordsFound(NoRecords::new(Query::default(), code)));
+        let rcode = |code| NetError::Dns(DnsError::ResponseCode(code));
+        let io_timeout = NetError::Io(Arc::new(std::io::ErrorKind::TimedOut.into()));
+        let cases = [
+            (no_records(ResponseCode::NXDomain), None),
+            (no_records(ResponseCode::NoError), None),
+            (NetError::Timeout, Some(DnsErrorKind::Timeout)),
+            (io_timeout, Some(DnsErrorKind::Timeout)),
+            (rcode(ResponseCode::ServFail), Some(DnsErrorKind::Servfail)),
+            (rcode(ResponseCode::Refused), Some(DnsErrorKind::Refused)),
+            (rcode(ResponseCode::FormErr), Some(DnsErrorKind::Other)),
+            (NetError::NoConnections, Some(DnsErrorKind::Other)),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(failure_kind(&error), kind, "{error}");
+        }
     }
 }

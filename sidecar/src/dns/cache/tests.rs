@@ -40,7 +40,7 @@ fn cache(script: Vec<Result<MxAnswer, DnsFailure>>) -> (Arc<MxCache>, Arc<Script
         stale_ttl: Duration::from_secs(3600),
         lookup_timeout: Duration::from_secs(5),
     };
-    (MxCache::new(resolver.clone(), config), resolver)
+    (MxCache::new(resolver.clone(), config, Arc::new(Metrics::new())), resolver)
 }
 
 fn domain(s: &str) -> Domain {
@@ -60,6 +60,7 @@ async fn second_lookup_is_cached_until_the_clamped_ttl() {
     assert!(!fresh.cached);
     assert_eq!(*fresh.mx, MxInfo::Mx { hosts: vec![MxHost::new("mx2.example", vec![])] });
     assert_eq!(r.calls.load(Ordering::SeqCst), 2);
+    assert_eq!((c.metrics.cache.hits.get(), c.metrics.cache.misses.get()), (2, 2));
 }
 
 #[tokio::test(start_paused = true)]
@@ -74,6 +75,7 @@ async fn concurrent_lookups_share_one_resolution() {
         assert!(!l.unwrap().unwrap().cached);
     }
     assert_eq!(r.calls.load(Ordering::SeqCst), 1);
+    assert_eq!((c.metrics.cache.misses.get(), c.metrics.cache.joins.get()), (100, 99));
 }
 
 #[tokio::test(start_paused = true)]
@@ -90,6 +92,7 @@ async fn failure_serves_stale_answer_and_is_never_cached() {
     let again = c.lookup(&d).await.unwrap();
     assert!(!again.cached);
     assert_eq!(r.calls.load(Ordering::SeqCst), 3);
+    assert_eq!((c.metrics.cache.misses.get(), c.metrics.cache.stale_served.get()), (3, 1));
 }
 
 #[tokio::test(start_paused = true)]
@@ -126,7 +129,7 @@ async fn slow_resolver_is_bounded_by_the_lookup_timeout() {
         stale_ttl: Duration::ZERO,
         lookup_timeout: Duration::from_secs(3),
     };
-    let c = MxCache::new(resolver, config);
+    let c = MxCache::new(resolver, config, Arc::new(Metrics::new()));
     let started = Instant::now();
     assert!(c.lookup(&domain("slow.example")).await.is_err());
     assert_eq!(started.elapsed(), Duration::from_secs(3));

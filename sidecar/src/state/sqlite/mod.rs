@@ -1,8 +1,13 @@
 //! `sqlite:PATH`: the embedded single-node store (WAL mode, so the CLI and the server can use
-//! one file at once). Blocking SQLite calls run on tokio's blocking pool.
+//! one file at once).
+//!
+//! One thread owns the connection and runs the store's calls in turn, fed by a channel: under
+//! load this beats a blocking-pool task per call contending for a mutex (a convoy of threads
+//! handing the connection over, measured in BENCHMARKS.md). Statements on the lookup path are
+//! prepared once and cached.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -73,8 +78,14 @@ const MIGRATIONS: &[&str] = &[
 mod recheck;
 mod review;
 
+/// A call to run on the connection's thread.
+type Job = Box<dyn FnOnce(&Connection) + Send>;
+
+/// Statements kept prepared (the lookup path uses a handful; the rest are admin calls).
+const STATEMENT_CACHE: usize = 64;
+
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl SqliteStore {
@@ -84,23 +95,32 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(unavailable)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         migrate(&conn)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        let (jobs, queue) = mpsc::channel::<Job>();
+        // The thread ends, closing the connection, when the store (the last sender) is dropped.
+        std::thread::Builder::new()
+            .name("sqlite-state".into())
+            .spawn(move || queue.into_iter().for_each(|job| job(&conn)))
+            .map_err(unavailable)?;
+        Ok(Self { jobs })
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// Runs `f` with the connection on its thread.
     pub(super) async fn with_conn<T, F>(&self, f: F) -> Result<T, StateError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StateError> + Send + 'static,
     {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = conn.lock().map_err(|_| unavailable("connection lock poisoned"))?;
-            f(&conn)
-        })
-        .await
-        .map_err(unavailable)?
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            // A panic in `f` must not take the connection's thread down with it.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|_| Err(unavailable("a state store call panicked")));
+            let _ = reply.send(result);
+        });
+        self.jobs.send(job).map_err(|_| unavailable("the state store's thread has stopped"))?;
+        answer.await.map_err(|_| unavailable("the state store's thread has stopped"))?
     }
 }
 
@@ -184,29 +204,30 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
     c.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         let used: i64 = c
-            .query_row("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2", params![key_id, day], |r| r.get(0))
+            .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
+            .query_row(params![key_id, day], |r| r.get(0))
             .optional()?
             .unwrap_or(0);
         let used = used.max(0) as u64;
         if used >= limits.daily_quota {
             return Ok(Admission::QuotaExceeded { used });
         }
-        c.execute("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2", params![key_id, now_ms - BURST_WINDOW_MS])?;
-        let (in_window, oldest): (u64, Option<i64>) =
-            c.query_row("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1", [key_id], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
-            })?;
+        c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
+            .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
+        let (in_window, oldest): (u64, Option<i64>) = c
+            .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
+            .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
         if in_window >= limits.burst_per_second {
             let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
             return Ok(Admission::RateLimited { retry_after_ms });
         }
-        c.execute("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)", params![key_id, now_ms])?;
-        let used: i64 = c.query_row(
-            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
-             ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
-            params![key_id, day],
-            |r| r.get(0),
-        )?;
+        c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
+        let used: i64 = c
+            .prepare_cached(
+                "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
+                 ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
+            )?
+            .query_row(params![key_id, day], |r| r.get(0))?;
         Ok(Admission::Admitted { used: used as u64 })
     })();
     let end = if matches!(result, Ok(Admission::Admitted { .. })) { "COMMIT" } else { "ROLLBACK" };
@@ -237,7 +258,8 @@ impl KeyStore for SqliteStore {
         let hash = hash.0.clone();
         self.with_conn(move |c| {
             let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
-            let row = c.query_row(&sql, [hash], KeyRow::read).optional().map_err(unavailable)?;
+            let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
+            let row = stmt.query_row([hash], KeyRow::read).optional().map_err(unavailable)?;
             row.map(KeyRow::parse).transpose()
         })
         .await
@@ -294,11 +316,9 @@ impl KeyStore for SqliteStore {
     async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError> {
         let (key_id, day) = (key_id.to_owned(), day.to_owned());
         self.with_conn(move |c| {
-            c.execute(
-                "UPDATE usage SET count = count - 1 WHERE key_id = ?1 AND day = ?2 AND count > 0",
-                params![key_id, day],
-            )
-            .map_err(unavailable)?;
+            c.prepare_cached("UPDATE usage SET count = count - 1 WHERE key_id = ?1 AND day = ?2 AND count > 0")
+                .and_then(|mut stmt| stmt.execute(params![key_id, day]))
+                .map_err(unavailable)?;
             Ok(())
         })
         .await
@@ -307,7 +327,8 @@ impl KeyStore for SqliteStore {
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {
         let (key_id, days) = (key_id.to_owned(), days.to_vec());
         self.with_conn(move |c| {
-            let mut stmt = c.prepare("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2").map_err(unavailable)?;
+            let mut stmt =
+                c.prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2").map_err(unavailable)?;
             days.iter()
                 .map(|day| {
                     let n: Option<i64> =

@@ -17,11 +17,11 @@ impl ReviewStore for SqliteStore {
     async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError> {
         let domain = domain.to_owned();
         self.with_conn(move |c| {
-            c.execute(
+            c.prepare_cached(
                 "INSERT INTO review_items (domain, reason, first_seen, last_seen, lookups) VALUES (?1, ?2, ?3, ?3, 1)
                  ON CONFLICT (domain) DO UPDATE SET reason = ?2, last_seen = MAX(last_seen, ?3), lookups = lookups + 1",
-                params![domain, reason.as_str(), now],
             )
+            .and_then(|mut stmt| stmt.execute(params![domain, reason.as_str(), now]))
             .map_err(unavailable)?;
             Ok(())
         })
@@ -68,8 +68,8 @@ impl ReviewStore for SqliteStore {
     async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError> {
         let domain = domain.to_owned();
         self.with_conn(move |c| {
-            let current: Option<String> =
-                c.query_row(CURRENT, [domain], |r| r.get(0)).optional().map_err(unavailable)?;
+            let mut stmt = c.prepare_cached(CURRENT).map_err(unavailable)?;
+            let current: Option<String> = stmt.query_row([domain], |r| r.get(0)).optional().map_err(unavailable)?;
             Ok(current.and_then(|d| parse_decision(&d)).flatten())
         })
         .await
@@ -105,14 +105,16 @@ impl ReviewStore for SqliteStore {
         let (domain, entries) = (domain.to_owned(), infra_entries(hosts, ips));
         self.with_conn(move |c| {
             let tx = c.unchecked_transaction().map_err(unavailable)?;
-            for (kind, value) in &entries {
-                tx.execute(
+            let mut stmt = tx
+                .prepare_cached(
                     "INSERT INTO infra (kind, value, domain, disposable) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (kind, value, domain) DO UPDATE SET disposable = ?4",
-                    params![kind, value, domain, disposable],
                 )
                 .map_err(unavailable)?;
+            for (kind, value) in &entries {
+                stmt.execute(params![kind, value, domain, disposable]).map_err(unavailable)?;
             }
+            drop(stmt);
             tx.commit().map_err(unavailable)
         })
         .await
@@ -122,7 +124,9 @@ impl ReviewStore for SqliteStore {
         let entries = infra_entries(hosts, ips);
         self.with_conn(move |c| {
             let mut stmt = c
-                .prepare("SELECT COALESCE(SUM(disposable), 0), COUNT(*) FROM infra WHERE kind = ?1 AND value = ?2")
+                .prepare_cached(
+                    "SELECT COALESCE(SUM(disposable), 0), COUNT(*) FROM infra WHERE kind = ?1 AND value = ?2",
+                )
                 .map_err(unavailable)?;
             entries
                 .iter()

@@ -1,0 +1,146 @@
+//! `email-verdict-bench`: sections 2–5 of `make bench` (section 1, criterion, runs before it and
+//! leaves its table in `target/bench/classify.md`). Prints the results and writes them to
+//! `target/bench/results.md`. Needs the release sidecar, the filter (`make filter`), NSD, Envoy
+//! and wrk; `make bench` provides them.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use email_verdict_bench::report::Report;
+use email_verdict_bench::sidecar::Subject;
+use email_verdict_bench::wrk::Wrk;
+use email_verdict_bench::{Ctx, cold, footprint, gateway, keys, sidecar};
+use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
+
+#[derive(Parser)]
+struct Args {
+    /// Seconds per wrk run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Runs per case (alternating with its baseline); the best counts.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// wrk connections.
+    #[arg(long, default_value_t = 32)]
+    connections: u32,
+    /// Pro keys the lookup load rotates over (each admits 50 requests a second).
+    #[arg(long, default_value_t = 400)]
+    keys: usize,
+    /// The sidecar's --threads (and the bare server's).
+    #[arg(long, default_value_t = 2)]
+    server_threads: usize,
+    /// Where the results go (also printed).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Sections to run, of 2 (cached lookups), 3 (cold lookups), 4 (Envoy); 5 (footprint) always.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4])]
+    sections: Vec<u8>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let target = workspace_root().join("target");
+    let out = args.out.clone().unwrap_or_else(|| target.join("bench/results.md"));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (wrk_cpu, envoy_cpu) = if cpus > 1 { (Some(cpus - 1), Some(0)) } else { (None, None) };
+
+    let mut report = Report::default();
+    report.add(&header(&args, cpus));
+    report.add(&classify_section(&target));
+
+    let nsd = Nsd::start();
+    let dns = DnsCounter::start(nsd.addr());
+    let threads = args.server_threads.to_string();
+    let mut sidecar = Sidecar::builder().dns(dns.addr()).args(&["--threads", &threads]).start();
+    let pid = sidecar.process().pid();
+    let at_start = footprint::rss_kib(pid);
+    let ctx = Ctx {
+        wrk: Wrk { seconds: args.seconds, connections: args.connections, cpu: wrk_cpu },
+        rounds: args.rounds.max(1),
+        server_threads: args.server_threads,
+        envoy_cpu,
+        keys: keys::create(&sidecar, args.keys.max(1))?,
+        dir: TestDir::new("bench"),
+    };
+    let run = |section: u8| args.sections.contains(&section);
+    // Cold first: nothing may have looked its domain up before.
+    let cold = if run(3) { Some(cold::run(&ctx, &sidecar, &dns)?) } else { None };
+    if !run(2) && !run(4) {
+        report.add(&cold.unwrap_or_default());
+        report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
+        return finish(&report, &out);
+    }
+    // The same sidecar with its state in Redis: shows how much of a lookup the state store costs.
+    let redis = Redis::start();
+    let on_redis = Sidecar::builder().dns(dns.addr()).state(&redis.url()).args(&["--threads", &threads]).start();
+    let redis_keys = keys::create(&on_redis, ctx.keys.len())?;
+    let subjects = [
+        Subject { label: "sidecar (state: SQLite, the default)", sidecar: &sidecar, keys: &ctx.keys },
+        Subject { label: "sidecar (state: Redis)", sidecar: &on_redis, keys: &redis_keys },
+    ];
+    let (lookups, capture) = sidecar::run(&ctx, &subjects, &["gmail.com", "mailinator.com"])?;
+    drop(on_redis);
+    if run(2) {
+        report.add(&lookups);
+    }
+    report.add(&cold.unwrap_or_default());
+    if run(4) {
+        report.add(&gateway::run(&ctx, &sidecar, &capture)?);
+    }
+    report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
+    finish(&report, &out)
+}
+
+fn finish(report: &Report, out: &std::path::Path) -> anyhow::Result<()> {
+    report.write(out)?;
+    eprintln!("written to {}", out.display());
+    Ok(())
+}
+
+fn header(args: &Args, cpus: usize) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model =
+        cpuinfo.lines().find_map(|l| l.strip_prefix("model name")).map(|m| m.trim_start_matches([' ', '\t', ':']));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    format!(
+        "# email-verdict benchmarks\n\n\
+         {} UTC, commit {}; {cpus} × {} (/proc/cpuinfo); load average at start {}.\n\
+         `make bench` (runner: `email-verdict-bench --seconds {} --rounds {} --connections {} --keys {} --server-threads {}`).\n\
+         Client and servers share the machine: compare the ratios, measured side by side, not the absolute figures.\n",
+        command("date", &["-u", "+%Y-%m-%d %H:%M"]),
+        command("git", &["rev-parse", "--short", "HEAD"]),
+        model.unwrap_or("unknown CPU"),
+        load.join(" "),
+        args.seconds,
+        args.rounds,
+        args.connections,
+        args.keys,
+        args.server_threads,
+    )
+}
+
+fn command(name: &str, args: &[&str]) -> String {
+    std::process::Command::new(name)
+        .args(args)
+        .current_dir(workspace_root())
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Section 1, as the criterion bench left it.
+fn classify_section(target: &std::path::Path) -> String {
+    let file = target.join("bench/classify.md");
+    let table = std::fs::read_to_string(&file)
+        .with_context(|| format!("{} is missing: cargo bench -p email-verdict-core --bench classify", file.display()));
+    let body = table.unwrap_or_else(|e| format!("{e:#}\n"));
+    format!(
+        "## 1. Classification in process (criterion, one core)\n\n\
+         The shipped lists in the sidecar's `Catalog` against a linear scan of the same entries \
+         (`core/benches/classify`).\n\n{body}"
+    )
+}

@@ -1,0 +1,106 @@
+//! Section 2: cached lookups with valid keys, the sidecar against a bare Pingora server answering
+//! the same bytes, under the same wrk script (rotating over the keys).
+
+use anyhow::{Context, bail};
+use email_verdict_tests::{Request, Sidecar, api_target};
+
+use crate::Ctx;
+use crate::bare::{Bare, write};
+use crate::capture::Captured;
+use crate::report::{cells, count, met};
+use crate::wrk::rotating_get_script;
+
+/// The sidecar must reach this share of the bare server's requests per second.
+const TARGET: f64 = 0.8;
+
+/// One sidecar under test, with the keys (in its own state store) the load rotates over.
+pub struct Subject<'a> {
+    pub label: &'a str,
+    pub sidecar: &'a Sidecar,
+    pub keys: &'a [String],
+}
+
+/// A cached lookup of `domain`: asked twice, the second answer must say `cached: true`.
+pub fn capture_cached(subject: &Subject, domain: &str) -> anyhow::Result<Captured> {
+    let target = api_target(domain, &subject.keys[0]);
+    let _ = Request::get(&target).try_send(subject.sidecar.addr())?;
+    let r = Request::get(&target).try_send(subject.sidecar.addr())?;
+    if r.status != 200 || r.json()["result"]["cached"] != serde_json::Value::Bool(true) {
+        bail!("GET {domain}: expected a cached 200 answer, got\n{r}");
+    }
+    Captured::from_response(&r)
+}
+
+/// Runs the comparison for each domain: the bare server answers the first subject's capture.
+/// Returns the section and the capture of the first domain.
+pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<(String, Captured)> {
+    let mut rows = Vec::new();
+    let mut first = None;
+    for domain in domains {
+        eprintln!("2. sidecar, cached lookups of {domain}");
+        let capture = capture_cached(&subjects[0], domain)?;
+        for s in &subjects[1..] {
+            capture_cached(s, domain)?;
+        }
+        let bare = Bare::start(&format!("bare-{domain}"), &capture, ctx.server_threads)?;
+        let mut cases =
+            vec![("bare Pingora, same bytes".to_owned(), bare.addr(), script(ctx, domain, "bare", subjects[0].keys)?)];
+        for s in subjects {
+            cases.push((s.label.to_owned(), s.sidecar.addr(), script(ctx, domain, s.label, s.keys)?));
+        }
+        let list: Vec<_> = cases.iter().map(|(l, a, p)| (l.as_str(), *a, "/", Some(p.as_path()))).collect();
+        let runs = ctx.alternate(&list)?;
+        let base = &runs[0];
+        rows.push(format!("| `{domain}` | {} | {} | | |", cases[0].0, cells(base)));
+        for ((label, ..), ours) in cases.iter().zip(&runs).skip(1) {
+            let ratio = ours.rps / base.rps;
+            let ok = ratio >= TARGET && ours.clean() && base.clean();
+            rows.push(format!("| `{domain}` | {label} | {} | {ratio:.2} | {} |", cells(ours), met(ok)));
+        }
+        first.get_or_insert(capture);
+    }
+    let capture = first.context("no domain given")?;
+    let logged: Vec<String> = subjects.iter().map(|s| format!("{}: {}", s.label, refusals(s.sidecar))).collect();
+    let section = format!(
+        "## 2. Sidecar: cached lookups with a valid key\n\n\
+         `GET /api/v1/domain/<domain>?key=<key>` over {keys} pro keys in turn (one key admits 50 requests a second), \
+         {threads} server threads each; body {bytes} bytes. Best of {rounds} alternating {secs} s runs, \
+         `wrk -t1 -c{conns}`{pin}.\n\n\
+         | domain | server | requests/s | p50 | p99 | errors | ratio to bare | target ≥ {TARGET} |\n\
+         |---|---|---:|---:|---:|---|---:|---|\n{}\n\n\
+         Lookups not answered 200, from the sidecars' own logs (whole section): {}.\n",
+        rows.join("\n"),
+        logged.join("; "),
+        keys = count(subjects[0].keys.len() as f64),
+        threads = ctx.server_threads,
+        bytes = capture.body.len(),
+        rounds = ctx.rounds,
+        secs = ctx.wrk.seconds,
+        conns = ctx.wrk.connections,
+        pin = ctx.wrk.cpu.map(|c| format!(" pinned to CPU {c}")).unwrap_or_default(),
+    );
+    Ok((section, capture))
+}
+
+/// The wrk script for `domain` over `keys`.
+fn script(ctx: &Ctx, domain: &str, label: &str, keys: &[String]) -> anyhow::Result<std::path::PathBuf> {
+    let paths: Vec<String> = keys.iter().map(|k| api_target(domain, k)).collect();
+    let name: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    write(ctx.dir.path(), &format!("lookup-{domain}-{name}.lua"), &rotating_get_script(&paths))
+}
+
+/// The lookups a sidecar logged with a status other than 200, counted by status and code.
+fn refusals(sidecar: &Sidecar) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in sidecar.stderr_text().lines().filter(|l| l.contains("route=\"lookup\"")) {
+        let field = |name: &str| line.split_whitespace().find_map(|w| w.strip_prefix(name)).unwrap_or("");
+        let status = field("status=");
+        if status != "200" {
+            *counts.entry(format!("{status} {}", field("code=").trim_matches('"'))).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return "none".to_owned();
+    }
+    counts.iter().map(|(k, n)| format!("{n} × {k}")).collect::<Vec<_>>().join(", ")
+}

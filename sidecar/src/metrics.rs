@@ -1,0 +1,345 @@
+//! Prometheus metrics of `serve`: the one registry and every metric, exposed on the admin
+//! listener's `GET /metrics` in the OpenMetrics text format (which Prometheus scrapes natively).
+//!
+//! Invariants: no label carries a key id, a domain or anything else unbounded; label values are
+//! `&'static str` or small integers, so counting allocates nothing once a series exists. The
+//! series that can be known up front are created at start, so they read 0 rather than missing.
+
+use std::time::Duration;
+
+use email_verdict_core::ErrorCode;
+use email_verdict_core::api::Verdict;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// The `Content-Type` of [`Metrics::encode`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Lookup latency buckets, in seconds: 100 µs (a cached answer) to 5 s (DNS timeouts).
+const LATENCY_BUCKETS: [f64; 15] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+
+/// Which part of the public listener answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `/api/v1/domain/...`
+    Lookup,
+    /// The public HTML pages.
+    Page,
+    /// Anything else (404).
+    Other,
+}
+
+impl Route {
+    fn as_str(self) -> &'static str {
+        match self {
+            Route::Lookup => "lookup",
+            Route::Page => "page",
+            Route::Other => "other",
+        }
+    }
+}
+
+/// The record type of a DNS query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryType {
+    Mx,
+    A,
+    Aaaa,
+    Ptr,
+}
+
+impl QueryType {
+    const ALL: [QueryType; 4] = [QueryType::Mx, QueryType::A, QueryType::Aaaa, QueryType::Ptr];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            QueryType::Mx => "mx",
+            QueryType::A => "a",
+            QueryType::Aaaa => "aaaa",
+            QueryType::Ptr => "ptr",
+        }
+    }
+}
+
+/// Why a DNS query failed. NXDOMAIN and "no records" are answers, not failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DnsErrorKind {
+    Timeout,
+    Servfail,
+    Refused,
+    Other,
+}
+
+impl DnsErrorKind {
+    const ALL: [DnsErrorKind; 4] =
+        [DnsErrorKind::Timeout, DnsErrorKind::Servfail, DnsErrorKind::Refused, DnsErrorKind::Other];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            DnsErrorKind::Timeout => "timeout",
+            DnsErrorKind::Servfail => "servfail",
+            DnsErrorKind::Refused => "refused",
+            DnsErrorKind::Other => "other",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    status: u16,
+    code: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct QueryLabels {
+    r#type: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DnsErrorLabels {
+    r#type: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VerdictLabels {
+    verdict: &'static str,
+}
+
+/// The MX cache's counters (see `dns::MxCache`): hit ratio = hits / (hits + misses).
+#[derive(Debug, Clone, Default)]
+pub struct CacheCounters {
+    /// A fresh answer was in the cache.
+    pub hits: Counter,
+    /// No fresh answer: the lookup started a resolution or joined one under way.
+    pub misses: Counter,
+    /// Misses that joined a resolution under way (single flight) instead of starting one.
+    pub joins: Counter,
+    /// Misses whose resolution failed and that were answered with the last good answer.
+    pub stale_served: Counter,
+}
+
+/// Every metric of the process, and the registry that exposes them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    lookup_latency: Histogram,
+    pub cache: CacheCounters,
+    dns_queries: Family<QueryLabels, Counter>,
+    dns_errors: Family<DnsErrorLabels, Counter>,
+    verdicts: Family<VerdictLabels, Counter>,
+    store_errors: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut metrics = Self {
+            registry: Registry::with_prefix("email_verdict"),
+            requests: Family::default(),
+            lookup_latency: Histogram::new(LATENCY_BUCKETS),
+            cache: CacheCounters::default(),
+            dns_queries: Family::default(),
+            dns_errors: Family::default(),
+            verdicts: Family::default(),
+            store_errors: Counter::default(),
+        };
+        metrics.register();
+        metrics.create_known_series();
+        metrics
+    }
+
+    fn register(&mut self) {
+        let (r, cache) = (&mut self.registry, &self.cache);
+        let requests_help = "Requests on the public listener, by route, HTTP status and error code";
+        r.register("requests", requests_help, self.requests.clone());
+        let latency_help = "Time to answer a request on /api/v1/domain/..., whatever the answer";
+        r.register_with_unit("lookup_duration", latency_help, Unit::Seconds, self.lookup_latency.clone());
+        r.register("mx_cache_hits", "MX cache lookups answered from a fresh entry", cache.hits.clone());
+        r.register("mx_cache_misses", "MX cache lookups without a fresh entry", cache.misses.clone());
+        r.register("mx_cache_joins", "MX cache misses that joined a resolution under way", cache.joins.clone());
+        let stale_help = "MX cache misses whose resolution failed, answered with the last good answer";
+        r.register("mx_cache_stale_served", stale_help, cache.stale_served.clone());
+        r.register("dns_queries", "DNS queries sent, by record type", self.dns_queries.clone());
+        r.register("dns_errors", "DNS queries that failed, by record type and kind", self.dns_errors.clone());
+        r.register("verdicts", "Verdicts reached (API and pages), by verdict", self.verdicts.clone());
+        r.register("store_errors", "State store calls that failed", self.store_errors.clone());
+    }
+
+    /// Creates the series whose labels are known in advance, so that they read 0 from the start.
+    fn create_known_series(&self) {
+        let lookup_codes = [
+            ErrorCode::InvalidInput,
+            ErrorCode::MissingApiKey,
+            ErrorCode::ApiKeyInvalid,
+            ErrorCode::QuotaExceeded,
+            ErrorCode::RateLimitExceeded,
+            ErrorCode::InternalError,
+            ErrorCode::MethodNotAllowed,
+        ];
+        self.requests.get_or_create_owned(&request_labels(Route::Lookup, 200, None));
+        for code in lookup_codes {
+            self.requests.get_or_create_owned(&request_labels(Route::Lookup, code.status(), Some(code)));
+        }
+        let not_found = ErrorCode::NotFound;
+        self.requests.get_or_create_owned(&request_labels(Route::Other, not_found.status(), Some(not_found)));
+        for qtype in QueryType::ALL {
+            self.dns_queries.get_or_create_owned(&QueryLabels { r#type: qtype.as_str() });
+            for kind in DnsErrorKind::ALL {
+                self.dns_errors.get_or_create_owned(&DnsErrorLabels { r#type: qtype.as_str(), kind: kind.as_str() });
+            }
+        }
+        for verdict in [Verdict::Disposable, Verdict::Safe] {
+            self.verdicts.get_or_create_owned(&VerdictLabels { verdict: verdict_str(verdict) });
+        }
+    }
+
+    /// One answered request on the public listener. `code` is the API error code (`None` for a
+    /// verdict, counted as `ok`); pages have no code and are counted with `code=""`.
+    pub fn request(&self, route: Route, status: u16, code: Option<ErrorCode>) {
+        self.requests.get_or_create(&request_labels(route, status, code)).inc();
+    }
+
+    /// How long a request on the lookup route took to answer.
+    pub fn lookup_latency(&self, elapsed: Duration) {
+        self.lookup_latency.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a DNS query; its outcome is told to the returned guard. A query dropped before
+    /// that (cut short by the sidecar's own time bound) counts as a timeout.
+    pub fn dns_query(&self, qtype: QueryType) -> DnsQuery<'_> {
+        self.dns_queries.get_or_create(&QueryLabels { r#type: qtype.as_str() }).inc();
+        DnsQuery { metrics: self, qtype, done: false }
+    }
+
+    fn dns_error(&self, qtype: QueryType, kind: DnsErrorKind) {
+        self.dns_errors.get_or_create(&DnsErrorLabels { r#type: qtype.as_str(), kind: kind.as_str() }).inc();
+    }
+
+    pub fn verdict(&self, verdict: Verdict) {
+        self.verdicts.get_or_create(&VerdictLabels { verdict: verdict_str(verdict) }).inc();
+    }
+
+    pub fn store_error(&self) {
+        self.store_errors.inc();
+    }
+
+    /// The whole exposition, OpenMetrics text (ends with `# EOF`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail; an encoder error would only cut the output short.
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot encode the metrics");
+        }
+        out
+    }
+}
+
+/// A DNS query under way (see [`Metrics::dns_query`]).
+pub struct DnsQuery<'a> {
+    metrics: &'a Metrics,
+    qtype: QueryType,
+    done: bool,
+}
+
+impl DnsQuery<'_> {
+    /// The query ended: with an answer (`None`) or a failure of this kind.
+    pub fn finish(mut self, failure: Option<DnsErrorKind>) {
+        self.done = true;
+        if let Some(kind) = failure {
+            self.metrics.dns_error(self.qtype, kind);
+        }
+    }
+}
+
+impl Drop for DnsQuery<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.metrics.dns_error(self.qtype, DnsErrorKind::Timeout);
+        }
+    }
+}
+
+fn request_labels(route: Route, status: u16, code: Option<ErrorCode>) -> RequestLabels {
+    let code = match (route, code) {
+        (_, Some(code)) => code.as_str(),
+        (Route::Page, None) => "",
+        (_, None) => "ok",
+    };
+    RequestLabels { route: route.as_str(), status, code }
+}
+
+fn verdict_str(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Disposable => "disposable",
+        Verdict::Safe => "safe",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the sample `series` (name and labels exactly as exposed).
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    #[test]
+    fn counts_are_exposed_with_their_labels() {
+        let m = Metrics::new();
+        m.request(Route::Lookup, 200, None);
+        m.request(Route::Lookup, 200, None);
+        m.request(Route::Lookup, 402, Some(ErrorCode::QuotaExceeded));
+        m.request(Route::Page, 404, None);
+        m.lookup_latency(Duration::from_millis(3));
+        m.cache.hits.inc();
+        m.dns_query(QueryType::Mx).finish(Some(DnsErrorKind::Servfail));
+        m.dns_query(QueryType::A).finish(None);
+        drop(m.dns_query(QueryType::Ptr)); // abandoned: a timeout
+        m.verdict(Verdict::Safe);
+        m.store_error();
+        let text = m.encode();
+        let check = |series: &str, want: f64| assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+        check(r#"email_verdict_requests_total{route="lookup",status="200",code="ok"}"#, 2.0);
+        check(r#"email_verdict_requests_total{route="lookup",status="402",code="quota_exceeded"}"#, 1.0);
+        check(r#"email_verdict_requests_total{route="lookup",status="429",code="rate_limit_exceeded"}"#, 0.0);
+        check(r#"email_verdict_requests_total{route="page",status="404",code=""}"#, 1.0);
+        check(r#"email_verdict_lookup_duration_seconds_bucket{le="0.0025"}"#, 0.0);
+        check(r#"email_verdict_lookup_duration_seconds_bucket{le="0.005"}"#, 1.0);
+        check("email_verdict_lookup_duration_seconds_count", 1.0);
+        check("email_verdict_mx_cache_hits_total", 1.0);
+        check("email_verdict_mx_cache_misses_total", 0.0);
+        check(r#"email_verdict_dns_queries_total{type="mx"}"#, 1.0);
+        check(r#"email_verdict_dns_queries_total{type="a"}"#, 1.0);
+        check(r#"email_verdict_dns_errors_total{type="mx",kind="servfail"}"#, 1.0);
+        check(r#"email_verdict_dns_errors_total{type="a",kind="timeout"}"#, 0.0);
+        check(r#"email_verdict_dns_errors_total{type="ptr",kind="timeout"}"#, 1.0);
+        check(r#"email_verdict_verdicts_total{verdict="safe"}"#, 1.0);
+        check(r#"email_verdict_verdicts_total{verdict="disposable"}"#, 0.0);
+        check("email_verdict_store_errors_total", 1.0);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn every_metric_has_help_and_type() {
+        let text = Metrics::new().encode();
+        let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
+        assert_eq!(families.len(), 10, "{text}");
+        for family in families {
+            let name = family.split(' ').next().unwrap_or_default();
+            assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");
+        }
+    }
+}

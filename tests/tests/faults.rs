@@ -1,0 +1,70 @@
+//! Issue 7: faults under load. Client threads ([`Load`]) keep requests going while a test breaks
+//! something — the nameserver, Redis, the sidecar (behind Envoy, or `kill -9` on SQLite) — or
+//! upgrades the sidecar in place; every request's answer is then judged against the moments
+//! the fault began and ended. Assertions are about correctness (what each request got, what
+//! the state kept), never speed: the only times are hang guards.
+//!
+//! Windows: a request "during the fault" was sent after the fault was in place and answered
+//! before the repair began (`Outcome::within`); requests straddling either moment may get
+//! either behaviour, but always a well-formed one.
+
+#[path = "faults/dns.rs"]
+mod dns;
+#[path = "faults/gateway.rs"]
+mod gateway;
+#[path = "faults/kill9.rs"]
+mod kill9;
+#[path = "faults/redis.rs"]
+mod redis;
+#[path = "faults/upgrade.rs"]
+mod upgrade;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use email_verdict_tests::{Outcome, Request, Shot, Sidecar, api_target};
+
+/// Every request in these tests gets its answer within this, whatever is broken: a hang guard.
+pub const ANSWER_BOUND: Duration = Duration::from_secs(10);
+/// The client's read timeout: past the bound, so a hang shows as a broken bound, with its request.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Pause after each answer, per worker: about 30 requests a second at most, under the `pro`
+/// burst limit (50/s), so 429s stay out of the picture.
+pub const PACE: Duration = Duration::from_millis(30);
+/// How long the workers may take to make the progress a test waits for (a loaded 2-core box).
+pub const PROGRESS: Duration = Duration::from_secs(20);
+
+/// `GET /api/v1/domain/{segment}?key=` to `addr`, tagged `tag`.
+pub fn lookup(addr: SocketAddr, segment: &str, key: &str, tag: &str) -> Shot {
+    Shot::new(addr, Request::get(&api_target(segment, key)).timeout(CLIENT_TIMEOUT), tag)
+}
+
+/// Every request got a complete HTTP answer (never refused, reset or cut short), within the bound.
+pub fn assert_all_answered(outcomes: &[Outcome]) {
+    assert!(!outcomes.is_empty(), "the load sent nothing");
+    for o in outcomes {
+        assert!(o.result.is_ok(), "no complete HTTP answer: {o}");
+        assert!(o.took() < ANSWER_BOUND, "answered after more than {ANSWER_BOUND:?}: {o}");
+    }
+}
+
+/// The outcomes tagged `tag`.
+pub fn tagged<'a>(outcomes: &'a [Outcome], tag: &'a str) -> impl Iterator<Item = &'a Outcome> + 'a {
+    outcomes.iter().filter(move |o| o.tag == tag)
+}
+
+/// Panics unless `what` has at least one member: a window the test meant to cover was missed.
+pub fn nonempty<'a>(v: Vec<&'a Outcome>, what: &str) -> Vec<&'a Outcome> {
+    assert!(!v.is_empty(), "no request fell wholly in {what}: the test did not cover it");
+    v
+}
+
+/// A key's count over today and yesterday (in case the test crosses midnight UTC), from the
+/// admin API.
+pub fn usage(sc: &Sidecar, id: &str) -> u64 {
+    let r = Request::get(&format!("/admin/v1/keys/{id}/usage?days=2")).send(sc.admin_addr());
+    assert_eq!(r.status, 200, "usage of {id}\n{r}");
+    let days = r.json()["days"].as_array().cloned().unwrap_or_default();
+    assert_eq!(days.len(), 2, "usage of {id}\n{r}");
+    days.iter().map(|d| d["used"].as_u64().unwrap_or_else(|| panic!("usage of {id}: {d}"))).sum()
+}

@@ -1,0 +1,88 @@
+//! Redis is killed (SIGKILL) while two sidecars sharing it take requests, then restarted on the
+//! same port and data (append-only file, fsync on every write: see `tests/src/redis.rs`).
+
+use std::time::{Duration, Instant};
+
+use email_verdict_tests::verdict::check_error;
+use email_verdict_tests::{Load, Nsd, Outcome, Redis, Request, Sidecar, wait_for};
+
+use super::{PACE, PROGRESS, assert_all_answered, lookup, nonempty, usage};
+
+const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
+
+#[test]
+fn redis_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
+    let mut redis = Redis::start();
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&PLANS).start();
+    let b = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&[]).start();
+    let (addrs, keys) = ([a.addr(), b.addr()], a.keys().to_vec());
+    // Worker w uses key w: 0 on A, 1 on B, 2 and 3 (free) alternate between them.
+    let load = Load::start(PLANS.len(), PACE, move |w, n| {
+        let side = match w {
+            0 => 0,
+            1 => 1,
+            _ => n as usize % 2,
+        };
+        lookup(addrs[side], "ownmail.example", &keys[w], ["A", "B"][side])
+    });
+    load.wait_each(5, PROGRESS);
+    redis.kill();
+    let down = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500)); // past the 0.5 s key cache
+    load.wait_each(3, PROGRESS);
+    let repairing = Instant::now();
+    redis.restart();
+    let up = Instant::now();
+    let recovered = wait_for("both sidecars to answer 200 again by themselves", Duration::from_secs(20), || {
+        let s = load.snapshot();
+        let ok_on = |side| s.iter().any(|o| o.tag == side && o.started >= up && o.status() == Some(200));
+        (ok_on("A") && ok_on("B")).then(Instant::now)
+    });
+    load.wait_each(5, PROGRESS);
+    let outcomes = load.stop();
+
+    assert_all_answered(&outcomes);
+    for o in &outcomes {
+        match o.status() {
+            Some(200 | 429) => {}
+            Some(402) => assert_eq!(PLANS[o.worker], "free", "{o}"),
+            _ => {
+                let r = o.response().expect("answered");
+                check_error(r, 500, "internal_error", &o.to_string());
+                assert!(r.header("retry-after").is_some(), "no Retry-After: {o}");
+            }
+        }
+    }
+    for side in ["A", "B"] {
+        let out: Vec<&Outcome> = outcomes.iter().filter(|o| o.tag == side && o.within(down, repairing)).collect();
+        for o in nonempty(out, &format!("the outage on {side}")) {
+            assert_eq!(o.status(), Some(500), "Redis down: {o}");
+        }
+    }
+    for o in outcomes.iter().filter(|o| o.started >= recovered && PLANS[o.worker] == "pro") {
+        assert_eq!(o.status(), Some(200), "after recovery: {o}");
+    }
+    for (sc, name) in [(&a, "A"), (&b, "B")] {
+        let health = Request::get("/healthz").send(sc.admin_addr());
+        assert_eq!((health.status, health.text().trim()), (200, "ok"), "{name} after the outage");
+    }
+    check_counts(&a, &outcomes);
+}
+
+/// Each key's stored count against what its worker got. Every 200 was counted and persisted
+/// before it was sent (Redis acknowledges a write only after the fsync), so count >= 200s. A
+/// request counted without a 200 is one whose refund could not reach Redis: it got a 500. So
+/// 200s <= count <= 200s + 500s; and a free key never passes its quota of 3.
+fn check_counts(a: &Sidecar, outcomes: &[Outcome]) {
+    for (w, plan) in PLANS.iter().enumerate() {
+        let id = a.cli().row_named(&format!("test-{w}")).id;
+        let used = usage(a, &id);
+        let of = |s: u16| outcomes.iter().filter(|o| o.worker == w && o.status() == Some(s)).count() as u64;
+        let (ok, failed) = (of(200), of(500));
+        assert!(ok <= used && used <= ok + failed, "key {w} ({plan}): count {used}, 200s {ok}, 500s {failed}");
+        if *plan == "free" {
+            assert!(used <= 3 && ok <= 3, "free key: count {used}, 200s {ok}: past the quota");
+        }
+    }
+}
