@@ -20,7 +20,7 @@ use crate::cache::Lookup;
 use crate::config::{FilterConfig, Mode, Policy};
 use crate::decision::{self, Bypass, CalloutOutcome, LocalReply, VerdictSummary};
 use crate::extract::{self, BodyKind, Extracted, Unusable};
-use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel};
+use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
 
@@ -64,15 +64,24 @@ impl RequestFilter {
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
         let config = Rc::clone(&self.config);
         let mut ctx = Ctx { config: &config, host };
-        let stripped = ctx.strip_flag_headers();
-        let method = ctx.header_text(":method");
-        let path = ctx.header_text(":path");
-        if !config.is_signup(&method, &path) {
+        let headers = match ctx.host.request_headers() {
+            Ok(headers) => headers,
+            Err(e) => {
+                // Nothing can be checked without the headers; still never let a forged verdict by.
+                ctx.log(LogLevel::Warn, &format!("could not read the request headers: {e}"));
+                let _ = ctx.strip_flag_headers(None);
+                self.state = State::Passthrough;
+                return Action::Continue;
+            }
+        };
+        let stripped = ctx.strip_flag_headers(Some(&headers));
+        let path = headers.text(":path");
+        if !config.is_signup(&headers.text(":method"), &path) {
             self.state = State::Passthrough;
             return Action::Continue;
         }
         let step = match stripped {
-            Ok(()) => ctx.signup_headers(&path, end_of_stream),
+            Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
             Err(e) => ctx.host_failed("could not strip the flag headers", e),
         };
         self.settle(step)
@@ -151,10 +160,14 @@ struct Ctx<'a, H: Host> {
 }
 
 impl<H: Host> Ctx<'_, H> {
-    /// Removes every value of the four flag headers; all four are tried, the first error returned.
-    fn strip_flag_headers(&mut self) -> Result<(), HostError> {
+    /// Removes every value of those of the four flag headers that `present` holds (all four
+    /// when the headers could not be read); all are tried, the first error returned.
+    fn strip_flag_headers(&mut self, present: Option<&RequestHeaders>) -> Result<(), HostError> {
         let mut result = Ok(());
         for name in self.config.flag_headers.all() {
+            if present.is_some_and(|h| h.first(name).is_none()) {
+                continue;
+            }
             if let Err(e) = self.host.remove_request_header(name) {
                 result = result.and(Err(e));
             }
@@ -162,27 +175,13 @@ impl<H: Host> Ctx<'_, H> {
         result
     }
 
-    /// A header as text ("" when absent or unreadable).
-    fn header_text(&mut self, name: &str) -> String {
-        match self.host.request_header(name) {
-            Ok(value) => value.map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default(),
-            Err(e) => {
-                self.log(LogLevel::Warn, &format!("could not read {name}: {e}"));
-                String::new()
-            }
-        }
-    }
-
     /// A signup's headers: the email from a header or the query, or wait for the body.
-    fn signup_headers(&mut self, path: &str, end_of_stream: bool) -> Step {
+    fn signup_headers(&mut self, headers: &RequestHeaders, path: &str, end_of_stream: bool) -> Step {
         let sources = &self.config.email;
         for name in &sources.headers {
-            match self.host.request_header_values(name) {
-                Ok(values) => match extract::from_header_values(values) {
-                    Extracted::NotFound => {}
-                    found => return self.extracted(found),
-                },
-                Err(e) => return self.host_failed("could not read an email header", e),
+            match extract::from_header_values(headers.values(name)) {
+                Extracted::NotFound => {}
+                found => return self.extracted(found),
             }
         }
         match extract::from_query(path, &sources.query_params) {
@@ -192,23 +191,14 @@ impl<H: Host> Ctx<'_, H> {
         if end_of_stream {
             return self.missing();
         }
-        let content_type = match self.host.request_header("content-type") {
-            Ok(ct) => ct,
-            Err(e) => return self.host_failed("could not read content-type", e),
-        };
-        let kind = BodyKind::from_content_type(content_type.as_deref());
+        let kind = BodyKind::from_content_type(headers.first("content-type"));
         if !kind.readable_by(sources) {
             return self.missing();
         }
-        if self.declared_length().is_some_and(|len| len > self.config.max_body_bytes as u64) {
+        if declared_length(headers).is_some_and(|len| len > self.config.max_body_bytes as u64) {
             return self.body_too_large();
         }
         Step::AwaitBody(kind)
-    }
-
-    fn declared_length(&mut self) -> Option<u64> {
-        let value = self.host.request_header("content-length").ok()??;
-        std::str::from_utf8(&value).ok()?.trim().parse().ok()
     }
 
     fn body_complete(&mut self, kind: &BodyKind) -> Step {
@@ -395,6 +385,10 @@ impl<H: Host> Ctx<'_, H> {
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
     }
+}
+
+fn declared_length(headers: &RequestHeaders) -> Option<u64> {
+    std::str::from_utf8(headers.first("content-length")?).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

@@ -113,13 +113,33 @@ impl Counter {
     }
 }
 
+/// Every request header (pseudo-headers such as `:path` included), in order, as read in one host
+/// call: in Envoy each host call costs more than the filter's own work on it (BENCHMARKS.md,
+/// section 4), so the header phase reads them once. Names are lowercase.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestHeaders(pub Vec<(Vec<u8>, Vec<u8>)>);
+
+impl RequestHeaders {
+    /// The first value of `name`.
+    pub fn first(&self, name: &str) -> Option<&[u8]> {
+        self.0.iter().find(|(k, _)| k == name.as_bytes()).map(|(_, v)| v.as_slice())
+    }
+
+    /// Every value of `name`, in order (a repeated header must not hide a second email).
+    pub fn values(&self, name: &str) -> Vec<Vec<u8>> {
+        self.0.iter().filter(|(k, _)| k == name.as_bytes()).map(|(_, v)| v.clone()).collect()
+    }
+
+    /// The first value of `name` as text ("" when absent).
+    pub fn text(&self, name: &str) -> String {
+        self.first(name).map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default()
+    }
+}
+
 /// The calls of one HTTP stream's context. Header names are lowercase.
 pub trait Host: SharedData {
-    /// The first value of a request header (or pseudo-header such as `:path`).
-    fn request_header(&self, name: &str) -> Result<Option<Vec<u8>>, HostError>;
-    /// Every value of a request header, in order. Envoy's single-value call returns only the
-    /// first of repeated headers, which would let a client hide a second email from the filter.
-    fn request_header_values(&self, name: &str) -> Result<Vec<Vec<u8>>, HostError>;
+    /// Every request header, in one call.
+    fn request_headers(&self) -> Result<RequestHeaders, HostError>;
     /// Replaces every value of a request header with `value`.
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostError>;
     /// Removes every value of a request header.

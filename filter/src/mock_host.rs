@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::cache::{SharedData, SharedDataError};
-use crate::host::{Counter, Host, HostError, LogLevel};
+use crate::host::{Counter, Host, HostError, LogLevel, RequestHeaders};
 
 /// Shared data as Envoy keeps it: a version per key, bumped on every write.
 pub type Store = Rc<RefCell<HashMap<String, (Vec<u8>, u32)>>>;
@@ -67,6 +67,10 @@ pub struct MockHost {
     pub logs: RefCell<Vec<(LogLevel, String)>>,
     pub fail: Failures,
     pub next_token: u32,
+    /// Calls that read the request headers (the filter reads them once per request).
+    pub header_reads: RefCell<u32>,
+    /// Calls that removed a request header.
+    pub header_removals: u32,
 }
 
 const BAD_ARGUMENT: u32 = 2;
@@ -112,14 +116,10 @@ impl SharedData for MockHost {
 }
 
 impl Host for MockHost {
-    fn request_header(&self, name: &str) -> Result<Option<Vec<u8>>, HostError> {
-        self.check(self.fail.read_header, "proxy_get_header_map_value")?;
-        Ok(self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-    }
-
-    fn request_header_values(&self, name: &str) -> Result<Vec<Vec<u8>>, HostError> {
+    fn request_headers(&self) -> Result<RequestHeaders, HostError> {
         self.check(self.fail.read_header, "proxy_get_header_map_pairs")?;
-        Ok(self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone()).collect())
+        *self.header_reads.borrow_mut() += 1;
+        Ok(RequestHeaders(self.headers.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.clone())).collect()))
     }
 
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostError> {
@@ -131,6 +131,7 @@ impl Host for MockHost {
 
     fn remove_request_header(&mut self, name: &str) -> Result<(), HostError> {
         self.check(self.fail.remove_header, "proxy_remove_header_map_value")?;
+        self.header_removals += 1;
         self.headers.retain(|(k, _)| k != name);
         Ok(())
     }

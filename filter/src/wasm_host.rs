@@ -20,7 +20,7 @@ use crate::abi;
 use crate::cache::{SharedData, SharedDataError};
 use crate::config::{EnvError, FilterConfig};
 use crate::filter::RequestFilter;
-use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel};
+use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
 /// The callout's answer is a small JSON document; anything larger is cut and fails to parse.
 const MAX_CALLOUT_BODY: usize = 64 * 1024;
@@ -227,13 +227,11 @@ impl SharedData for WasmHost {
 }
 
 impl Host for WasmHost {
-    fn request_header(&self, name: &str) -> Result<Option<Vec<u8>>, HostError> {
-        get_header(MAP_REQUEST_HEADERS, name)
-    }
-
-    fn request_header_values(&self, name: &str) -> Result<Vec<Vec<u8>>, HostError> {
-        let pairs = get_header_pairs(MAP_REQUEST_HEADERS)?;
-        Ok(pairs.into_iter().filter(|(k, _)| k.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v).collect())
+    fn request_headers(&self) -> Result<RequestHeaders, HostError> {
+        let mut pairs = get_header_pairs(MAP_REQUEST_HEADERS)?;
+        // Envoy gives lowercase names; make sure of it, since lookups compare bytes.
+        pairs.iter_mut().for_each(|(k, _)| k.make_ascii_lowercase());
+        Ok(RequestHeaders(pairs))
     }
 
     fn set_request_header(&mut self, name: &str, value: &str) -> Result<(), HostError> {

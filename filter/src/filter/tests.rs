@@ -117,6 +117,26 @@ fn forged_flag_headers_are_stripped_from_every_request() {
 }
 
 #[test]
+fn headers_are_read_once_and_only_present_flag_headers_removed() {
+    // Every host call costs more in Envoy than the filter's own work: a cached signup reads the
+    // headers once and removes nothing the client did not send.
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "ann@gmail.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &[]));
+    let mut host = json_signup(&h, "bob@gmail.com");
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Continue));
+    assert_eq!(host.count(Counter::CacheHits), 1);
+    assert_eq!((*host.header_reads.borrow(), host.header_removals), (1, 0));
+    // A forged copy: exactly that one is removed.
+    let mut host = h.host("GET", "/home", &[("x-email-flags", "blocked")], b"");
+    assert_eq!(h.filter().on_request_headers(&mut host, true), Action::Continue);
+    assert_eq!((*host.header_reads.borrow(), host.header_removals), (1, 1));
+    assert_no_flag_headers_but(&host, &[]);
+}
+
+#[test]
 fn disposable_signups_are_blocked_whatever_the_body_format() {
     let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 } }));
     let multipart = "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAnn\r\n\
@@ -356,10 +376,20 @@ fn a_failed_header_write_takes_the_failure_path() {
 #[test]
 fn failed_host_calls_never_hang_or_panic() {
     let h = Harness::new(json!({}));
-    // Stripping fails on a signup: failure_mode allow.
+    // Stripping a forged header fails on a signup: failure_mode allow.
     let mut host = json_signup(&h, "a@gmail.com");
+    host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
     host.fail.remove_header = true;
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_error"));
+    // The headers cannot be read: let through, but with every flag header removed.
+    let mut host = json_signup(&h, "a@gmail.com");
+    host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
+    host.fail.read_header = true;
+    assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
+    assert_eq!(host.header_removals, 4);
+    assert_no_flag_headers_but(&host, &[]);
+    assert!(host.dispatched.is_empty());
     // Reading the body fails.
     let mut host = json_signup(&h, "a@gmail.com");
     host.fail.body = true;
