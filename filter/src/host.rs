@@ -114,8 +114,8 @@ impl Counter {
 }
 
 /// Every request header (pseudo-headers such as `:path` included), in order, as read in one host
-/// call: in Envoy each host call costs more than the filter's own work on it (BENCHMARKS.md,
-/// section 4), so the header phase reads them once. Names are lowercase.
+/// call: the header phase works on this one consistent snapshot instead of asking per header.
+/// Names are lowercase.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestHeaders(pub Vec<(Vec<u8>, Vec<u8>)>);
 

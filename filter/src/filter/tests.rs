@@ -118,8 +118,7 @@ fn forged_flag_headers_are_stripped_from_every_request() {
 
 #[test]
 fn headers_are_read_once_and_only_present_flag_headers_removed() {
-    // Every host call costs more in Envoy than the filter's own work: a cached signup reads the
-    // headers once and removes nothing the client did not send.
+    // A cached signup reads the headers once and removes nothing the client did not send.
     let h = Harness::new(json!({}));
     let mut f = h.filter();
     let mut host = json_signup(&h, "ann@gmail.com");
