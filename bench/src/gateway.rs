@@ -14,12 +14,12 @@ use email_verdict_tests::envoy::{EnvoyBuilder, signup};
 use email_verdict_tests::{Envoy, Sidecar};
 use serde_json::json;
 
-use crate::Ctx;
 use crate::bare::{Bare, write};
 use crate::capture::Captured;
 use crate::envoy::{BenchEnvoy, pin};
-use crate::report::{cells, met};
+use crate::report::{cells, cpu_ratio, met};
 use crate::wrk::{Run, post_script};
+use crate::{Case, Ctx};
 
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
@@ -48,14 +48,14 @@ fn start(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<Setu
     let key = &ctx.keys[0];
     let app_port = ("APP_PORT", app.addr().port().to_string());
     let plain = BenchEnvoy::start("no-filter", std::slice::from_ref(&app_port))?;
-    let mut shipped = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(key).start();
-    let mut callout =
+    let shipped = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(key).start();
+    let callout =
         EnvoyBuilder::new(endpoint.addr(), app.addr()).api_key(key).set("/cache/ttl_seconds", json!(0)).start();
     // Diagnostic: the cached case with the email in a header, so the body is not buffered.
-    let mut in_header =
+    let in_header =
         EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(key).set("/email/headers", json!([EMAIL_HEADER])).start();
     let authz = BenchEnvoy::start("ext-authz", &[app_port, ("AUTHZ_PORT", endpoint.addr().port().to_string())])?;
-    for pid in [plain.pid(), shipped.process().pid(), callout.process().pid(), in_header.process().pid(), authz.pid()] {
+    for pid in [plain.pid(), shipped.pid(), callout.pid(), in_header.pid(), authz.pid()] {
         pin(pid, ctx.envoy_cpu);
     }
     let warm = shipped.send(&signup("application/json", SIGNUP.as_bytes()));
@@ -72,20 +72,27 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
     let header = [(EMAIL_HEADER, "ann@gmail.com")];
     let post_header = write(ctx.dir.path(), "signup-header.lua", &post_script("application/json", SIGNUP, &header))?;
     let (post, post_header) = (Some(post.as_path()), Some(post_header.as_path()));
-    let cases: [(&str, SocketAddr, &str, _); 7] = [
-        ("no filter, GET /", s.plain.addr(), "/", None),
-        ("filter on, non-signup route, GET /", s.shipped.addr(), "/", None),
-        ("no filter, POST /signup", s.plain.addr(), "/signup", post),
-        ("filter, POST /signup, cached verdict", s.shipped.addr(), "/signup", post),
-        ("filter, POST /signup, callout every request", s.callout.addr(), "/signup", post),
-        ("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post),
+    let plain = s.plain.pid();
+    let shipped = s.shipped.pid();
+    let cases: [(&str, SocketAddr, &str, _, u32); 7] = [
+        ("no filter, GET /", s.plain.addr(), "/", None, plain),
+        ("filter on, non-signup route, GET /", s.shipped.addr(), "/", None, shipped),
+        ("no filter, POST /signup", s.plain.addr(), "/signup", post, plain),
+        ("filter, POST /signup, cached verdict", s.shipped.addr(), "/signup", post, shipped),
+        ("filter, POST /signup, callout every request", s.callout.addr(), "/signup", post, s.callout.pid()),
+        ("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post, s.authz.pid()),
         (
             "(diagnostic) filter, POST /signup, cached verdict, email in a header: body not buffered",
             s.in_header.addr(),
             "/signup",
             post_header,
+            s.in_header.pid(),
         ),
     ];
+    let cases: Vec<Case> = cases
+        .iter()
+        .map(|&(name, addr, path, script, pid)| Case { name, addr, path, script, pids: vec![pid] })
+        .collect();
     let runs = ctx.alternate(&cases)?;
     let checks = [
         check_cached("cached case", &s.shipped, &runs[3]),
@@ -93,13 +100,16 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
         check_cached("diagnostic case", &s.in_header, &runs[6]),
     ];
     let rows: Vec<String> =
-        cases.iter().zip(&runs).enumerate().map(|(i, ((name, ..), r))| row(i, name, r, &runs)).collect();
+        cases.iter().zip(&runs).enumerate().map(|(i, (case, r))| row(i, case.name, r, &runs)).collect();
     Ok(format!(
         "## 4. Envoy, side by side\n\n\
          Envoy 1 worker (`--concurrency 1`){pin}; wrk `-t1 -c{conns}`, best of {rounds} alternating {secs} s runs. \
          Signup body `{SIGNUP}` (a safe verdict: the request reaches the app). Callout and ext_authz call the same \
          endpoint (bare Pingora answering a cached sidecar lookup's bytes).\n\n\
-         | row | case | requests/s | p50 | p99 | errors | ratio | target |\n|---|---|---:|---:|---:|---|---:|---|\n{}\n\n\
+         | row | case | requests/s | p50 | p99 | errors | Envoy CPU / request | CPU vs baseline | ratio | target |\n\
+         |---|---|---:|---:|---:|---|---:|---:|---:|---|\n{}\n\n\
+         Envoy CPU / request: user + system time of that Envoy process during the run over the requests answered, \
+         the least of the rounds. The app and the callout endpoint are other processes, not counted.\n\n\
          Filter counters: {}.\n",
         rows.join("\n"),
         checks.join("; "),
@@ -112,14 +122,15 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
 
 fn row(i: usize, name: &str, r: &Run, runs: &[Run]) -> String {
     let Some((_, base, least)) = RATIOS.iter().find(|(row, ..)| *row == i) else {
-        return format!("| {} | {name} | {} | | |", i + 1, cells(r));
+        return format!("| {} | {name} | {} | | | |", i + 1, cells(r));
     };
     let ratio = r.rps / runs[*base].rps;
     let target = match least {
         Some(least) => format!("≥ {least}: {}", met(ratio >= *least && r.clean() && runs[*base].clean())),
         None => "(no target)".to_owned(),
     };
-    format!("| {} | {name} | {} | {ratio:.2} vs row {} | {target} |", i + 1, cells(r), base + 1)
+    let cpu = cpu_ratio(r, &runs[*base]);
+    format!("| {} | {name} | {} | {cpu} | {ratio:.2} vs row {} | {target} |", i + 1, cells(r), base + 1)
 }
 
 /// Every POST of a cached case was answered from the filter's cache, none bypassed.

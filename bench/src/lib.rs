@@ -13,6 +13,7 @@
 pub mod bare;
 pub mod capture;
 pub mod cold;
+pub mod cpu;
 pub mod envoy;
 pub mod footprint;
 pub mod gateway;
@@ -38,23 +39,39 @@ pub struct Ctx {
     pub dir: TestDir,
 }
 
+/// One case of a comparison: where wrk sends its load, and which processes serve it (their CPU
+/// time per request is measured beside the throughput).
+pub struct Case<'a> {
+    pub name: &'a str,
+    pub addr: std::net::SocketAddr,
+    pub path: &'a str,
+    pub script: Option<&'a std::path::Path>,
+    pub pids: Vec<u32>,
+}
+
 impl Ctx {
     /// Runs `wrk` on each of `cases` in turn, `rounds` times, and keeps each case's best run
-    /// (the most requests per second: on a shared machine noise only ever slows a run down).
-    pub fn alternate(
-        &self,
-        cases: &[(&str, std::net::SocketAddr, &str, Option<&std::path::Path>)],
-    ) -> anyhow::Result<Vec<wrk::Run>> {
+    /// (the most requests per second: on a shared machine noise only ever slows a run down),
+    /// with the least server CPU time per request of its rounds (noise only ever adds to it).
+    pub fn alternate(&self, cases: &[Case]) -> anyhow::Result<Vec<wrk::Run>> {
         let mut best: Vec<Option<wrk::Run>> = vec![None; cases.len()];
+        let mut cpu: Vec<Option<f64>> = vec![None; cases.len()];
         for round in 1..=self.rounds {
-            for (i, (name, addr, path, script)) in cases.iter().enumerate() {
-                eprintln!("  round {round}/{}: {name}", self.rounds);
-                let run = self.wrk.run(*addr, path, *script)?;
+            for (i, case) in cases.iter().enumerate() {
+                eprintln!("  round {round}/{}: {}", self.rounds, case.name);
+                let before = cpu::total(&case.pids);
+                let run = self.wrk.run(case.addr, case.path, case.script)?;
+                let used = before.zip(cpu::total(&case.pids)).map(|(b, a)| a - b);
+                let per_request = used.filter(|_| run.requests > 0).map(|s| s * 1e6 / run.requests as f64);
+                cpu[i] = match (cpu[i], per_request) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 if best[i].as_ref().is_none_or(|b| run.rps > b.rps) {
                     best[i] = Some(run);
                 }
             }
         }
-        Ok(best.into_iter().map(Option::unwrap_or_default).collect())
+        Ok(best.into_iter().zip(cpu).map(|(run, cpu_us)| wrk::Run { cpu_us, ..run.unwrap_or_default() }).collect())
     }
 }

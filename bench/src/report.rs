@@ -58,9 +58,15 @@ pub fn errors(r: &Run) -> String {
     }
 }
 
-/// One table row of a wrk run: requests/s | p50 | p99 | errors.
+/// One table row of a wrk run: requests/s | p50 | p99 | errors | server CPU per request.
 pub fn cells(r: &Run) -> String {
-    format!("{} | {} | {} | {}", count(r.rps), ms(r.p50_ms), ms(r.p99_ms), errors(r))
+    let cpu = r.cpu_us.map_or_else(|| "?".to_owned(), |us| format!("{us:.1} µs"));
+    format!("{} | {} | {} | {} | {cpu}", count(r.rps), ms(r.p50_ms), ms(r.p99_ms), errors(r))
+}
+
+/// `ours`' server CPU per request over `base`'s, as "1.23×" (empty when either is unknown).
+pub fn cpu_ratio(ours: &Run, base: &Run) -> String {
+    ours.cpu_us.zip(base.cpu_us).filter(|(_, b)| *b > 0.0).map_or_else(String::new, |(o, b)| format!("{:.2}×", o / b))
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ pub struct Run {
     pub non_2xx: u64,
     /// connect + read + write + timeout errors.
     pub socket_errors: u64,
+    /// CPU time of the serving processes per request, in microseconds (set by `Ctx::alternate`).
+    pub cpu_us: Option<f64>,
 }
 
 impl Run {

@@ -393,6 +393,10 @@ impl Envoy {
             .join("\n")
     }
 
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     pub fn process(&mut self) -> &mut ChildProcess {
         &mut self.process
     }

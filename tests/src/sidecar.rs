@@ -369,6 +369,10 @@ impl Sidecar {
         &mut self.process
     }
 
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     pub fn stderr_text(&self) -> String {
         self.process.stderr_text()
     }
