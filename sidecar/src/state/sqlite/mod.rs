@@ -77,9 +77,9 @@ const MIGRATIONS: &[&str] = &[
 
 mod recheck;
 mod review;
+mod worker;
 
-/// A call to run on the connection's thread.
-type Job = Box<dyn FnOnce(&Connection) + Send>;
+use worker::{Job, Pending, guarded};
 
 /// Statements kept prepared (the lookup path uses a handful; the rest are admin calls).
 const STATEMENT_CACHE: usize = 64;
@@ -101,24 +101,40 @@ impl SqliteStore {
         // The thread ends, closing the connection, when the store (the last sender) is dropped.
         std::thread::Builder::new()
             .name("sqlite-state".into())
-            .spawn(move || queue.into_iter().for_each(|job| job(&conn)))
+            .spawn(move || worker::serve(&conn, &queue))
             .map_err(unavailable)?;
         Ok(Self { jobs })
     }
 
-    /// Runs `f` with the connection on its thread.
+    /// Runs `f` with the connection on its thread, on its own (see [`worker`]).
     pub(super) async fn with_conn<T, F>(&self, f: F) -> Result<T, StateError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StateError> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            // A panic in `f` must not take the connection's thread down with it.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(conn)))
-                .unwrap_or_else(|_| Err(unavailable("a state store call panicked")));
-            let _ = reply.send(result);
-        });
+        let job = Job::Alone(Box::new(move |conn| {
+            let _ = reply.send(guarded(|| f(conn)));
+        }));
+        self.send(job, answer).await
+    }
+
+    /// Runs `f` inside the group transaction of the calls waiting with it (see [`worker`]);
+    /// answered after that transaction commits. `f` must not open a transaction itself.
+    pub(super) async fn in_group<T, F>(&self, f: F) -> Result<T, StateError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StateError> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.send(Job::Grouped(Box::new(Pending::new(f, reply))), answer).await
+    }
+
+    async fn send<T>(
+        &self,
+        job: Job,
+        answer: tokio::sync::oneshot::Receiver<Result<T, StateError>>,
+    ) -> Result<T, StateError> {
         self.jobs.send(job).map_err(|_| unavailable("the state store's thread has stopped"))?;
         answer.await.map_err(|_| unavailable("the state store's thread has stopped"))?
     }
@@ -197,47 +213,37 @@ fn read_key(c: &Connection, id: &str) -> Result<Option<KeyRecord>, StateError> {
     row.map(KeyRow::parse).transpose()
 }
 
-/// The admission step in one write transaction (`BEGIN IMMEDIATE` takes the write lock first,
-/// so concurrent admissions, from any process, are serialized).
+/// The admission step. It runs inside the group transaction (`BEGIN IMMEDIATE` took the write
+/// lock, so admissions from any process are serialized); a refusal writes nothing but the
+/// removal of burst entries that have left the window.
 fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<Admission> {
     let day = utc_day(now_ms.div_euclid(1000));
-    c.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        let used: i64 = c
-            .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
-            .query_row(params![key_id, day], |r| r.get(0))
-            .optional()?
-            .unwrap_or(0);
-        let used = used.max(0) as u64;
-        if used >= limits.daily_quota {
-            return Ok(Admission::QuotaExceeded { used });
-        }
-        c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
-            .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
-        let (in_window, oldest): (u64, Option<i64>) = c
-            .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
-            .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
-        if in_window >= limits.burst_per_second {
-            let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
-            return Ok(Admission::RateLimited { retry_after_ms });
-        }
-        c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
-        let used: i64 = c
-            .prepare_cached(
-                "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
-                 ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
-            )?
-            .query_row(params![key_id, day], |r| r.get(0))?;
-        Ok(Admission::Admitted { used: used as u64 })
-    })();
-    let end = if matches!(result, Ok(Admission::Admitted { .. })) { "COMMIT" } else { "ROLLBACK" };
-    match c.execute_batch(end) {
-        Ok(()) => result,
-        Err(e) => {
-            let _ = c.execute_batch("ROLLBACK");
-            Err(e)
-        }
+    let used: i64 = c
+        .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
+        .query_row(params![key_id, day], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    let used = used.max(0) as u64;
+    if used >= limits.daily_quota {
+        return Ok(Admission::QuotaExceeded { used });
     }
+    c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
+        .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
+    let (in_window, oldest): (u64, Option<i64>) = c
+        .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
+        .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+    if in_window >= limits.burst_per_second {
+        let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
+        return Ok(Admission::RateLimited { retry_after_ms });
+    }
+    c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
+    let used: i64 = c
+        .prepare_cached(
+            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
+             ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
+        )?
+        .query_row(params![key_id, day], |r| r.get(0))?;
+    Ok(Admission::Admitted { used: used as u64 })
 }
 
 #[async_trait]
@@ -256,7 +262,7 @@ impl KeyStore for SqliteStore {
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
         let hash = hash.0.clone();
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
             let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
             let row = stmt.query_row([hash], KeyRow::read).optional().map_err(unavailable)?;
@@ -310,12 +316,12 @@ impl KeyStore for SqliteStore {
 
     async fn admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<Admission, StateError> {
         let key_id = key_id.to_owned();
-        self.with_conn(move |c| admit(c, &key_id, limits, now_ms).map_err(unavailable)).await
+        self.in_group(move |c| admit(c, &key_id, limits, now_ms).map_err(unavailable)).await
     }
 
     async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError> {
         let (key_id, day) = (key_id.to_owned(), day.to_owned());
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             c.prepare_cached("UPDATE usage SET count = count - 1 WHERE key_id = ?1 AND day = ?2 AND count > 0")
                 .and_then(|mut stmt| stmt.execute(params![key_id, day]))
                 .map_err(unavailable)?;
@@ -326,7 +332,7 @@ impl KeyStore for SqliteStore {
 
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {
         let (key_id, days) = (key_id.to_owned(), days.to_vec());
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             let mut stmt =
                 c.prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2").map_err(unavailable)?;
             days.iter()
@@ -368,6 +374,55 @@ mod tests {
             created_at: 1_700_000_000,
             revoked: false,
         }
+    }
+
+    fn fresh(name: &str) -> (std::path::PathBuf, SqliteStore) {
+        let dir = std::env::temp_dir().join(format!("ev-sqlite-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        let store = SqliteStore::open(&path).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_admissions_in_groups_stay_exact() {
+        let (dir, store) = fresh("groups");
+        let store = std::sync::Arc::new(store);
+        let limits = Limits { daily_quota: 30, burst_per_second: 1_000 };
+        let now_ms = 1_700_000_000_000;
+        let calls = (0..100).map(|_| {
+            let store = std::sync::Arc::clone(&store);
+            tokio::spawn(async move { store.admit("key_1", limits, now_ms).await.unwrap() })
+        });
+        let outcomes = futures::future::join_all(calls).await;
+        let admitted = outcomes.iter().filter(|o| matches!(o, Ok(Admission::Admitted { .. }))).count();
+        assert_eq!(admitted, 30);
+        assert_eq!(store.usage("key_1", &[utc_day(now_ms / 1000)]).await.unwrap(), vec![30]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_or_panicking_grouped_call_is_undone_alone() {
+        let (dir, store) = fresh("undo");
+        let limits = Limits { daily_quota: 10, burst_per_second: 10 };
+        let failing = store.in_group(|c| {
+            c.execute("INSERT INTO usage (key_id, day, count) VALUES ('ghost', '2026-01-01', 5)", [])
+                .map_err(unavailable)?;
+            Err::<(), _>(unavailable("fails after writing"))
+        });
+        let panicking = store.in_group(|c| -> Result<(), StateError> {
+            c.execute("INSERT INTO usage (key_id, day, count) VALUES ('ghost', '2026-01-02', 5)", [])
+                .map_err(unavailable)?;
+            panic!("a bug in a store call")
+        });
+        let admitted = store.admit("key_1", limits, 1_700_000_000_000);
+        let (failing, panicking, admitted) = tokio::join!(failing, panicking, admitted);
+        assert!(failing.is_err() && panicking.is_err());
+        assert_eq!(admitted.unwrap(), Admission::Admitted { used: 1 });
+        let days = ["2026-01-01".to_owned(), "2026-01-02".to_owned()];
+        assert_eq!(store.usage("ghost", &days).await.unwrap(), vec![0, 0]);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@ const CURRENT: &str = "SELECT decision FROM review_decisions WHERE domain = ?1 O
 impl ReviewStore for SqliteStore {
     async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError> {
         let domain = domain.to_owned();
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             c.prepare_cached(
                 "INSERT INTO review_items (domain, reason, first_seen, last_seen, lookups) VALUES (?1, ?2, ?3, ?3, 1)
                  ON CONFLICT (domain) DO UPDATE SET reason = ?2, last_seen = MAX(last_seen, ?3), lookups = lookups + 1",
@@ -67,7 +67,7 @@ impl ReviewStore for SqliteStore {
 
     async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError> {
         let domain = domain.to_owned();
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             let mut stmt = c.prepare_cached(CURRENT).map_err(unavailable)?;
             let current: Option<String> = stmt.query_row([domain], |r| r.get(0)).optional().map_err(unavailable)?;
             Ok(current.and_then(|d| parse_decision(&d)).flatten())
@@ -103,9 +103,9 @@ impl ReviewStore for SqliteStore {
         ips: &[String],
     ) -> Result<(), StateError> {
         let (domain, entries) = (domain.to_owned(), infra_entries(hosts, ips));
-        self.with_conn(move |c| {
-            let tx = c.unchecked_transaction().map_err(unavailable)?;
-            let mut stmt = tx
+        // Grouped: the call's savepoint makes its inserts all or nothing.
+        self.in_group(move |c| {
+            let mut stmt = c
                 .prepare_cached(
                     "INSERT INTO infra (kind, value, domain, disposable) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (kind, value, domain) DO UPDATE SET disposable = ?4",
@@ -114,15 +114,14 @@ impl ReviewStore for SqliteStore {
             for (kind, value) in &entries {
                 stmt.execute(params![kind, value, domain, disposable]).map_err(unavailable)?;
             }
-            drop(stmt);
-            tx.commit().map_err(unavailable)
+            Ok(())
         })
         .await
     }
 
     async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError> {
         let entries = infra_entries(hosts, ips);
-        self.with_conn(move |c| {
+        self.in_group(move |c| {
             let mut stmt = c
                 .prepare_cached(
                     "SELECT COALESCE(SUM(disposable), 0), COUNT(*) FROM infra WHERE kind = ?1 AND value = ?2",
