@@ -7,12 +7,12 @@
 //! Admission and refund are Lua scripts: atomic without MULTI/WATCH retries.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
-use tokio::sync::OnceCell;
 
 use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
 use crate::clock::utc_day;
@@ -27,7 +27,8 @@ mod review;
 
 pub struct RedisStore {
     client: Client,
-    conn: OnceCell<ConnectionManager>,
+    /// One multiplexed connection per tokio runtime that uses the store (see [`RedisStore::conn`]).
+    conns: Mutex<HashMap<tokio::runtime::Id, ConnectionManager>>,
     admit: Script,
     refund: Script,
     update: Script,
@@ -46,7 +47,7 @@ impl RedisStore {
         let client = Client::open(url).map_err(unavailable)?;
         Ok(Self {
             client,
-            conn: OnceCell::new(),
+            conns: Mutex::default(),
             admit: Script::new(include_str!("admit.lua")),
             refund: Script::new(
                 "if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end return 0",
@@ -60,19 +61,24 @@ impl RedisStore {
         })
     }
 
-    /// The shared connection, made on first use (it must be made inside a tokio runtime).
-    /// It reconnects by itself after Redis comes back.
-    async fn conn(&self) -> Result<ConnectionManager, StateError> {
+    /// The calling runtime's connection, made on its first use there; it reconnects by itself
+    /// after Redis comes back. A connection's I/O is driven by a task on the runtime that made
+    /// it: one shared by all would put every lookup's Redis traffic on whichever runtime came
+    /// first (the admin listener's single thread, when a key was created first), with a
+    /// cross-runtime wake-up per call.
+    fn conn(&self) -> Result<ConnectionManager, StateError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(unavailable)?.id();
+        let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conn) = conns.get(&runtime) {
+            return Ok(conn.clone());
+        }
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_millis(500)))
             .set_response_timeout(Some(CALL_TIMEOUT))
             .set_number_of_retries(1);
-        let manager = self
-            .conn
-            .get_or_try_init(|| async { ConnectionManager::new_lazy_with_config(self.client.clone(), config) })
-            .await
-            .map_err(unavailable)?;
-        Ok(manager.clone())
+        let conn = ConnectionManager::new_lazy_with_config(self.client.clone(), config).map_err(unavailable)?;
+        conns.insert(runtime, conn.clone());
+        Ok(conn)
     }
 
     /// Runs one Redis interaction with the call timeout.
@@ -80,7 +86,7 @@ impl RedisStore {
         &self,
         f: impl AsyncFnOnce(&mut ConnectionManager) -> redis::RedisResult<T>,
     ) -> Result<T, StateError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn()?;
         match tokio::time::timeout(CALL_TIMEOUT, f(&mut conn)).await {
             Ok(result) => result.map_err(unavailable),
             Err(_) => Err(unavailable("timed out")),
