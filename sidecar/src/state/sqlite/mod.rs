@@ -1,10 +1,10 @@
 //! `sqlite:PATH`: the embedded single-node store (WAL mode, so the CLI and the server can use
 //! one file at once).
 //!
-//! One thread owns the connection and runs the store's calls in turn, fed by a channel: under
-//! load this beats a blocking-pool task per call contending for a mutex (a convoy of threads
-//! handing the connection over, measured in BENCHMARKS.md). Statements on the lookup path are
-//! prepared once and cached.
+//! One thread owns the connection and runs the store's calls, fed by a channel: under load this
+//! beats a blocking-pool task per call contending for a mutex (a convoy of threads handing the
+//! connection over, measured in BENCHMARKS.md). The lookup path's calls are committed in groups
+//! (`worker.rs`); its statements are prepared once and cached.
 
 use std::path::Path;
 use std::sync::mpsc;
