@@ -8,6 +8,7 @@
 //! every request took the path its row names.
 
 use std::net::SocketAddr;
+use std::path::Path;
 
 use anyhow::ensure;
 use email_verdict_tests::envoy::{EnvoyBuilder, signup};
@@ -91,7 +92,13 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
     ];
     let cases: Vec<Case> = cases
         .iter()
-        .map(|&(name, addr, path, script, pid)| Case { name, addr, path, script, pids: vec![pid] })
+        .map(|&(name, addr, path, script, pid)| Case {
+            name: name.to_owned(),
+            addr,
+            path,
+            script: script.map(Path::to_path_buf),
+            pids: vec![pid],
+        })
         .collect();
     let runs = ctx.alternate(&cases)?;
     let checks = [
@@ -100,7 +107,7 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
         check_cached("diagnostic case", &s.in_header, &runs[6]),
     ];
     let rows: Vec<String> =
-        cases.iter().zip(&runs).enumerate().map(|(i, (case, r))| row(i, case.name, r, &runs)).collect();
+        cases.iter().zip(&runs).enumerate().map(|(i, (case, r))| row(i, &case.name, r, &runs)).collect();
     Ok(format!(
         "## 4. Envoy, side by side\n\n\
          Envoy 1 worker (`--concurrency 1`){pin}; wrk `-t1 -c{conns}`, best of {rounds} alternating {secs} s runs. \

@@ -41,11 +41,11 @@ pub struct Ctx {
 
 /// One case of a comparison: where wrk sends its load, and which processes serve it (their CPU
 /// time per request is measured beside the throughput).
-pub struct Case<'a> {
-    pub name: &'a str,
+pub struct Case {
+    pub name: String,
     pub addr: std::net::SocketAddr,
-    pub path: &'a str,
-    pub script: Option<&'a std::path::Path>,
+    pub path: &'static str,
+    pub script: Option<std::path::PathBuf>,
     pub pids: Vec<u32>,
 }
 
@@ -60,7 +60,7 @@ impl Ctx {
             for (i, case) in cases.iter().enumerate() {
                 eprintln!("  round {round}/{}: {}", self.rounds, case.name);
                 let before = cpu::total(&case.pids);
-                let run = self.wrk.run(case.addr, case.path, case.script)?;
+                let run = self.wrk.run(case.addr, case.path, case.script.as_deref())?;
                 let used = before.zip(cpu::total(&case.pids)).map(|(b, a)| a - b);
                 let per_request = used.filter(|_| run.requests > 0).map(|s| s * 1e6 / run.requests as f64);
                 cpu[i] = match (cpu[i], per_request) {

@@ -50,30 +50,27 @@ pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<
     for (domain, capture) in domains.iter().zip(captures) {
         eprintln!("2. sidecar, cached lookups of {domain}");
         let bare = Bare::start(&format!("bare-{domain}"), &capture, ctx.server_threads)?;
-        let mut cases = vec![(
-            "bare Pingora, same bytes".to_owned(),
-            bare.addr(),
-            script(ctx, domain, "bare", subjects[0].keys)?,
-            vec![bare.pid()],
-        )];
+        let mut cases = vec![Case {
+            name: "bare Pingora, same bytes".to_owned(),
+            addr: bare.addr(),
+            path: "/",
+            script: Some(script(ctx, domain, "bare", subjects[0].keys)?),
+            pids: vec![bare.pid()],
+        }];
         for s in subjects {
-            let script = script(ctx, domain, s.label, s.keys)?;
-            cases.push((s.label.to_owned(), s.sidecar.addr(), script, s.pids.clone()));
-        }
-        let list: Vec<Case> = cases
-            .iter()
-            .map(|(name, addr, script, pids)| Case {
-                name,
-                addr: *addr,
+            let script = Some(script(ctx, domain, s.label, s.keys)?);
+            cases.push(Case {
+                name: s.label.to_owned(),
+                addr: s.sidecar.addr(),
                 path: "/",
-                script: Some(script),
-                pids: pids.clone(),
-            })
-            .collect();
-        let runs = ctx.alternate(&list)?;
+                script,
+                pids: s.pids.clone(),
+            });
+        }
+        let runs = ctx.alternate(&cases)?;
         let base = &runs[0];
-        rows.push(format!("| `{domain}` | {} | {} | | | |", cases[0].0, cells(base)));
-        for ((label, ..), ours) in cases.iter().zip(&runs).skip(1) {
+        rows.push(format!("| `{domain}` | {} | {} | | | |", cases[0].name, cells(base)));
+        for (Case { name: label, .. }, ours) in cases.iter().zip(&runs).skip(1) {
             let ratio = ours.rps / base.rps;
             let ok = ratio >= TARGET && ours.clean() && base.clean();
             let cpu = cpu_ratio(ours, base);
