@@ -7,9 +7,6 @@
 //! case runs the shipped configuration against the real sidecar. Filter counters check that
 //! every request took the path its row names.
 
-use std::net::SocketAddr;
-use std::path::Path;
-
 use anyhow::ensure;
 use email_verdict_tests::envoy::{EnvoyBuilder, signup};
 use email_verdict_tests::{Envoy, Sidecar};
@@ -73,33 +70,28 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
     let header = [(EMAIL_HEADER, "ann@gmail.com")];
     let post_header = write(ctx.dir.path(), "signup-header.lua", &post_script("application/json", SIGNUP, &header))?;
     let (post, post_header) = (Some(post.as_path()), Some(post_header.as_path()));
-    let plain = s.plain.pid();
-    let shipped = s.shipped.pid();
-    let cases: [(&str, SocketAddr, &str, _, u32); 7] = [
-        ("no filter, GET /", s.plain.addr(), "/", None, plain),
-        ("filter on, non-signup route, GET /", s.shipped.addr(), "/", None, shipped),
-        ("no filter, POST /signup", s.plain.addr(), "/signup", post, plain),
-        ("filter, POST /signup, cached verdict", s.shipped.addr(), "/signup", post, shipped),
-        ("filter, POST /signup, callout every request", s.callout.addr(), "/signup", post, s.callout.pid()),
-        ("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post, s.authz.pid()),
-        (
+    let (plain, shipped) = (s.plain.pid(), s.shipped.pid());
+    let cases = [
+        Case::new("no filter, GET /", s.plain.addr(), "/", None, vec![plain]),
+        Case::new("filter on, non-signup route, GET /", s.shipped.addr(), "/", None, vec![shipped]),
+        Case::new("no filter, POST /signup", s.plain.addr(), "/signup", post, vec![plain]),
+        Case::new("filter, POST /signup, cached verdict", s.shipped.addr(), "/signup", post, vec![shipped]),
+        Case::new(
+            "filter, POST /signup, callout every request",
+            s.callout.addr(),
+            "/signup",
+            post,
+            vec![s.callout.pid()],
+        ),
+        Case::new("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post, vec![s.authz.pid()]),
+        Case::new(
             "(diagnostic) filter, POST /signup, cached verdict, email in a header: body not buffered",
             s.in_header.addr(),
             "/signup",
             post_header,
-            s.in_header.pid(),
+            vec![s.in_header.pid()],
         ),
     ];
-    let cases: Vec<Case> = cases
-        .iter()
-        .map(|&(name, addr, path, script, pid)| Case {
-            name: name.to_owned(),
-            addr,
-            path,
-            script: script.map(Path::to_path_buf),
-            pids: vec![pid],
-        })
-        .collect();
     let runs = ctx.alternate(&cases)?;
     let checks = [
         check_cached("cached case", &s.shipped, &runs[3]),

@@ -49,6 +49,18 @@ pub struct Case {
     pub pids: Vec<u32>,
 }
 
+impl Case {
+    pub fn new(
+        name: &str,
+        addr: std::net::SocketAddr,
+        path: &'static str,
+        script: Option<&std::path::Path>,
+        pids: Vec<u32>,
+    ) -> Self {
+        Self { name: name.to_owned(), addr, path, script: script.map(std::path::Path::to_path_buf), pids }
+    }
+}
+
 impl Ctx {
     /// Runs `wrk` on each of `cases` in turn, `rounds` times, and keeps each case's best run
     /// (the most requests per second: on a shared machine noise only ever slows a run down),

@@ -50,22 +50,12 @@ pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<
     for (domain, capture) in domains.iter().zip(captures) {
         eprintln!("2. sidecar, cached lookups of {domain}");
         let bare = Bare::start(&format!("bare-{domain}"), &capture, ctx.server_threads)?;
-        let mut cases = vec![Case {
-            name: "bare Pingora, same bytes".to_owned(),
-            addr: bare.addr(),
-            path: "/",
-            script: Some(script(ctx, domain, "bare", subjects[0].keys)?),
-            pids: vec![bare.pid()],
-        }];
+        let bare_script = script(ctx, domain, "bare", subjects[0].keys)?;
+        let mut cases =
+            vec![Case::new("bare Pingora, same bytes", bare.addr(), "/", Some(&bare_script), vec![bare.pid()])];
         for s in subjects {
-            let script = Some(script(ctx, domain, s.label, s.keys)?);
-            cases.push(Case {
-                name: s.label.to_owned(),
-                addr: s.sidecar.addr(),
-                path: "/",
-                script,
-                pids: s.pids.clone(),
-            });
+            let script = script(ctx, domain, s.label, s.keys)?;
+            cases.push(Case::new(s.label, s.sidecar.addr(), "/", Some(&script), s.pids.clone()));
         }
         let runs = ctx.alternate(&cases)?;
         let base = &runs[0];
