@@ -37,7 +37,8 @@ DEFAULTS = {
 PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 HEADER = """\
-# Envoy in front of a signup app, with the email-verdict filter on POST /signup.
+# Envoy in front of a signup app, with the email-verdict filter on every request whose method a
+# signup route of the plugin config names (it matches the paths itself).
 # GENERATED from envoy/envoy.template.yaml by scripts/render-envoy.py: edit the template (and
 # envoy/plugin-config.json), then `make envoy-config`.
 #
@@ -88,6 +89,18 @@ def render(template, values):
     return header + "\n" + out, used
 
 
+def signup_method_regex(config):
+    """The RE2 regex (Envoy full-matches it) for the methods the plugin config's signup_routes
+    name: the route that runs the filter. Derived, so the two cannot drift apart. A config
+    without any (which the filter itself rejects, naming the field) gets every method."""
+    routes = config.get("signup_routes") if isinstance(config, dict) else None
+    routes = routes if isinstance(routes, list) else []
+    methods = sorted({r["method"].upper() for r in routes if isinstance(r, dict) and isinstance(r.get("method"), str)})
+    if not methods:
+        return ".+"
+    return "(?i)(?:" + "|".join(re.escape(m) for m in methods) + ")"
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a placeholder's value")
@@ -109,6 +122,7 @@ def main(argv):
     except json.JSONDecodeError as e:
         ap.error(f"{args.plugin_config}: not JSON: {e}")
     values["PLUGIN_CONFIG"] = json.dumps(config, indent=2, ensure_ascii=False)
+    values["SIGNUP_METHOD_REGEX"] = signup_method_regex(config)
 
     with open(args.template, encoding="utf-8") as f:
         template = f.read()

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::cache::VerdictCache;
+use crate::signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
 const MAX_ENTRIES: u64 = 1_000_000;
@@ -263,14 +264,16 @@ fn default_max_entries() -> u64 {
     10_000
 }
 
-/// How a signup route matches the path (query stripped).
+/// How a signup route matches the path; both sides are [`signup_path::normalize`]d.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathMatch {
+    /// The normalized path, or the normalized path without a `.extension` on its last segment.
     Exact(String),
+    /// A prefix of the normalized path (string prefix, not per segment: lenient on purpose).
     Prefix(String),
 }
 
-/// A signup route, method uppercased.
+/// A signup route, method uppercased, path normalized.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     pub method: String,
@@ -278,11 +281,12 @@ pub struct Route {
 }
 
 impl Route {
-    pub fn matches(&self, method: &str, path: &str) -> bool {
+    /// `normalized` is the request path after [`signup_path::normalize`].
+    pub fn matches(&self, method: &str, normalized: &str) -> bool {
         self.method.eq_ignore_ascii_case(method)
             && match &self.path {
-                PathMatch::Exact(p) => path == p,
-                PathMatch::Prefix(p) => path.starts_with(p.as_str()),
+                PathMatch::Exact(p) => normalized == p || signup_path::without_extension(normalized) == Some(p),
+                PathMatch::Prefix(p) => normalized.starts_with(p.as_str()),
             }
     }
 }
@@ -323,10 +327,14 @@ impl FilterConfig {
         PluginConfig::parse(bytes)?.resolve(env)
     }
 
-    /// True when the request is a signup (`path` may still carry a query; it is stripped).
+    /// True when the request is a signup: a route names its method (case-insensitive) and its
+    /// normalized path (`signup_path`: query, slashes, dot segments, escapes, `;params`, case).
     pub fn is_signup(&self, method: &str, path: &str) -> bool {
-        let path = path.split_once('?').map_or(path, |(p, _)| p);
-        self.routes.iter().any(|r| r.matches(method, path))
+        if !self.routes.iter().any(|r| r.method.eq_ignore_ascii_case(method)) {
+            return false; // no path work for the methods no route names
+        }
+        let normalized = signup_path::normalize(path);
+        self.routes.iter().any(|r| r.matches(method, &normalized))
     }
 }
 
@@ -540,8 +548,8 @@ fn syntax_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError
 
 fn route(r: SignupRoute) -> Route {
     let path = match (r.path, r.path_prefix) {
-        (Some(p), _) => PathMatch::Exact(p),
-        (None, p) => PathMatch::Prefix(p.unwrap_or_default()),
+        (Some(p), _) => PathMatch::Exact(signup_path::normalize(&p)),
+        (None, p) => PathMatch::Prefix(signup_path::normalize(&p.unwrap_or_default())),
     };
     Route { method: r.method.to_ascii_uppercase(), path }
 }

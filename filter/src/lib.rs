@@ -20,6 +20,7 @@ pub mod decision;
 pub mod extract;
 pub mod filter;
 pub mod host;
+pub mod signup_path;
 
 #[cfg(test)]
 mod mock_host;

@@ -107,10 +107,25 @@ fn envoy_yaml_has_the_gateway_settings() {
     assert_eq!(plugin_config_of(wasm), default_plugin_config(), "the plugin config in envoy/envoy.yaml");
     assert_eq!(hcm["http_filters"][1]["name"], "envoy.filters.http.router");
 
+    // Issue 13 item 1: the path is normalized before routing and before the filter sees it.
+    assert_eq!(hcm["normalize_path"], true);
+    assert_eq!(hcm["merge_slashes"], true);
+    assert_eq!(hcm["path_with_escaped_slashes_action"], "REJECT_REQUEST");
+
+    // The filter runs on every path for the signup methods; no route matches an exact path
+    // (its variants would skip the filter).
     let routes = hcm["route_config"]["virtual_hosts"][0]["routes"].as_array().expect("routes");
-    let signup = routes.iter().find(|r| r["match"]["path"] == "/signup").expect("a /signup route");
-    assert!(signup.get("typed_per_filter_config").is_none(), "the filter must run on /signup");
-    let rest = routes.iter().find(|r| r["match"]["prefix"] == "/").expect("a catch-all route");
+    assert_eq!(routes.len(), 2, "{routes:#?}");
+    let signup = &routes[0];
+    assert_eq!(signup["match"]["prefix"], "/");
+    assert_eq!(
+        signup["match"]["headers"],
+        json!([{"name": ":method", "string_match": {"safe_regex": {"regex": "(?i)(?:POST)"}}}]),
+        "the methods of the plugin config's signup_routes"
+    );
+    assert!(signup.get("typed_per_filter_config").is_none(), "the filter must run on the signup methods");
+    let rest = &routes[1];
+    assert_eq!(rest["match"], json!({"prefix": "/"}), "the catch-all comes last");
     assert_eq!(
         rest["typed_per_filter_config"]["email_verdict"],
         json!({"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": true}),
@@ -159,6 +174,22 @@ fn rendered_template_validates_with_absolute_paths() {
     // From another directory: nothing in the rendered file depends on the working directory.
     let out = validate(&config, dir.path());
     assert!(out.success(), "envoy --mode validate on the rendered template failed\n{out}");
+}
+
+#[test]
+fn the_filter_route_follows_the_methods_of_signup_routes() {
+    let dir = TestDir::new("envoy-render");
+    let mut plugin = default_plugin_config();
+    plugin["signup_routes"] =
+        json!([{"method": "post", "path": "/signup"}, {"method": "PUT", "path_prefix": "/api/register"}]);
+    let sets = [("WASM_FILE", filter_wasm().display().to_string())];
+    let config = envoy::render(&dir.join("envoy.yaml"), &sets, &plugin);
+    let doc = &load_yaml(&config)[0];
+    let hcm = &doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let route = &hcm["route_config"]["virtual_hosts"][0]["routes"][0];
+    assert_eq!(route["match"]["headers"][0]["string_match"]["safe_regex"]["regex"], "(?i)(?:POST|PUT)");
+    let out = validate(&config, dir.path());
+    assert!(out.success(), "envoy --mode validate with two signup methods\n{out}");
 }
 
 // ---- bad plugin configurations -------------------------------------------------------------------
@@ -287,6 +318,35 @@ fn istio_envoyfilter_carries_the_shipped_plugin_config_in_flag_mode() {
     assert_eq!(plugin_config_of(filter), expected, "the EnvoyFilter's plugin configuration");
 }
 
+/// Issue 13 item 1: the app's inbound connection manager normalizes paths (the filter runs on
+/// every request there and matches signup paths itself).
+#[test]
+fn istio_envoyfilter_normalizes_paths_on_the_inbound_listener() {
+    let ef = istio_doc("envoyfilter.yaml", "EnvoyFilter");
+    let patches = ef["spec"]["configPatches"].as_array().expect("configPatches");
+    let hcm = patches
+        .iter()
+        .find(|p| p["applyTo"] == "NETWORK_FILTER")
+        .expect("a NETWORK_FILTER patch on the connection manager");
+    assert_eq!(hcm["match"]["context"], "SIDECAR_INBOUND");
+    assert_eq!(
+        hcm["match"]["listener"]["filterChain"]["filter"]["name"],
+        "envoy.filters.network.http_connection_manager"
+    );
+    assert_eq!(hcm["patch"]["operation"], "MERGE");
+    let cfg = &hcm["patch"]["value"]["typed_config"];
+    assert_eq!(
+        cfg["@type"],
+        "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+    );
+    assert_eq!(cfg["normalize_path"], true);
+    assert_eq!(cfg["merge_slashes"], true);
+    assert_eq!(cfg["path_with_escaped_slashes_action"], "REJECT_REQUEST");
+    // The WasmPlugin (no route to set these itself) says what the mesh needs.
+    let text = std::fs::read_to_string(istio_dir().join("wasmplugin.yaml")).expect("read wasmplugin.yaml");
+    assert!(text.contains("pathNormalization"), "wasmplugin.yaml must say how paths get normalized");
+}
+
 #[test]
 fn istio_service_makes_the_callout_cluster() {
     // outbound|8080||email-verdict.email-verdict.svc.cluster.local needs Service email-verdict,
@@ -346,8 +406,18 @@ const ISTIO_CLUSTER: &str = "outbound|8080||email-verdict.email-verdict.svc.clus
 fn istio_envoyfilter_wasm_config_validates_in_envoy() {
     let ef = istio_doc("envoyfilter.yaml", "EnvoyFilter");
     let filter = &ef["spec"]["configPatches"][0]["patch"]["value"];
+    let mut bootstrap = bootstrap_with(filter, ISTIO_CLUSTER);
+    // With the connection manager patch merged in, as istiod would.
+    let merge = ef["spec"]["configPatches"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["applyTo"] == "NETWORK_FILTER"))
+        .expect("the NETWORK_FILTER patch");
+    let hcm = &mut bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    for (k, v) in merge["patch"]["value"]["typed_config"].as_object().expect("typed_config") {
+        hcm[k] = v.clone();
+    }
     let dir = TestDir::new("envoy-istio");
-    let file = dir.write("envoyfilter-bootstrap.json", &bootstrap_with(filter, ISTIO_CLUSTER).to_string());
+    let file = dir.write("envoyfilter-bootstrap.json", &bootstrap.to_string());
     let out = validate(&file, dir.path());
     assert!(out.success(), "Envoy rejects the Wasm filter of envoy/istio/envoyfilter.yaml\n{out}");
 }

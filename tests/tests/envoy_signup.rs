@@ -130,7 +130,7 @@ fn forged_verdict_headers_never_reach_the_app() {
     // other routes (filter disabled there): the route removes the copies
     assert_passed(&g.envoy.send(&forge(Request::get("/account"))), "forged + other route");
     no_verdict_headers(&g.app.wait_for_request(3), "GET /account with forged headers");
-    // GET /signup: the filter runs (not a signup: wrong method) and removes them
+    // GET /signup: not a signup method, so the catch-all route removes them
     assert_passed(&g.envoy.send(&forge(Request::get("/signup"))), "forged + GET /signup");
     no_verdict_headers(&g.app.wait_for_request(4), "GET /signup with forged headers");
 }
@@ -140,11 +140,12 @@ fn non_signup_routes_are_untouched_and_cost_no_callout() {
     let g = gateway(|b| b);
     let body = json!({"email": "temp@mailinator.com"}).to_string();
     let post = |path: &str| Request::new("POST", path).header("Content-Type", "application/json").body(body.as_bytes());
-    // Other paths, even with a disposable email in the body: the filter is disabled there.
+    // Other paths, even with a disposable email in the body: the filter runs for POST but
+    // they are not signup paths.
     assert_passed(&g.envoy.send(&Request::get("/")), "GET /");
     assert_passed(&g.envoy.send(&post("/api/profile")), "POST /api/profile");
     assert_passed(&g.envoy.send(&post("/signup/confirm")), "POST /signup/confirm");
-    // The signup path with another method: the filter runs but it is not a signup.
+    // The signup path with another method: the filter is disabled on that route.
     assert_passed(&g.envoy.send(&Request::get("/signup?email=temp%40mailinator.com")), "GET /signup");
     let reqs = g.app.requests();
     assert_eq!(reqs.len(), 4, "every request reaches the app");
