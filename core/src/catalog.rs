@@ -1,15 +1,81 @@
 //! `Catalog`: every list the verdict consults, and the [`Signals`] it gives for a domain.
+//!
+//! Disposable names come from several sources, each with a [`Tier`]; a name keeps the set of
+//! sources that list it ([`SourceSet`]), so a verdict can weigh them and say why.
 
 use crate::Domain;
 use crate::lists::{DomainSet, LoadReport, NameMap};
 #[cfg(test)]
 use crate::verdict::MxHost;
-use crate::verdict::{Decision, MxInfo, Signals};
+use crate::verdict::{Decision, Listing, MxInfo, Signals};
+
+/// How much a disposable source's listing is worth on its own (`data/README.md` gives each
+/// shipped source's tier and why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Reviewed or actively observed: a listing decides `disposable`.
+    Strong,
+    /// Unreviewed aggregate: a listing alone is a reason to review, not a verdict.
+    Weak,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Strong => "strong",
+            Self::Weak => "weak",
+        }
+    }
+}
+
+/// A set of disposable sources, one bit per source of a [`Catalog`] (in the order they were added).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SourceSet(u16);
+
+impl SourceSet {
+    /// The most sources a catalog holds.
+    pub const MAX: usize = 16;
+
+    pub fn one(index: usize) -> Self {
+        Self(1u16.checked_shl(index as u32).unwrap_or(0))
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The indexes of the sources in the set, in order.
+    pub fn indexes(self) -> impl Iterator<Item = usize> {
+        (0..Self::MAX).filter(move |i| self.0 & (1 << i) != 0)
+    }
+}
+
+/// One disposable source: its name (e.g. `mailchecker`, `operator`) and tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub name: Box<str>,
+    pub tier: Tier,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("more than {} disposable sources", SourceSet::MAX)]
+pub struct TooManySources;
 
 /// The lists a verdict consults. Built once at start-up; read-only afterwards.
 #[derive(Debug, Default, Clone)]
 pub struct Catalog {
-    pub disposable: DomainSet,
+    /// Disposable names, each with the sources that list it.
+    pub disposable: NameMap<SourceSet>,
+    sources: Vec<Source>,
+    strong: SourceSet,
     pub free: DomainSet,
     pub relay: DomainSet,
     /// MX host suffix → provider name.
@@ -19,10 +85,10 @@ pub struct Catalog {
     pub block: DomainSet,
 }
 
-/// Which list of a [`Catalog`] a text is loaded into.
+/// Which non-disposable list of a [`Catalog`] a text is loaded into (disposable sources go
+/// through [`Catalog::load_disposable`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {
-    Disposable,
     Free,
     Relay,
     SharedMx,
@@ -30,16 +96,61 @@ pub enum ListKind {
     Block,
 }
 
+/// A disposable listing as found for a name, for explaining a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListedAs<'a> {
+    /// The list entry that matched: the name itself or a parent.
+    pub entry: &'a str,
+    pub sources: SourceSet,
+}
+
 impl Catalog {
     pub fn load(&mut self, kind: ListKind, text: &str) -> LoadReport {
         match kind {
-            ListKind::Disposable => self.disposable.load_text(text),
             ListKind::Free => self.free.load_text(text),
             ListKind::Relay => self.relay.load_text(text),
             ListKind::SharedMx => self.shared_mx.load_tsv(text),
             ListKind::Allow => self.allow.load_text(text),
             ListKind::Block => self.block.load_text(text),
         }
+    }
+
+    /// Loads a disposable list from `source` (texts loaded under one name share its bit; the
+    /// tier given first stays).
+    pub fn load_disposable(&mut self, source: &str, tier: Tier, text: &str) -> Result<LoadReport, TooManySources> {
+        let index = match self.sources.iter().position(|s| &*s.name == source) {
+            Some(i) => i,
+            None if self.sources.len() < SourceSet::MAX => {
+                self.sources.push(Source { name: source.into(), tier });
+                self.sources.len() - 1
+            }
+            None => return Err(TooManySources),
+        };
+        let bit = SourceSet::one(index);
+        if self.sources[index].tier == Tier::Strong {
+            self.strong = self.strong.union(bit);
+        }
+        Ok(self.disposable.load_merging(text, bit, |have, new| *have = have.union(new)))
+    }
+
+    /// The disposable sources, in bit order.
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// The sources of `set`, by name and tier.
+    pub fn sources_of(&self, set: SourceSet) -> impl Iterator<Item = &Source> {
+        set.indexes().filter_map(|i| self.sources.get(i))
+    }
+
+    /// Whether any source of `set` is strong.
+    pub fn is_strong(&self, set: SourceSet) -> bool {
+        set.intersects(self.strong)
+    }
+
+    /// The disposable listing that covers `domain` (the most specific entry), if any.
+    pub fn disposable_listing(&self, domain: &Domain) -> Option<ListedAs<'_>> {
+        self.disposable.find(domain).map(|(entry, sources)| ListedAs { entry, sources: *sources })
     }
 
     /// The provider name when `host` is shared multi-tenant mail infrastructure.
@@ -53,7 +164,8 @@ impl Catalog {
     }
 
     /// The list signals for `domain` given its MX answer. `decision` is a reviewer's, which
-    /// wins over the operator's allow/block files.
+    /// wins over the operator's allow/block files. A listing through a parent starts with
+    /// `parent_mail: false`: the caller compares the name's mail with the parent's.
     pub fn signals(&self, domain: &Domain, mx: &MxInfo, decision: Option<Decision>) -> Signals {
         // One walk (one Public Suffix List lookup) for every list.
         let names = domain.parents_to_registrable();
@@ -65,9 +177,15 @@ impl Catalog {
         } else {
             None
         };
+        let listing = self.disposable.find_in(names.clone()).map(|(entry, sources)| Listing {
+            sources: *sources,
+            strong: self.is_strong(*sources),
+            via_parent: entry != domain.as_str(),
+        });
         Signals {
             free: on(&self.free),
-            disposable: on(&self.disposable),
+            listing,
+            parent_mail: false,
             relay: on(&self.relay),
             shared_mx: self.shared_mx_provider(mx).is_some(),
             mx_ip_match: false,
@@ -80,20 +198,67 @@ impl Catalog {
 mod tests {
     use super::*;
 
-    #[test]
-    fn signals_from_lists() {
+    fn d(s: &str) -> Domain {
+        Domain::parse(s).unwrap()
+    }
+
+    fn catalog() -> Catalog {
         let mut c = Catalog::default();
-        c.load(ListKind::Disposable, "mailinator.com\ngmail.com\n");
+        c.load_disposable("ded", Tier::Strong, "mailinator.com\ngmail.com\n").unwrap();
+        c.load_disposable("mailchecker", Tier::Weak, "mailinator.com\nweak.example\n").unwrap();
+        c.load_disposable("operator", Tier::Strong, "op.example\n").unwrap();
+        c.load_disposable("operator", Tier::Strong, "op2.example\n").unwrap();
         c.load(ListKind::Free, "gmail.com\n");
         c.load(ListKind::SharedMx, "mail.protection.outlook.com\tMicrosoft 365\n");
         c.load(ListKind::Block, "bad.example\n");
+        c
+    }
+
+    /// The sources (by name) and tier of the listing that covers `name`, and whether it is
+    /// through a parent.
+    fn check(c: &Catalog, name: &str, expected: Option<(&[&str], bool, bool)>) {
+        let s = c.signals(&d(name), &MxInfo::NoMx, None);
+        let got = s.listing.map(|l| {
+            let names: Vec<&str> = c.sources_of(l.sources).map(|s| &*s.name).collect();
+            (names, l.strong, l.via_parent)
+        });
+        assert_eq!(got, expected.map(|(n, strong, via)| (n.to_vec(), strong, via)), "{name}");
+    }
+
+    #[test]
+    fn provenance_per_name() {
+        let c = catalog();
+        check(&c, "mailinator.com", Some((&["ded", "mailchecker"], true, false)));
+        check(&c, "x7.mailinator.com", Some((&["ded", "mailchecker"], true, true)));
+        check(&c, "weak.example", Some((&["mailchecker"], false, false)));
+        check(&c, "sub.weak.example", Some((&["mailchecker"], false, true)));
+        check(&c, "op2.example", Some((&["operator"], true, false)));
+        check(&c, "unlisted.example", None);
+        assert_eq!(c.sources().len(), 3, "texts under one name share a bit");
+        let listed = c.disposable_listing(&d("a.b.mailinator.com")).unwrap();
+        assert_eq!(listed.entry, "mailinator.com");
+    }
+
+    #[test]
+    fn signals_from_lists() {
+        let c = catalog();
         let mx = MxInfo::Mx { hosts: vec![MxHost::new("shop.mail.protection.outlook.com", vec![])] };
-        let d = |s: &str| Domain::parse(s).unwrap();
-        assert!(c.signals(&d("x.mailinator.com"), &mx, None).disposable);
         let gmail = c.signals(&d("gmail.com"), &mx, None);
-        assert!(gmail.free && gmail.disposable && gmail.shared_mx);
+        assert!(gmail.free && gmail.listing.is_some() && gmail.shared_mx);
         assert_eq!(c.shared_mx_provider(&mx), Some("Microsoft 365"));
         assert_eq!(c.signals(&d("bad.example"), &mx, None).decision, Some(Decision::Block));
         assert_eq!(c.signals(&d("bad.example"), &mx, Some(Decision::Allow)).decision, Some(Decision::Allow));
+    }
+
+    #[test]
+    fn at_most_sixteen_sources() {
+        let mut c = Catalog::default();
+        for i in 0..SourceSet::MAX {
+            c.load_disposable(&format!("s{i}"), Tier::Weak, "").unwrap();
+        }
+        assert_eq!(c.load_disposable("one-more", Tier::Weak, ""), Err(TooManySources));
+        c.load_disposable("s15", Tier::Weak, "last.example\n").unwrap();
+        let listed = c.disposable_listing(&d("last.example")).unwrap();
+        assert_eq!(c.sources_of(listed.sources).map(|s| &*s.name).collect::<Vec<_>>(), ["s15"]);
     }
 }

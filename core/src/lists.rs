@@ -47,13 +47,19 @@ impl<V> NameMap<V> {
     /// Normalizes `name` like any input (a leading `*.` or `.` wildcard marker is dropped: every
     /// entry already covers its subdomains) and inserts it, unless it is invalid or a public suffix.
     pub fn insert(&mut self, name: &str, value: V) -> Result<(), EntryError> {
-        let name = name.trim();
-        let name = name.strip_prefix("*.").or_else(|| name.strip_prefix('.')).unwrap_or(name);
-        let domain = Domain::parse(name).map_err(|_| EntryError::Invalid)?;
-        if is_public_suffix(domain.as_str()) {
-            return Err(EntryError::PublicSuffix);
+        self.entries.insert(entry_key(name)?, value);
+        Ok(())
+    }
+
+    /// Like [`insert`](Self::insert), but an entry already there is updated by `merge` (e.g. a
+    /// name listed by several sources gathers them all).
+    pub fn upsert(&mut self, name: &str, value: V, merge: impl FnOnce(&mut V, V)) -> Result<(), EntryError> {
+        match self.entries.entry(entry_key(name)?) {
+            std::collections::hash_map::Entry::Occupied(mut e) => merge(e.get_mut(), value),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(value);
+            }
         }
-        self.entries.insert(domain.as_str().into(), value);
         Ok(())
     }
 
@@ -105,6 +111,28 @@ impl NameMap<Box<str>> {
             let (name, value) = line.split_once('\t').unwrap_or((line, line));
             self.insert(name, value.trim().into())
         })
+    }
+}
+
+/// A list line as it is stored: normalized like any input, without a leading `*.` or `.`.
+fn entry_key(name: &str) -> Result<Box<str>, EntryError> {
+    let name = name.trim();
+    let name = name.strip_prefix("*.").or_else(|| name.strip_prefix('.')).unwrap_or(name);
+    let domain = Domain::parse(name).map_err(|_| EntryError::Invalid)?;
+    if is_public_suffix(domain.as_str()) {
+        return Err(EntryError::PublicSuffix);
+    }
+    Ok(domain.as_str().into())
+}
+
+impl<V> NameMap<V> {
+    /// Loads a list text, one name per line (blank lines and `#` comments skipped), each with
+    /// `value`, merged into an entry already there by `merge`.
+    pub fn load_merging(&mut self, text: &str, value: V, merge: impl Fn(&mut V, V)) -> LoadReport
+    where
+        V: Clone,
+    {
+        load_lines(text, |line| self.upsert(line, value.clone(), &merge))
     }
 }
 

@@ -4,10 +4,16 @@
 //! (2) free webmail is never `disposable`, whatever a list or decision says; (3) shared MX
 //! decides neither `disposable` nor `allowlisted`; (4) no MX (none, null MX, or no such
 //! domain) is `safe` with no MX data — only an explicit block decision overrides it.
+//!
+//! Sources are not equal: a strong listing decides `disposable`; a weak-only one is a reason
+//! to review (rule 1) unless something independent corroborates it — a block decision or the
+//! domain's own mail servers (`mx_ip_match`). A listing through a parent decides only when the
+//! domain's mail goes where the parent's does.
 
 use std::net::IpAddr;
 
 use crate::api::{Level, Recommendation, Verdict, VerdictResult};
+use crate::catalog::SourceSet;
 
 /// What DNS said about a domain's mail exchangers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,13 +79,27 @@ pub enum Decision {
     Block,
 }
 
+/// A disposable listing that covers a domain: which sources, and whether it names a parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listing {
+    /// Every source that lists the matched entry (see [`crate::catalog::Catalog::sources_of`]).
+    pub sources: SourceSet,
+    /// At least one of them is strong.
+    pub strong: bool,
+    /// The entry is a parent of the domain, not the domain itself.
+    pub via_parent: bool,
+}
+
 /// Everything known about a domain apart from DNS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Signals {
     /// On a free-webmail list.
     pub free: bool,
-    /// On a disposable list.
-    pub disposable: bool,
+    /// On a disposable list (the name or a parent), with the sources that say so.
+    pub listing: Option<Listing>,
+    /// For a listing through a parent: the domain's own mail goes where the parent's does
+    /// (an MX host name or address of the parent's, shared infrastructure aside).
+    pub parent_mail: bool,
     /// An alias/relay service protecting a permanent inbox: known, never disposable.
     pub relay: bool,
     /// An MX host is shared multi-tenant infrastructure.
@@ -89,6 +109,20 @@ pub struct Signals {
     pub decision: Option<Decision>,
 }
 
+impl Signals {
+    /// The listing decides `disposable` on its own: a strong source lists the name, or lists
+    /// a parent whose mail the name shares. A weak-only listing never does (it needs
+    /// corroboration: a block decision or `mx_ip_match`).
+    pub fn listing_decides(&self) -> bool {
+        self.listing.is_some_and(|l| l.strong && (!l.via_parent || self.parent_mail))
+    }
+
+    /// A listing that did not decide: the domain is queued for review because of it.
+    pub fn listing_in_question(&self) -> bool {
+        self.listing.is_some() && !self.listing_decides()
+    }
+}
+
 /// Applies the rules to the signals and the DNS answer.
 pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
     let has_mx = mx.has_mx();
@@ -96,7 +130,7 @@ pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
     let blocked = s.decision == Some(Decision::Block) && !s.free;
     let known_safe = s.free || s.relay || allowlisted;
     let mx_ip_match = has_mx && s.mx_ip_match && !known_safe && !s.shared_mx;
-    let disposable = blocked || (has_mx && !known_safe && (s.disposable || mx_ip_match));
+    let disposable = blocked || (has_mx && !known_safe && (s.listing_decides() || mx_ip_match));
     let free_provider = has_mx && s.free;
     let shared_mx = has_mx && s.shared_mx;
     let mx_records = mx.hosts().iter().map(|h| h.name.clone()).collect();

@@ -97,6 +97,9 @@ impl Verdicts {
         let lookup = self.mx.lookup(domain).await?;
         let mut signals = self.catalog.signals(domain, &lookup.mx, decision);
         let infra = self.own_infra(&lookup.mx);
+        if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
+            signals.parent_mail = self.mail_goes_to_parent(domain, &infra).await?;
+        }
         if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
             let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await.map_err(|e| self.store_failed(e))?;
             signals.mx_ip_match = counts.iter().any(|c| c.disposable >= self.threshold && c.legitimate == 0);
@@ -133,6 +136,17 @@ impl Verdicts {
         true
     }
 
+    /// Whether `domain`'s own mail servers (`infra`) are among those of the listed parent it
+    /// matched through: the parent is resolved through the same cache. Shared infrastructure
+    /// is left out on both sides (rule 3): two tenants of one provider share nothing else.
+    async fn mail_goes_to_parent(&self, domain: &Domain, infra: &OwnInfra) -> Result<bool, LookupError> {
+        let Some(parent) = self.catalog.disposable_listing(domain).and_then(|l| Domain::parse(l.entry).ok()) else {
+            return Ok(false);
+        };
+        let parent = self.own_infra(&self.mx.lookup(&parent).await?.mx);
+        Ok(infra.hosts.iter().any(|h| parent.hosts.contains(h)) || infra.ips.iter().any(|ip| parent.ips.contains(ip)))
+    }
+
     fn own_infra(&self, mx: &MxInfo) -> OwnInfra {
         let own: Vec<_> = mx.hosts().iter().filter(|h| self.catalog.shared_mx_host(&h.name).is_none()).collect();
         let mut ips: Vec<String> = own.iter().flat_map(|h| h.ips.iter().map(ToString::to_string)).collect();
@@ -151,8 +165,9 @@ impl Verdicts {
         } else {
             None
         };
-        // Learn only from what lists and reviewers say, never from mx_ip_match itself.
-        let known_disposable = signals.disposable && !result.safe || signals.decision == Some(Decision::Block);
+        // Learn only from what strong lists and reviewers say: never from a weak-only listing
+        // (the very names in question) nor from mx_ip_match itself.
+        let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
         let known_legitimate = signals.free || result.allowlisted;
         let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
         // A reviewer's decision can flip, here or on another replica: always write those.
@@ -179,7 +194,8 @@ impl Verdicts {
     }
 }
 
-/// Only a domain that nothing else decides can be caught by its infrastructure.
+/// Only a domain that nothing else decides can be caught by its infrastructure (a weak-only
+/// listing, or a parent's listing whose mail the domain does not share, decides nothing).
 fn needs_infra_check(s: &Signals) -> bool {
-    !(s.free || s.relay || s.disposable || s.shared_mx || s.decision.is_some())
+    !(s.free || s.relay || s.listing_decides() || s.shared_mx || s.decision.is_some())
 }

@@ -14,13 +14,20 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
+use email_verdict_core::catalog::Tier;
 use email_verdict_core::{Catalog, ListKind, MxInfo};
 
 use crate::scan::LinearScan;
 
-/// The shipped lists, embedded as the sidecar embeds them (sidecar/src/lists.rs).
-const SHIPPED: [(ListKind, &str); 4] = [
-    (ListKind::Disposable, include_str!("../../../data/disposable.txt")),
+/// The shipped disposable sources, embedded as the sidecar embeds them (sidecar/src/lists.rs).
+const DISPOSABLE: [(&str, Tier, &str); 3] = [
+    ("disposable-email-domains", Tier::Strong, include_str!("../../../data/disposable/disposable-email-domains.txt")),
+    ("fakefilter", Tier::Strong, include_str!("../../../data/disposable/fakefilter.txt")),
+    ("mailchecker", Tier::Weak, include_str!("../../../data/disposable/mailchecker.txt")),
+];
+
+/// The other shipped lists.
+const SHIPPED: [(ListKind, &str); 3] = [
     (ListKind::Free, include_str!("../../../data/free.txt")),
     (ListKind::Relay, include_str!("../../../data/relay.txt")),
     (ListKind::SharedMx, include_str!("../../../data/shared_mx.tsv")),
@@ -33,10 +40,14 @@ const HOSTS: usize = 1_000;
 
 fn main() {
     let mut catalog = Catalog::default();
+    for (source, tier, text) in DISPOSABLE {
+        catalog.load_disposable(source, tier, text).expect("three sources");
+    }
     for (kind, text) in SHIPPED {
         catalog.load(kind, text);
     }
-    let scan = LinearScan::new(SHIPPED[0].1, SHIPPED[1].1, SHIPPED[2].1, SHIPPED[3].1);
+    let disposable: Vec<&str> = DISPOSABLE.iter().map(|(_, _, text)| *text).collect();
+    let scan = LinearScan::new(&disposable, SHIPPED[0].1, SHIPPED[1].1, SHIPPED[2].1);
     let domains = sample::domains(&scan, SAMPLE);
     let hosts = sample::mx_hosts(&catalog, &scan, &domains, HOSTS);
     scan::check_agreement(&catalog, &scan, &domains, &hosts);
@@ -48,7 +59,9 @@ fn main() {
     group.throughput(Throughput::Elements(domains.len() as u64));
     let no_mx = MxInfo::NoMx;
     group.bench_function("catalog", |b| {
-        b.iter(|| domains.iter().map(|d| black_box(catalog.signals(d, &no_mx, None))).filter(|s| s.disposable).count())
+        b.iter(|| {
+            domains.iter().map(|d| black_box(catalog.signals(d, &no_mx, None))).filter(|s| s.listing.is_some()).count()
+        })
     });
     group.bench_function("linear_scan", |b| {
         b.iter(|| domains.iter().map(|d| black_box(scan.signals(d.as_str()))).filter(|s| s.disposable).count())

@@ -26,8 +26,12 @@ pub struct Flags {
 }
 
 impl LinearScan {
-    pub fn new(disposable: &str, free: &str, relay: &str, shared_mx: &str) -> Self {
-        let names = |text: &str| entries(text).filter_map(normalize).collect();
+    /// `disposable`: the texts of every disposable source (a name is listed when any lists it).
+    pub fn new(disposable: &[&str], free: &str, relay: &str, shared_mx: &str) -> Self {
+        let names = |text: &str| entries(text).filter_map(normalize).collect::<Vec<_>>();
+        let mut all: Vec<String> = disposable.iter().flat_map(|t| names(t)).collect();
+        all.sort_unstable();
+        all.dedup();
         let shared_mx = entries(shared_mx)
             .filter_map(|l| {
                 let (name, value) = l.split_once('\t').unwrap_or((l, l));
@@ -35,7 +39,7 @@ impl LinearScan {
             })
             .collect();
         let (allow, block) = (Vec::new(), Vec::new());
-        Self { disposable: names(disposable), free: names(free), relay: names(relay), allow, block, shared_mx }
+        Self { disposable: all, free: names(free), relay: names(relay), allow, block, shared_mx }
     }
 
     pub fn disposable(&self) -> &[String] {
@@ -92,7 +96,8 @@ fn normalize(line: &str) -> Option<String> {
 pub fn check_agreement(catalog: &Catalog, scan: &LinearScan, domains: &[Domain], hosts: &[String]) {
     for d in domains {
         let s = catalog.signals(d, &MxInfo::NoMx, None);
-        let hashed = Flags { disposable: s.disposable, free: s.free, relay: s.relay, allow: false, block: false };
+        let hashed =
+            Flags { disposable: s.listing.is_some(), free: s.free, relay: s.relay, allow: false, block: false };
         assert_eq!(hashed, scan.signals(d.as_str()), "catalog and linear scan disagree on {d}");
     }
     // Whether a host is shared infrastructure; the provider name may differ where entries nest

@@ -1,4 +1,5 @@
 use super::*;
+use crate::catalog::SourceSet;
 
 fn mx() -> MxInfo {
     let ips = vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
@@ -57,6 +58,18 @@ fn yes() -> Option<bool> {
     Some(true)
 }
 
+fn strong() -> Option<Listing> {
+    Some(Listing { sources: SourceSet::one(0), strong: true, via_parent: false })
+}
+
+fn weak() -> Option<Listing> {
+    Some(Listing { sources: SourceSet::one(2), strong: false, via_parent: false })
+}
+
+fn via_parent(l: Option<Listing>) -> Option<Listing> {
+    l.map(|l| Listing { via_parent: true, ..l })
+}
+
 #[test]
 fn spec_rows_and_rules() {
     let none = Signals::default();
@@ -65,7 +78,7 @@ fn spec_rows_and_rules() {
     check("no MX", none, MxInfo::NoMx, no_mx_row());
     check("NXDOMAIN", none, MxInfo::NoDomain, no_mx_row());
     check("null MX", none, MxInfo::NullMx, no_mx_row());
-    check("listed disposable but no MX (rule 4)", Signals { disposable: true, ..none }, MxInfo::NoMx, no_mx_row());
+    check("listed disposable but no MX (rule 4)", Signals { listing: strong(), ..none }, MxInfo::NoMx, no_mx_row());
     check("free with no MX", Signals { free: true, ..none }, MxInfo::NoMx, no_mx_row());
     check(
         "business on shared MX",
@@ -87,7 +100,7 @@ fn spec_rows_and_rules() {
     );
     check(
         "free beats disposable list (rule 2)",
-        Signals { free: true, disposable: true, ..none },
+        Signals { free: true, listing: strong(), ..none },
         mx(),
         Expect { disposable: no(), free: yes(), ..Default::default() },
     );
@@ -99,25 +112,25 @@ fn spec_rows_and_rules() {
     );
     check(
         "disposable",
-        Signals { disposable: true, ..none },
+        Signals { listing: strong(), ..none },
         mx(),
         Expect { disposable: yes(), business: no(), review: no(), blocked: no(), ..Default::default() },
     );
     check(
         "disposable on shared MX is still disposable (its own listing)",
-        Signals { disposable: true, shared_mx: true, ..none },
+        Signals { listing: strong(), shared_mx: true, ..none },
         mx(),
         Expect { disposable: yes(), business: no(), shared: yes(), review: no(), ..Default::default() },
     );
     check(
         "relay is known and safe",
-        Signals { relay: true, disposable: true, ..none },
+        Signals { relay: true, listing: strong(), ..none },
         mx(),
         Expect { disposable: no(), business: no(), review: no(), ..Default::default() },
     );
     check(
         "allowlisted clears review and beats lists",
-        Signals { disposable: true, decision: Some(Decision::Allow), ..none },
+        Signals { listing: strong(), decision: Some(Decision::Allow), ..none },
         mx(),
         Expect { disposable: no(), allowlisted: yes(), review: no(), ..Default::default() },
     );
@@ -145,6 +158,112 @@ fn spec_rows_and_rules() {
         mx(),
         Expect { disposable: no(), ip_match: no(), allowlisted: yes(), ..Default::default() },
     );
+}
+
+/// Issue 14: a weak-only listing is a reason to review unless something independent agrees;
+/// a listing through a parent decides only when the name's mail goes where the parent's does.
+#[test]
+fn source_tiers_and_corroboration() {
+    let none = Signals::default();
+    let review_row = || Expect { disposable: no(), review: yes(), blocked: no(), ip_match: no(), ..Default::default() };
+    let disposable_row = || Expect { disposable: yes(), review: no(), ..Default::default() };
+    check("strong listing decides", Signals { listing: strong(), ..none }, mx(), disposable_row());
+    check("weak-only listing is safe, under review", Signals { listing: weak(), ..none }, mx(), review_row());
+    check(
+        "weak-only on shared MX: a business under review",
+        Signals { listing: weak(), shared_mx: true, ..none },
+        mx(),
+        Expect { business: yes(), ..review_row() },
+    );
+    check(
+        "weak + strong sources: the strong one decides",
+        Signals {
+            listing: Some(Listing {
+                sources: SourceSet::one(0).union(SourceSet::one(2)),
+                strong: true,
+                via_parent: false,
+            }),
+            ..none
+        },
+        mx(),
+        disposable_row(),
+    );
+    check(
+        "weak-only corroborated by a block decision",
+        Signals { listing: weak(), decision: Some(Decision::Block), ..none },
+        mx(),
+        Expect { blocked: yes(), ..disposable_row() },
+    );
+    check(
+        "weak-only corroborated by its own mail servers",
+        Signals { listing: weak(), mx_ip_match: true, ..none },
+        mx(),
+        Expect { ip_match: yes(), ..disposable_row() },
+    );
+    check(
+        "weak-only: never through shared infrastructure (rule 3)",
+        Signals { listing: weak(), mx_ip_match: true, shared_mx: true, ..none },
+        mx(),
+        review_row(),
+    );
+    check(
+        "weak-only, no MX: rule 4",
+        Signals { listing: weak(), ..none },
+        MxInfo::NoMx,
+        Expect { review: no(), ..review_row() },
+    );
+    check(
+        "weak-only but free: rule 2",
+        Signals { listing: weak(), free: true, ..none },
+        mx(),
+        Expect { review: no(), free: yes(), ..review_row() },
+    );
+    check(
+        "weak-only, allowlisted",
+        Signals { listing: weak(), decision: Some(Decision::Allow), ..none },
+        mx(),
+        Expect { review: no(), allowlisted: yes(), ..review_row() },
+    );
+    check(
+        "subdomain of a strong listing, same mail as the parent",
+        Signals { listing: via_parent(strong()), parent_mail: true, ..none },
+        mx(),
+        disposable_row(),
+    );
+    check(
+        "subdomain of a strong listing with its own unrelated mail server",
+        Signals { listing: via_parent(strong()), parent_mail: false, ..none },
+        mx(),
+        review_row(),
+    );
+    check(
+        "subdomain with its own mail server on known disposable infrastructure",
+        Signals { listing: via_parent(strong()), mx_ip_match: true, ..none },
+        mx(),
+        Expect { ip_match: yes(), ..disposable_row() },
+    );
+    check(
+        "subdomain of a weak listing, same mail as the parent: still weak-only",
+        Signals { listing: via_parent(weak()), parent_mail: true, ..none },
+        mx(),
+        review_row(),
+    );
+    check(
+        "subdomain of a strong listing without MX of its own: rule 4",
+        Signals { listing: via_parent(strong()), ..none },
+        MxInfo::NoMx,
+        Expect { review: no(), ..review_row() },
+    );
+}
+
+#[test]
+fn listing_in_question_is_what_did_not_decide() {
+    let s = |listing, parent_mail| Signals { listing, parent_mail, ..Signals::default() };
+    assert!(!s(None, false).listing_in_question());
+    assert!(!s(strong(), false).listing_in_question());
+    assert!(s(weak(), false).listing_in_question());
+    assert!(s(via_parent(strong()), false).listing_in_question());
+    assert!(!s(via_parent(strong()), true).listing_in_question());
 }
 
 #[test]
