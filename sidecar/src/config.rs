@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// infrastructure [default: 2]
     #[arg(long, env = "EMAIL_VERDICT_INFRA_THRESHOLD", value_name = "N")]
     pub infra_threshold: Option<u64>,
+    /// Seconds a client has to send a whole request header (slow clients get 408 and are
+    /// closed) [default: 30]
+    #[arg(long, env = "EMAIL_VERDICT_HEADER_TIMEOUT", value_name = "SECS")]
+    pub header_timeout: Option<u64>,
     /// Worker threads [default: number of CPUs]
     #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
     pub threads: Option<usize>,
@@ -130,6 +134,8 @@ pub struct ServeConfig {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub admin_token: Option<String>,
     pub infra_threshold: u64,
+    /// Time for a whole request header, on both listeners.
+    pub header_timeout: Duration,
     pub threads: usize,
     pub log_format: LogFormat,
     pub pages: PageSettings,
@@ -172,6 +178,10 @@ impl ServeArgs {
                 "--admin-listen {admin_listen} is not a loopback address: set --admin-token (or EMAIL_VERDICT_ADMIN_TOKEN)"
             )));
         }
+        let header_timeout = match merged.header_timeout.unwrap_or(30) {
+            0 => return Err(usage_error("--header-timeout must be at least 1 second")),
+            secs => Duration::from_secs(secs),
+        };
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen,
@@ -194,6 +204,7 @@ impl ServeArgs {
             trusted_proxies,
             admin_token,
             infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
+            header_timeout,
             threads: merged
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -227,6 +238,7 @@ impl ServeArgs {
             trusted_proxy: vec(self.trusted_proxy, lower.trusted_proxy),
             admin_token: self.admin_token.or(lower.admin_token),
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
+            header_timeout: self.header_timeout.or(lower.header_timeout),
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
             recheck_interval: self.recheck_interval.or(lower.recheck_interval),

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod dashboard;
 pub mod dns;
+pub mod http_guard;
 pub mod keys;
 pub mod keys_cmd;
 pub mod limits;

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => (*args).resolve().and_then(|config| {
+            logging::register_secrets(config.admin_token.iter().cloned().collect());
             logging::init(config.log_format);
             server::run(config)
         }),
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("email-verdict: {e:#}");
+            eprintln!("email-verdict: {}", logging::redact(&format!("{e:#}")));
             if e.is::<UsageError>() || e.chain().any(|c| c.is::<email_verdict::state::StateUrlError>()) {
                 ExitCode::from(2)
             } else {

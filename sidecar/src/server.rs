@@ -20,6 +20,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
 use crate::dashboard::Dashboard;
 use crate::dns::{HickoryResolver, MxCache};
+use crate::http_guard::Guarded;
 use crate::limits::Limiter;
 use crate::lists::build_catalog;
 use crate::metrics::Metrics;
@@ -66,7 +67,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.
     let ready = Arc::new(AtomicBool::new(config.upgrade));
     let dashboard = Dashboard::new(templates);
-    let admin = Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone(), metrics });
+    let guesses = Default::default();
+    let admin =
+        Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone(), metrics, guesses });
 
     let conf = server_conf(&config);
     if config.upgrade {
@@ -80,9 +83,15 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     // In an upgrade this blocks until the old process sends its sockets (Pingora gives up, and
     // exits 1, after about 6 s without them).
     server.bootstrap();
-    let mut public = Service::with_listeners("api".into(), listeners(config.listen), ApiApp(api));
+    let header_timeout = config.header_timeout;
+    let mut public =
+        Service::with_listeners("api".into(), listeners(config.listen), Guarded { app: ApiApp(api), header_timeout });
     public.threads = Some(config.threads);
-    let mut admin = Service::with_listeners("admin".into(), listeners(config.admin_listen), AdminApp(admin));
+    let mut admin = Service::with_listeners(
+        "admin".into(),
+        listeners(config.admin_listen),
+        Guarded { app: AdminApp(admin), header_timeout },
+    );
     admin.threads = Some(1);
     server.add_service(public);
     server.add_service(admin);

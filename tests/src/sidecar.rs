@@ -195,6 +195,7 @@ pub struct SidecarBuilder {
     key_plans: Vec<String>,
     state: Option<String>,
     bin: Option<PathBuf>,
+    listen_ip: Option<std::net::IpAddr>,
 }
 
 impl Default for SidecarBuilder {
@@ -208,6 +209,7 @@ impl Default for SidecarBuilder {
             key_plans: vec!["pro".to_string()],
             state: None,
             bin: None,
+            listen_ip: None,
         }
     }
 }
@@ -256,6 +258,13 @@ impl SidecarBuilder {
         self
     }
 
+    /// The public listener's address (default 127.0.0.1), e.g. `::` for a dual-stack listener;
+    /// [`Sidecar::addr`] then still gives a loopback address to connect to.
+    pub fn listen_ip(mut self, ip: std::net::IpAddr) -> Self {
+        self.listen_ip = Some(ip);
+        self
+    }
+
     /// Keys to create (with `keys create`) before `serve` starts; default one `pro` key.
     pub fn keys(mut self, plans: &[&str]) -> Self {
         self.key_plans = plans.iter().map(|s| s.to_string()).collect();
@@ -269,7 +278,7 @@ impl SidecarBuilder {
         let cli = Cli::new(&state, dir.path());
         let keys: Vec<String> =
             self.key_plans.iter().enumerate().map(|(i, plan)| cli.create_key(plan, &format!("test-{i}"))).collect();
-        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let listen = SocketAddr::new(self.listen_ip.unwrap_or([127, 0, 0, 1].into()), free_port());
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let cmd = self.serve_command(dir.path(), &state, listen, admin);
         let mut process = ChildProcess::spawn("email-verdict", cmd, dir.path());
@@ -345,9 +354,12 @@ impl Sidecar {
         SidecarBuilder::default()
     }
 
-    /// The public listener (`/api/v1/...`).
+    /// The public listener (`/api/v1/...`); a wildcard listener is reached through 127.0.0.1.
     pub fn addr(&self) -> SocketAddr {
-        self.listen
+        match self.listen.ip().is_unspecified() {
+            true => SocketAddr::from(([127, 0, 0, 1], self.listen.port())),
+            false => self.listen,
+        }
     }
 
     /// The admin listener (`/healthz`).
@@ -400,7 +412,7 @@ impl Sidecar {
 
     /// Sends `req` to the public listener as is.
     pub fn send(&self, req: &Request) -> Response {
-        req.send(self.listen)
+        req.send(self.addr())
     }
 
     /// `GET target` on the public listener, no key added.

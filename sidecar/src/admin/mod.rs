@@ -3,6 +3,7 @@
 //! `/admin/v1/` (bearer admin token). The server refuses to listen on a non-loopback address
 //! without a token. Errors use the public API's body shape with admin codes.
 
+pub(crate) mod guard;
 pub(crate) mod keys;
 mod reviews;
 
@@ -37,6 +38,8 @@ pub struct Admin {
     pub ready: Arc<AtomicBool>,
     /// What `/metrics` exposes.
     pub metrics: Arc<Metrics>,
+    /// Wrong admin tokens per client (API and dashboard login).
+    pub guesses: guard::GuessThrottle,
 }
 
 pub struct AdminApp(pub Arc<Admin>);
@@ -87,25 +90,59 @@ impl ServeHttp for AdminApp {
         if path == "/metrics" {
             return metrics(&self.0.metrics);
         }
-        if path == "/dashboard" || path.starts_with("/dashboard/") {
-            return crate::dashboard::serve(&self.0, session, &method, &path).await;
+        let api = !path.starts_with("/dashboard");
+        let open = self.0.token_hash.is_none();
+        if let Err(guard::Refused(status, code, message)) =
+            guard::check(&method, &session.req_header().headers, open, api)
+        {
+            tracing::warn!(request_id = %request_id, method = %method, status = status.as_u16(), reason = message, "admin request refused");
+            return error_response(status, &request_id, code, message.to_owned(), &[]);
         }
-        let result = self.handle(session, &method, &path).await;
+        let client = peer(session);
+        if !open && let Some(wait) = self.0.guesses.wait(client) {
+            tracing::warn!(request_id = %request_id, "admin request refused: too many wrong tokens from this client");
+            let message = format!("too many wrong admin tokens from this address; retry in {wait} s");
+            return error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &request_id,
+                "too_many_attempts",
+                message,
+                &[("retry-after", wait.to_string())],
+            );
+        }
+        if path == "/dashboard" || path.starts_with("/dashboard/") {
+            return crate::dashboard::serve(&self.0, session, &method, &path, client).await;
+        }
+        let result = self.handle(session, &method, &path, client).await;
         let status = result.as_ref().map_or_else(|e| e.0, |j| j.0);
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             self.0.metrics.store_error(); // only a store failure gives a 500 here
         }
-        tracing::info!(request_id = %request_id, method = %method, path = %path, status = status.as_u16(), "admin request");
+        let logged_path: String = path.chars().take(MAX_LOGGED_PATH).collect();
+        tracing::info!(request_id = %request_id, method = %method, path = %logged_path, status = status.as_u16(), "admin request");
         match result {
             Ok(Json(status, body)) => json_response(status, &request_id, &body, &[]),
-            Err(AdminError(status, code, message)) => json_response(
-                status,
-                &request_id,
-                &ErrorJson { request_id: &request_id, error: Detail { code, message } },
-                &[],
-            ),
+            Err(AdminError(status, code, message)) => error_response(status, &request_id, code, message, &[]),
         }
     }
+}
+
+/// Characters of an admin path written to the log (ids and domains fit; a flood does not).
+const MAX_LOGGED_PATH: usize = 200;
+
+/// The peer's address, canonical (an IPv4 peer of a dual-stack listener is not `::ffff:…`).
+fn peer(session: &ServerSession) -> Option<std::net::IpAddr> {
+    session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip().to_canonical())
+}
+
+fn error_response(
+    status: StatusCode,
+    request_id: &str,
+    code: &'static str,
+    message: String,
+    headers: &[(&'static str, String)],
+) -> Response<Vec<u8>> {
+    json_response(status, request_id, &ErrorJson { request_id, error: Detail { code, message } }, headers)
 }
 
 #[derive(Serialize)]
@@ -121,8 +158,17 @@ struct Detail {
 }
 
 impl AdminApp {
-    async fn handle(&self, session: &mut ServerSession, method: &Method, path: &str) -> AdminResult {
+    async fn handle(
+        &self,
+        session: &mut ServerSession,
+        method: &Method,
+        path: &str,
+        client: Option<std::net::IpAddr>,
+    ) -> AdminResult {
         if !self.authorized(session) {
+            if session.req_header().headers.contains_key(http::header::AUTHORIZATION) {
+                self.0.guesses.wrong(client);
+            }
             return Err(AdminError(StatusCode::UNAUTHORIZED, "unauthorized", "admin token missing or wrong".into()));
         }
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();

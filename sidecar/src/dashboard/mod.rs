@@ -12,6 +12,7 @@ mod actions;
 mod page;
 pub mod session;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
@@ -41,6 +42,8 @@ pub struct DashRequest {
     origin: Option<String>,
     referer: Option<String>,
     host: Option<String>,
+    /// For the admin token's guess throttle.
+    pub client: Option<IpAddr>,
 }
 
 impl DashRequest {
@@ -49,11 +52,17 @@ impl DashRequest {
     }
 }
 
-pub async fn serve(admin: &Admin, session: &mut ServerSession, method: &Method, path: &str) -> Response<Vec<u8>> {
+pub async fn serve(
+    admin: &Admin,
+    session: &mut ServerSession,
+    method: &Method,
+    path: &str,
+    client: Option<IpAddr>,
+) -> Response<Vec<u8>> {
     if path == "/dashboard/site.css" {
         return crate::pages::respond::stylesheet();
     }
-    let request = match read(session, method, path).await {
+    let request = match read(session, method, path, client).await {
         Ok(r) => r,
         Err(e) => return page::plain(StatusCode::BAD_REQUEST, &e),
     };
@@ -102,16 +111,11 @@ async fn route(admin: &Admin, request: &DashRequest, sess: &Session) -> Response
     }
 }
 
-/// The CSRF defences of a POST: same origin (when the browser says), and the session's token.
+/// The CSRF defences of a POST: same origin (when the browser says; the admin listener's guard
+/// checked it already, this keeps the dashboard safe on its own), and the session's token.
 fn check_post(request: &DashRequest, sess: &Session) -> Result<(), &'static str> {
     let host = request.host.as_deref().unwrap_or_default();
-    let same = |url: &str| {
-        ["http://", "https://"].iter().any(|scheme| {
-            url.strip_prefix(scheme)
-                .and_then(|rest| rest.strip_prefix(host))
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
-    };
+    let same = |url: &str| crate::admin::guard::same_origin(url, host);
     match (&request.origin, &request.referer) {
         (Some(origin), _) if !same(origin) => return Err("cross-origin request"),
         (None, Some(referer)) if !same(referer) => return Err("cross-site referer"),
@@ -123,7 +127,12 @@ fn check_post(request: &DashRequest, sess: &Session) -> Result<(), &'static str>
     Ok(())
 }
 
-async fn read(session: &mut ServerSession, method: &Method, path: &str) -> Result<DashRequest, String> {
+async fn read(
+    session: &mut ServerSession,
+    method: &Method,
+    path: &str,
+    client: Option<IpAddr>,
+) -> Result<DashRequest, String> {
     let header = |name: http::HeaderName| {
         session.req_header().headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     };
@@ -136,5 +145,5 @@ async fn read(session: &mut ServerSession, method: &Method, path: &str) -> Resul
     } else {
         Vec::new()
     };
-    Ok(DashRequest { method: method.clone(), path: path.to_owned(), form, cookie, origin, referer, host })
+    Ok(DashRequest { method: method.clone(), path: path.to_owned(), form, cookie, origin, referer, host, client })
 }

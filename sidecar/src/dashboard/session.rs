@@ -1,6 +1,8 @@
 //! Dashboard sessions: a random id in an `HttpOnly; SameSite=Strict` cookie, kept in memory by
 //! this process (a restart logs operators out), each with its own CSRF token and one-shot flash
-//! message. Bounded: expired sessions go first, then the least recently used.
+//! message. Bounded: expired sessions go first, then the least recently used *of the same
+//! kind*: anonymous visits (each gets a session for the login form's CSRF token) can only push
+//! out other anonymous ones, never an operator who logged in.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -49,7 +51,7 @@ impl Sessions {
             return Ok(s.clone());
         }
         let session = Session { id: random_hex()?, csrf: random_hex()?, authenticated: false, flash: None, seen: now };
-        make_room(&mut map, now);
+        make_room(&mut map, now, false);
         map.insert(session.id.clone(), session.clone());
         Ok(session)
     }
@@ -72,7 +74,7 @@ impl Sessions {
         let session = Session { id: random_hex()?, csrf: random_hex()?, authenticated: true, flash: None, seen: now };
         let mut map = self.lock();
         map.remove(old);
-        make_room(&mut map, now);
+        make_room(&mut map, now, true);
         map.insert(session.id.clone(), session.clone());
         Ok(session)
     }
@@ -86,11 +88,13 @@ impl Sessions {
     }
 }
 
-fn make_room(map: &mut HashMap<String, Session>, now: Instant) {
+/// Room for one more session of the kind `authenticated`, each kind bounded by [`MAX_SESSIONS`].
+fn make_room(map: &mut HashMap<String, Session>, now: Instant, authenticated: bool) {
     map.retain(|_, s| now.duration_since(s.seen) < IDLE);
-    while map.len() >= MAX_SESSIONS {
-        let Some(oldest) = map.values().min_by_key(|s| s.seen).map(|s| s.id.clone()) else { break };
-        map.remove(&oldest);
+    while map.values().filter(|s| s.authenticated == authenticated).count() >= MAX_SESSIONS {
+        let oldest = map.values().filter(|s| s.authenticated == authenticated).min_by_key(|s| s.seen);
+        let Some(id) = oldest.map(|s| s.id.clone()) else { break };
+        map.remove(&id);
     }
 }
 
@@ -137,5 +141,18 @@ mod tests {
         assert_eq!(sessions.take_flash(&b.id), Some(Flash::Info("x".into())));
         assert_eq!(sessions.take_flash(&b.id), None);
         assert!(same_secret("abc", "abc") && !same_secret("abc", "abd"));
+    }
+
+    #[tokio::test]
+    async fn anonymous_visits_do_not_evict_an_operator() {
+        let sessions = Sessions::default();
+        let anonymous = sessions.get_or_create(None).unwrap();
+        let operator = sessions.login(&anonymous.id).unwrap();
+        let cookie = format!("{COOKIE}={}", operator.id);
+        for _ in 0..MAX_SESSIONS + 100 {
+            sessions.get_or_create(None).unwrap();
+        }
+        let again = sessions.get_or_create(Some(&cookie)).unwrap();
+        assert!(again.authenticated && again.id == operator.id);
     }
 }

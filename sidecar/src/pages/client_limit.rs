@@ -34,7 +34,8 @@ impl ClientLimit {
     }
 }
 
-fn network_of(ip: IpAddr) -> IpAddr {
+/// The unit one client is counted by: its IPv4 address, or its IPv6 /64.
+pub(crate) fn network_of(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
             let mut s = v6.segments();

@@ -15,7 +15,7 @@
 //! limited per client IP, re-checks per domain through the state store (one per interval,
 //! whatever the replica).
 
-mod client_limit;
+pub(crate) mod client_limit;
 mod domain_page;
 pub mod i18n;
 pub mod ipdata;
