@@ -48,6 +48,10 @@ struct Args {
     /// Weak-only names added to each strong cluster's MX host.
     #[arg(long, default_value_t = 2)]
     weak_per_cluster: usize,
+    /// Subdomains of strong-listed names of each synthetic kind (on the parent's mail server;
+    /// with their own).
+    #[arg(long, default_value_t = 100)]
+    subdomains: usize,
     /// Seed of the fixed sampling order.
     #[arg(long, default_value_t = 14)]
     seed: u64,
@@ -77,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         weak: args.weak,
         cluster: args.cluster.max(1),
         weak_per_cluster: args.weak_per_cluster,
+        subdomains: args.subdomains,
         seed: args.seed,
     };
     let set = labels::build(&Inputs { swot: &swot, free: &free, relay: &relay, sources: &disposable }, &sizes);
@@ -103,7 +108,8 @@ fn main() -> anyhow::Result<()> {
     let _ = writeln!(
         head,
         "Sampling: seed {}, {} strong-listed names in clusters of {} per MX host, {} weak-only names per \
-         strong cluster's host, {} weak-only names on their own clusters' hosts; academic: {}. Each build: \
+         strong cluster's host, {} weak-only names on their own clusters' hosts, {} subdomains of strong-listed names of each \
+         synthetic kind; academic: {}. Each build: \
          fresh SQLite state, the strong-listed names looked up first (what a fresh install's infrastructure \
          index learns from), then the rest in a fixed mixed order.\n",
         args.seed,
@@ -111,6 +117,7 @@ fn main() -> anyhow::Result<()> {
         sizes.cluster,
         args.weak_per_cluster,
         args.weak,
+        args.subdomains,
         args.academic.map_or("all".to_owned(), |n| n.to_string()),
     );
     for note in &set.notes {

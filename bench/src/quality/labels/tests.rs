@@ -11,7 +11,7 @@ fn strings(names: &[&str]) -> Vec<String> {
 }
 
 fn sizes(strong: usize, weak: usize, cluster: usize, weak_per_cluster: usize) -> Sizes {
-    Sizes { academic: None, strong, weak, cluster, weak_per_cluster, seed: 1 }
+    Sizes { academic: None, strong, weak, cluster, weak_per_cluster, subdomains: 0, seed: 1 }
 }
 
 /// Sources: 0 = strong "ded", 1 = weak "mc".
@@ -113,4 +113,24 @@ fn the_order_is_fixed_by_the_seed() {
     assert_eq!(pick(1), pick(1));
     assert_ne!(pick(1), pick(2));
     assert_eq!(rank(0, "a"), rank(0, "a"));
+}
+
+#[test]
+fn subdomains_of_strong_names_go_to_the_parents_server_or_their_own() {
+    let ded: Vec<String> = (0..8).map(|i| format!("s{i}.com")).collect();
+    let ded: Vec<&str> = ded.iter().map(String::as_str).collect();
+    let l = labelled(&[], &[], &ded, &[], &Sizes { subdomains: 2, ..sizes(8, 0, 4, 0) });
+    let on_parent: Vec<&Entry> = l.entries.iter().filter(|e| e.set == Set::SubdomainOnParentMx).collect();
+    let own: Vec<&Entry> = l.entries.iter().filter(|e| e.set == Set::SubdomainOwnMx).collect();
+    assert_eq!((on_parent.len(), own.len()), (2, 2));
+    for e in on_parent {
+        let parent = entry(&l, e.name.strip_prefix("x7.").expect("x7. prefix"));
+        assert_eq!((&e.mx, e.ip, e.sources), (&parent.mx, parent.ip, 0b01), "{}", e.name);
+    }
+    for e in own {
+        let parent = entry(&l, e.name.strip_prefix("own.").expect("own. prefix"));
+        assert_eq!(e.mx, format!("mx.{}", e.name));
+        assert_ne!(e.ip, parent.ip);
+        assert_eq!(e.sources, 0b01, "listed through its parent");
+    }
 }
