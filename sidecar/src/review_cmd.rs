@@ -5,7 +5,7 @@ use std::io::Write;
 use crate::cli::{ReviewCommand, StoreArgs};
 use crate::clock::{rfc3339, unix_now};
 use crate::review::{ReviewError, parse_verdict, set_decision};
-use crate::state::{self, decision_str};
+use crate::state::{self, covering_names, decision_str};
 use crate::{keys_cmd, lists, usage_error};
 
 pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Result<()> {
@@ -14,10 +14,12 @@ pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Resul
     let mut out = std::io::stdout().lock();
     match command {
         ReviewCommand::List => {
-            writeln!(out, "DOMAIN\tREASON\tFIRST_SEEN\tLAST_SEEN\tLOOKUPS")?;
+            writeln!(out, "DOMAIN\tREASON\tFIRST_SEEN\tLAST_SEEN\tLOOKUPS\tSOURCES\tLISTED_AS")?;
             for item in store.review_queue().await? {
                 let (first, last) = (rfc3339(item.first_seen), rfc3339(item.last_seen));
-                writeln!(out, "{}\t{}\t{first}\t{last}\t{}", item.domain, item.reason.as_str(), item.lookups)?;
+                let sources = item.sources.join(",");
+                let (reason, sources, listed_as) = (item.reason.as_str(), or_dash(&sources), or_dash(&item.listed_as));
+                writeln!(out, "{}\t{reason}\t{first}\t{last}\t{}\t{sources}\t{listed_as}", item.domain, item.lookups)?;
             }
         }
         ReviewCommand::Set { domain, verdict, note, reviewer } => {
@@ -43,9 +45,18 @@ pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Resul
             for r in store.decision_history(domain.as_str()).await? {
                 writeln!(out, "{}\t{}\t{}\t{}", rfc3339(r.at), decision_str(r.decision), r.reviewer, r.note)?;
             }
+            // The decision in force may be a parent's: say which (a decision covers subdomains).
+            match store.decision(&covering_names(domain.as_str())).await? {
+                Some(a) => writeln!(out, "# applies: {} (decided on {})", decision_str(Some(a.decision)), a.on)?,
+                None => writeln!(out, "# applies: none")?,
+            }
         }
     }
     Ok(())
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
 }
 
 fn review_error(e: ReviewError) -> anyhow::Error {

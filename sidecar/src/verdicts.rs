@@ -25,7 +25,7 @@ use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals
 use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
 use crate::metrics::Metrics;
-use crate::state::{ReviewReason, StateError, StateStore};
+use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -70,10 +70,18 @@ impl Verdicts {
         Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned }
     }
 
-    /// The reviewer's current decision for `domain`: read for every lookup, so that a decision
-    /// applies to the very next one on every replica. The API reads it beside the admission.
+    /// The reviewer's decision in force for `domain` (made on it or on a parent up to its
+    /// registrable domain; the most specific wins): read for every lookup, in one store round
+    /// trip, so that a decision applies to the very next one on every replica. The API reads it
+    /// beside the admission.
     pub async fn decision(&self, domain: &Domain) -> Result<Option<Decision>, LookupError> {
-        Ok(self.store.decision(domain.as_str()).await.map_err(|e| self.store_failed(e))?)
+        Ok(self.applied_decision(domain).await?.map(|a| a.decision))
+    }
+
+    /// Like [`decision`](Self::decision), with the name the decision was made on.
+    pub async fn applied_decision(&self, domain: &Domain) -> Result<Option<AppliedDecision>, LookupError> {
+        let names = covering_names(domain.as_str());
+        Ok(self.store.decision(&names).await.map_err(|e| self.store_failed(e))?)
     }
 
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
@@ -158,13 +166,7 @@ impl Verdicts {
     /// Feeds the review queue and the infrastructure index, in the background: a failure there
     /// must not fail the lookup.
     fn record(&self, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
-        let reason = if !result.has_mx && !result.disposable {
-            Some(ReviewReason::NoMx)
-        } else if result.review_required {
-            Some(ReviewReason::Ambiguous)
-        } else {
-            None
-        };
+        let cause = self.review_cause(domain, signals, result);
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
         let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
@@ -174,14 +176,14 @@ impl Verdicts {
         let learn = (known_disposable || known_legitimate)
             && !infra.hosts.is_empty()
             && (signals.decision.is_some() || self.first_sight((&registrable, known_disposable, &infra)));
-        if reason.is_none() && !learn {
+        if cause.is_none() && !learn {
             return;
         }
         let (store, now, metrics) = (self.store.clone(), self.clock.now_ms().div_euclid(1000), self.metrics.clone());
         let name = domain.as_str().to_owned();
         tokio::spawn(async move {
-            if let Some(reason) = reason
-                && let Err(e) = store.note_for_review(&name, reason, now).await
+            if let Some(cause) = cause
+                && let Err(e) = store.note_for_review(&name, &cause, now).await
             {
                 metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not queue for review");
@@ -191,6 +193,32 @@ impl Verdicts {
                 tracing::warn!(domain = %name, error = %e, "could not record mail infrastructure");
             }
         });
+    }
+}
+
+impl Verdicts {
+    /// Why the lookup queues `domain` for review, if it does: the listing that did not decide
+    /// (its sources and entry) is named, so a reviewer sees why.
+    fn review_cause(&self, domain: &Domain, signals: &Signals, result: &VerdictResult) -> Option<ReviewCause> {
+        let reason = if !result.has_mx && !result.disposable {
+            ReviewReason::NoMx
+        } else if !result.review_required {
+            return None;
+        } else if signals.listing_in_question() {
+            if signals.listing.is_some_and(|l| l.via_parent) {
+                ReviewReason::ParentListing
+            } else {
+                ReviewReason::WeakListing
+            }
+        } else {
+            ReviewReason::Ambiguous
+        };
+        let mut cause = ReviewCause::new(reason);
+        if let Some(listed) = self.catalog.disposable_listing(domain) {
+            cause.sources = self.catalog.sources_of(listed.sources).map(|s| s.name.to_string()).collect();
+            cause.listed_as = listed.entry.to_owned();
+        }
+        Some(cause)
     }
 }
 

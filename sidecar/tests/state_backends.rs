@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use email_verdict::keys::ApiKey;
 use email_verdict::plans::Plan;
 use email_verdict::state::{
-    Admission, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewReason, SqliteStore,
-    StateError, StateStore,
+    Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewCause,
+    ReviewReason, SqliteStore, StateError, StateStore, covering_names,
 };
 use email_verdict_core::Decision;
 use email_verdict_tests::Redis;
@@ -189,39 +189,80 @@ async fn redis_outage_is_a_bounded_error_and_recovers() {
     }
 }
 
+/// The decision in force for `domain` (through its covering names), as (decision, made on).
+async fn applied(store: &dyn StateStore, domain: &str) -> Option<(Decision, String)> {
+    store.decision(&covering_names(domain)).await.unwrap().map(|AppliedDecision { decision, on }| (decision, on))
+}
+
+fn decision_on(domain: &str, decision: Option<Decision>, at: i64) -> DecisionRecord {
+    DecisionRecord { domain: domain.into(), decision, reviewer: "ana".into(), note: "checked".into(), at }
+}
+
 async fn review_queue_and_decisions(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());
-    store.note_for_review("new.example", ReviewReason::Ambiguous, 100).await.unwrap();
-    store.note_for_review("old.example", ReviewReason::NoMx, 50).await.unwrap();
-    other.note_for_review("new.example", ReviewReason::Ambiguous, 130).await.unwrap();
+    let weak = ReviewCause {
+        reason: ReviewReason::WeakListing,
+        sources: vec!["mailchecker".into()],
+        listed_as: "new.example".into(),
+    };
+    store.note_for_review("new.example", &ReviewCause::new(ReviewReason::Ambiguous), 100).await.unwrap();
+    store.note_for_review("old.example", &ReviewCause::new(ReviewReason::NoMx), 50).await.unwrap();
+    other.note_for_review("new.example", &weak, 130).await.unwrap();
     let queue = store.review_queue().await.unwrap();
     let summary: Vec<_> =
         queue.iter().map(|i| (i.domain.as_str(), i.reason, i.first_seen, i.last_seen, i.lookups)).collect();
     assert_eq!(
         summary,
-        [("old.example", ReviewReason::NoMx, 50, 50, 1), ("new.example", ReviewReason::Ambiguous, 100, 130, 2)]
+        [("old.example", ReviewReason::NoMx, 50, 50, 1), ("new.example", ReviewReason::WeakListing, 100, 130, 2)]
     );
-    let record = |decision, at| DecisionRecord {
-        domain: "new.example".into(),
-        decision,
-        reviewer: "ana".into(),
-        note: "checked".into(),
-        at,
-    };
+    assert_eq!((queue[0].sources.len(), queue[0].listed_as.as_str()), (0, ""));
+    assert_eq!(
+        (queue[1].sources.clone(), queue[1].listed_as.as_str()),
+        (vec!["mailchecker".to_owned()], "new.example")
+    );
+    let record = |decision, at| decision_on("new.example", decision, at);
     store.decide(record(Some(Decision::Block), 200)).await.unwrap();
-    assert_eq!(other.decision("new.example").await.unwrap(), Some(Decision::Block));
+    assert_eq!(applied(&*other, "new.example").await, Some((Decision::Block, "new.example".into())));
     assert_eq!(other.review_queue().await.unwrap().len(), 1, "a decided domain leaves the queue");
     store.decide(record(Some(Decision::Allow), 210)).await.unwrap();
-    assert_eq!(other.decision("new.example").await.unwrap(), Some(Decision::Allow));
+    assert_eq!(applied(&*other, "new.example").await, Some((Decision::Allow, "new.example".into())));
     store.decide(record(None, 220)).await.unwrap();
-    assert_eq!(other.decision("new.example").await.unwrap(), None);
+    assert_eq!(applied(&*other, "new.example").await, None);
     assert_eq!(other.review_queue().await.unwrap().len(), 2, "withdrawn: back in the queue");
     let history: Vec<_> =
         other.decision_history("new.example").await.unwrap().iter().map(|r| (r.decision, r.at)).collect();
     assert_eq!(history, [(Some(Decision::Block), 200), (Some(Decision::Allow), 210), (None, 220)]);
-    assert_eq!(store.decision("never.example").await.unwrap(), None);
+    assert_eq!(applied(&*store, "never.example").await, None);
+    assert_eq!(store.decision(&[]).await.unwrap(), None);
 }
 with_all_backends!(review, review_queue_and_decisions);
+
+/// Issue 13 item 11: a decision on a name covers its subdomains (down to the registrable
+/// domain's walk), unless a more specific decision exists; a withdrawn one is no decision.
+async fn decisions_cover_subdomains(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    store.decide(decision_on("rtdisp.example", Some(Decision::Block), 10)).await.unwrap();
+    let block_on_parent = Some((Decision::Block, "rtdisp.example".to_owned()));
+    assert_eq!(applied(&*other, "rtdisp.example").await, block_on_parent);
+    assert_eq!(applied(&*other, "sub.rtdisp.example").await, block_on_parent);
+    assert_eq!(applied(&*other, "a.b.rtdisp.example").await, block_on_parent);
+    assert_eq!(applied(&*other, "notrtdisp.example").await, None);
+    store.decide(decision_on("ok.rtdisp.example", Some(Decision::Allow), 20)).await.unwrap();
+    let allow_on_sub = Some((Decision::Allow, "ok.rtdisp.example".to_owned()));
+    assert_eq!(applied(&*other, "ok.rtdisp.example").await, allow_on_sub, "the more specific wins");
+    assert_eq!(applied(&*other, "x.ok.rtdisp.example").await, allow_on_sub);
+    store.decide(decision_on("ok.rtdisp.example", None, 30)).await.unwrap();
+    assert_eq!(applied(&*other, "x.ok.rtdisp.example").await, block_on_parent, "withdrawn: the parent's applies");
+    // A decision on a public suffix covers nothing below it (the walk stops at the registrable domain).
+    store.decide(decision_on("pp.ua", Some(Decision::Block), 40)).await.unwrap();
+    assert_eq!(applied(&*other, "shop.pp.ua").await, None);
+    // A queued subdomain of a decided parent is not waiting for review.
+    store.note_for_review("sub.rtdisp.example", &ReviewCause::new(ReviewReason::Ambiguous), 50).await.unwrap();
+    store.note_for_review("else.example", &ReviewCause::new(ReviewReason::Ambiguous), 60).await.unwrap();
+    let queued: Vec<_> = other.review_queue().await.unwrap().into_iter().map(|i| i.domain).collect();
+    assert_eq!(queued, ["else.example"]);
+}
+with_all_backends!(review_subdomains, decisions_cover_subdomains);
 
 async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());

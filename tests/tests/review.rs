@@ -19,6 +19,11 @@ fn lookup_until(sc: &Sidecar, domain: &str, what: &str, pred: impl Fn(&Value) ->
     })
 }
 
+/// The decision rows of `review history` (after the header, without the `# applies:` line).
+fn history_rows(stdout: &str) -> Vec<&str> {
+    stdout.lines().skip(1).filter(|l| !l.starts_with('#')).collect()
+}
+
 fn review_rows(sc: &Sidecar) -> Vec<Vec<String>> {
     let out = sc.cli().run(&["review", "list"]);
     out.expect_code(0, "review list");
@@ -117,8 +122,10 @@ fn review_queue_lists_ambiguous_and_no_mx_domains_and_decisions_apply_at_once() 
         (Some(false), Some(true))
     );
     let history = sc.cli().run(&["review", "history", "ownmail.example"]);
-    let decisions: Vec<&str> = history.stdout.lines().skip(1).map(|l| l.split('\t').nth(1).unwrap_or("")).collect();
+    let decisions: Vec<&str> =
+        history_rows(&history.stdout).iter().map(|l| l.split('\t').nth(1).unwrap_or("")).collect();
     assert_eq!(decisions, ["disposable", "safe", "withdrawn"]);
+    assert!(history.stdout.ends_with("# applies: none\n"), "{}", history.stdout);
 
     // A no-MX domain can be blocked by a reviewer.
     sc.cli().run(&["review", "set", "nomx.example", "disposable"]).expect_code(0, "block no-MX");
@@ -151,11 +158,13 @@ fn admin_api_lists_the_queue_and_decides() {
         (queue["queue"][0]["domain"].as_str(), queue["queue"][0]["reason"].as_str()),
         (Some("nomx.example"), Some("no_mx"))
     );
+    assert_eq!((&queue["queue"][0]["sources"], &queue["queue"][0]["listed_as"]), (&json!([]), &json!("")));
     let r = Request::new("PUT", "/admin/v1/reviews/nomx.example")
         .header("Content-Type", "application/json")
         .body(json!({"decision": "disposable", "note": "seen in abuse", "reviewer": "ana"}).to_string().as_bytes())
         .send(sc.admin_addr());
     assert_eq!((r.status, r.json()["decision"].as_str()), (200, Some("disposable")));
+    assert_eq!(r.json()["applied"], json!({"decision": "disposable", "on": "nomx.example"}));
     assert_eq!(r.json()["history"][0]["reviewer"], "ana");
     assert_eq!(result(&sc.lookup_ok("nomx.example"))["blocked"], true);
     let r = Request::new("DELETE", "/admin/v1/reviews/nomx.example").send(sc.admin_addr());
@@ -182,4 +191,90 @@ fn decisions_and_queue_are_shared_across_replicas_on_redis() {
     wait_for("B catches fresh-burner.example", Duration::from_secs(5), || {
         (result(&b.lookup_with_key("fresh-burner.example", &key).json())["mx_ip_match"] == true).then_some(())
     });
+}
+
+/// Issue 14: weak-only names are queued with the weak source named; a subdomain with its own
+/// mail server under a listed parent is queued naming the parent's listing.
+#[test]
+fn weak_and_parent_listings_are_queued_with_their_sources() {
+    let (sc, _nsd) = start();
+    for domain in ["firemail.cc", "corp.mailinator.com", "ownmail.example"] {
+        assert_eq!(result(&sc.lookup_ok(domain))["review_required"], true, "{domain}");
+    }
+    let rows = wait_for("three domains queued", Duration::from_secs(5), || {
+        let rows = review_rows(&sc);
+        (rows.len() == 3).then_some(rows)
+    });
+    let by_domain = |d: &str| {
+        let row = rows.iter().find(|r| r[0] == d).unwrap_or_else(|| panic!("{d} not queued: {rows:?}"));
+        (row[1].clone(), row[5].clone(), row[6].clone())
+    };
+    assert_eq!(by_domain("firemail.cc"), ("weak_listing".into(), "mailchecker".into(), "firemail.cc".into()));
+    assert_eq!(
+        by_domain("corp.mailinator.com"),
+        ("parent_listing".into(), "disposable-email-domains,fakefilter,mailchecker".into(), "mailinator.com".into())
+    );
+    assert_eq!(by_domain("ownmail.example"), ("ambiguous".into(), "-".into(), "-".into()));
+    let body = Request::get("/admin/v1/reviews").send(sc.admin_addr()).json();
+    let item = body["queue"].as_array().unwrap().iter().find(|i| i["domain"] == "firemail.cc").cloned().unwrap();
+    assert_eq!(
+        (&item["reason"], &item["sources"], &item["listed_as"]),
+        (&json!("weak_listing"), &json!(["mailchecker"]), &json!("firemail.cc"))
+    );
+}
+
+/// Issue 14: a weak-only name whose own mail server serves strong-listed disposable domains
+/// (looked up first, so the index knows them) is corroborated: disposable with mx_ip_match.
+#[test]
+fn weak_only_name_on_a_known_disposable_mail_server_is_caught() {
+    let (sc, _nsd) = start();
+    for listed in ["mailinator.com", "guerrillamail.com"] {
+        assert_eq!(result(&sc.lookup_ok(listed))["verdict"], "disposable");
+    }
+    let caught = lookup_until(&sc, "tempemailco.com", "mx_ip_match on tempemailco.com", |r| r["mx_ip_match"] == true);
+    let r = result(&caught);
+    assert_eq!((r["verdict"].as_str(), r["review_required"].as_bool()), (Some("disposable"), Some(false)));
+}
+
+/// Issue 14: the index never learns from weak-only names, the very names in question: two of
+/// them on one mail server (the threshold is 2) do not make that server disposable.
+#[test]
+fn weak_only_names_teach_the_infrastructure_index_nothing() {
+    let (sc, _nsd) = start();
+    sc.lookup_ok("firemail.cc");
+    sc.lookup_ok("waifu.club");
+    std::thread::sleep(Duration::from_millis(300));
+    for domain in ["firemail.cc", "waifu.club"] {
+        let r = sc.lookup_ok(domain);
+        assert_eq!((result(&r)["verdict"].as_str(), result(&r)["mx_ip_match"].as_bool()), (Some("safe"), Some(false)));
+    }
+}
+
+/// Issue 13 item 11: a reviewer's decision on a name covers its subdomains, as `--blocklist`
+/// does, unless a more specific decision exists; `review history` says which decision applies.
+#[test]
+fn reviewer_decision_covers_subdomains() {
+    let (sc, _nsd) = start();
+    assert_eq!(result(&sc.lookup_ok("sub.rtdisp.example"))["verdict"], "safe");
+    sc.cli().run(&["review", "set", "rtdisp.example", "disposable"]).expect_code(0, "set on the parent");
+    for domain in ["rtdisp.example", "sub.rtdisp.example", "a.b.rtdisp.example"] {
+        let r = sc.lookup_ok(domain);
+        assert_eq!(
+            (result(&r)["verdict"].as_str(), result(&r)["blocked"].as_bool()),
+            (Some("disposable"), Some(true)),
+            "{domain}"
+        );
+    }
+    let history = sc.cli().run(&["review", "history", "sub.rtdisp.example"]);
+    history.expect_code(0, "history of the subdomain");
+    assert!(history_rows(&history.stdout).is_empty(), "no decision on the subdomain itself: {}", history.stdout);
+    assert!(history.stdout.contains("# applies: disposable (decided on rtdisp.example)"), "{}", history.stdout);
+    sc.cli().run(&["review", "set", "ok.rtdisp.example", "safe"]).expect_code(0, "a more specific decision");
+    let r = sc.lookup_ok("x.ok.rtdisp.example");
+    assert_eq!((result(&r)["verdict"].as_str(), result(&r)["allowlisted"].as_bool()), (Some("safe"), Some(true)));
+    let r = Request::get("/admin/v1/reviews/x.ok.rtdisp.example").send(sc.admin_addr()).json();
+    assert_eq!(
+        (&r["decision"], &r["applied"]),
+        (&json!(null), &json!({"decision": "safe", "on": "ok.rtdisp.example"}))
+    );
 }

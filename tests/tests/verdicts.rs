@@ -199,3 +199,49 @@ fn public_suffix_subdomain_is_an_ordinary_domain() {
     ];
     check(&sc, "shop.pp.ua", &[row, safe_row()]);
 }
+
+/// The fields of a safe verdict that waits for review (rule 1).
+fn under_review_row() -> Vec<(&'static str, Value)> {
+    vec![
+        ("/result/has_mx", json!(true)),
+        ("/result/review_required", json!(true)),
+        ("/result/free_provider", json!(false)),
+    ]
+}
+
+/// Issue 14: a name only the weak source (mailchecker) lists, on its own mail server, is not
+/// blocked: safe until a reviewer looks (the queue reason is checked in review.rs).
+#[test]
+fn weak_only_listing_with_its_own_mail_server_is_safe_under_review() {
+    let (sc, _nsd) = start();
+    for seg in ["firemail.cc", "baruchcc.edu", "waifu.club"] {
+        check(&sc, seg, &[under_review_row(), safe_row()]);
+    }
+}
+
+/// Issue 14: free webmail that only a weak source lists stays free webmail (a weak-only listing
+/// never strikes a name from the free list), so it is safe, as rule 2 says.
+#[test]
+fn free_webmail_listed_by_a_weak_source_only_stays_free() {
+    let (sc, _nsd) = start();
+    for seg in ["hush.com", "vfemail.net", "cock.li"] {
+        let free = vec![("/result/free_provider", json!(true)), ("/result/review_required", json!(false))];
+        check(&sc, seg, &[free, safe_row()]);
+    }
+}
+
+/// Issue 14: a subdomain inherits its listed parent's verdict only when its mail goes where
+/// the parent's does. x7.mailinator.com (the service's wildcard MX) does; corp.mailinator.com,
+/// with a mail server of its own, does not: safe, under review.
+#[test]
+fn subdomain_inherits_its_parent_listing_only_with_the_parents_mail() {
+    let (sc, _nsd) = start();
+    let same_mail =
+        vec![("/result/mx_records", json!(["mail.mailinator.com"])), ("/result/review_required", json!(false))];
+    check(&sc, "x7.mailinator.com", &[same_mail, disposable_row()]);
+    let own = vec![
+        ("/result/mx_records", json!(["mx.corp.mailinator.com"])),
+        ("/result/mx_ip_address", json!(["192.0.2.60"])),
+    ];
+    check(&sc, "corp.mailinator.com", &[own, under_review_row(), safe_row()]);
+}

@@ -2,10 +2,16 @@
 //!
 //! | method | path | body | answer |
 //! |---|---|---|---|
-//! | GET | `/admin/v1/reviews` | | `{"queue": [{"domain", "reason", "first_seen", "last_seen", "lookups"}]}`, oldest first |
+//! | GET | `/admin/v1/reviews` | | `{"queue": [{"domain", "reason", "sources", "listed_as", "first_seen", "last_seen", "lookups"}]}`, oldest first |
 //! | PUT or POST | `/admin/v1/reviews/{domain}` | `{"decision": "disposable"\|"safe", "note"?, "reviewer"?}` | the domain's decision state |
 //! | DELETE | `/admin/v1/reviews/{domain}` | | the decision withdrawn; the domain's decision state |
-//! | GET | `/admin/v1/reviews/{domain}` | | `{"domain", "decision", "history": [...]}` |
+//! | GET | `/admin/v1/reviews/{domain}` | | `{"domain", "decision", "applied", "history": [...]}` |
+//!
+//! `reason` is `ambiguous`, `no_mx`, `weak_listing` (weak sources only) or `parent_listing` (listed
+//! through a parent whose mail it does not share); `sources` names the disposable sources behind
+//! it and `listed_as` the entry they list (the domain or a parent), `""` when none. `decision` is
+//! the one made on the domain itself (`null` when none); `applied` the one in force, made on the
+//! domain or on a parent up to its registrable domain (`{"decision", "on"}`, or `null`).
 //!
 //! A `disposable` decision on free webmail is refused with 409 `free_provider` (rule 2).
 
@@ -16,7 +22,7 @@ use serde_json::{Value, json};
 use super::{Admin, AdminError, AdminResult, Json};
 use crate::clock::rfc3339;
 use crate::review::{ReviewError, parse_verdict, set_decision};
-use crate::state::decision_str;
+use crate::state::{covering_names, decision_str};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +64,8 @@ async fn queue(admin: &Admin) -> AdminResult {
             json!({
                 "domain": i.domain,
                 "reason": i.reason.as_str(),
+                "sources": i.sources,
+                "listed_as": i.listed_as,
                 "first_seen": rfc3339(i.first_seen),
                 "last_seen": rfc3339(i.last_seen),
                 "lookups": i.lookups,
@@ -87,7 +95,8 @@ async fn decide(
 
 async fn state(admin: &Admin, domain: &str) -> AdminResult {
     let domain = email_verdict_core::Domain::parse(domain).map_err(|e| AdminError::bad_request(e.to_string()))?;
-    let decision = admin.store.decision(domain.as_str()).await?;
+    let own = admin.store.decision(&[domain.to_string()]).await?;
+    let applied = admin.store.decision(&covering_names(domain.as_str())).await?;
     let history: Vec<Value> = admin
         .store
         .decision_history(domain.as_str())
@@ -95,6 +104,10 @@ async fn state(admin: &Admin, domain: &str) -> AdminResult {
         .iter()
         .map(|r| json!({ "decision": decision_str(r.decision), "reviewer": r.reviewer, "note": r.note, "at": rfc3339(r.at) }))
         .collect();
-    let current = decision.map(|d| decision_str(Some(d)));
-    Ok(Json(StatusCode::OK, json!({ "domain": domain.as_str(), "decision": current, "history": history })))
+    let current = own.map(|a| decision_str(Some(a.decision)));
+    let applied = applied.map(|a| json!({ "decision": decision_str(Some(a.decision)), "on": a.on }));
+    Ok(Json(
+        StatusCode::OK,
+        json!({ "domain": domain.as_str(), "decision": current, "applied": applied, "history": history }),
+    ))
 }

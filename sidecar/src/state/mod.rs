@@ -124,6 +124,10 @@ pub enum ReviewReason {
     Ambiguous,
     /// No MX (none, null MX, or no such domain): reported `safe`, queued for review (rule 4).
     NoMx,
+    /// Listed by weak sources only, and nothing independent corroborates it (issue 14).
+    WeakListing,
+    /// Listed only through a parent whose mail the domain does not share.
+    ParentListing,
 }
 
 impl ReviewReason {
@@ -131,23 +135,72 @@ impl ReviewReason {
         match self {
             Self::Ambiguous => "ambiguous",
             Self::NoMx => "no_mx",
+            Self::WeakListing => "weak_listing",
+            Self::ParentListing => "parent_listing",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Ambiguous, Self::NoMx].into_iter().find(|r| r.as_str() == s)
+        [Self::Ambiguous, Self::NoMx, Self::WeakListing, Self::ParentListing].into_iter().find(|r| r.as_str() == s)
     }
 }
 
-/// A domain in the review queue.
+/// Why a lookup queued a domain: the reason, and the disposable listing behind it, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewCause {
+    pub reason: ReviewReason,
+    /// The disposable sources that list the domain (or the parent it matched through).
+    pub sources: Vec<String>,
+    /// The list entry that matched: the domain itself or a parent; empty when not listed.
+    pub listed_as: String,
+}
+
+impl ReviewCause {
+    pub fn new(reason: ReviewReason) -> Self {
+        Self { reason, sources: Vec::new(), listed_as: String::new() }
+    }
+
+    /// The sources as stored: names joined by `,` (a source name has no comma).
+    pub fn sources_text(&self) -> String {
+        self.sources.join(",")
+    }
+
+    pub fn parse_sources(text: &str) -> Vec<String> {
+        text.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    }
+}
+
+/// A domain in the review queue. The cause is the latest lookup's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewItem {
     pub domain: String,
     pub reason: ReviewReason,
+    pub sources: Vec<String>,
+    pub listed_as: String,
     /// Unix seconds.
     pub first_seen: i64,
     pub last_seen: i64,
     pub lookups: u64,
+}
+
+/// The decision in force for a name: made on the name itself or on a parent (`on`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedDecision {
+    pub decision: Decision,
+    pub on: String,
+}
+
+/// The names whose decisions cover `domain`, most specific first: the name and its parents up
+/// to its registrable domain, the walk the lists use (a decision on a public suffix covers
+/// nothing below it). A name that does not parse covers only itself.
+pub fn covering_names(domain: &str) -> Vec<String> {
+    match email_verdict_core::Domain::parse(domain) {
+        Ok(d) => {
+            let names: Vec<String> = d.parents_to_registrable().map(str::to_owned).collect();
+            if names.is_empty() { vec![d.to_string()] } else { names }
+        }
+        Err(_) => vec![domain.to_owned()],
+    }
 }
 
 /// One entry of a domain's decision history; `decision: None` withdraws the previous one.
@@ -189,14 +242,16 @@ pub struct InfraCount {
 /// The review queue, reviewers' decisions, and the index of mail infrastructure.
 #[async_trait]
 pub trait ReviewStore: Send + Sync + 'static {
-    /// Counts a lookup of `domain` that needs review (queues it if new).
-    async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError>;
-    /// Queued domains with no current decision, oldest first.
+    /// Counts a lookup of `domain` that needs review (queues it if new; the cause is replaced).
+    async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError>;
+    /// Queued domains with no decision in force (on them or a covering parent), oldest first.
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
     /// Records a decision (or, with `None`, withdraws the current one); the history is kept.
     async fn decide(&self, record: DecisionRecord) -> Result<(), StateError>;
-    /// The current decision for `domain`, if any.
-    async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError>;
+    /// The decision in force for the first of `names` that has one (see [`covering_names`]:
+    /// most specific first, so a decision on a subdomain wins over its parent's), in one
+    /// round trip to the store.
+    async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError>;
     /// Every decision about `domain`, oldest first.
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError>;
     /// Records that `domain` (a registrable domain) is served by these MX host names and

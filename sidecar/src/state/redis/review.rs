@@ -1,18 +1,18 @@
 //! Redis side of [`ReviewStore`]. Layout: `ev:review:queue` (zset of domains by first seen);
-//! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, first_seen,
-//! last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records).
+//! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, sources,
+//! listed_as, first_seen, last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records).
 //! Infrastructure: `ev:{infra:<kind>:<value>}:disposable` and `…:legitimate`, sets of
 //! registrable domains.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use email_verdict_core::Decision;
 use serde_json::json;
 
 use super::RedisStore;
 use crate::state::{
-    DecisionRecord, InfraCount, ReviewItem, ReviewReason, ReviewStore, StateError, decision_str, parse_decision,
+    AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
+    covering_names, decision_str, parse_decision,
 };
 
 const QUEUE: &str = "ev:review:queue";
@@ -35,7 +35,7 @@ fn invalid(what: &str) -> StateError {
 
 #[async_trait]
 impl ReviewStore for RedisStore {
-    async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError> {
+    async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
         let item = review_key(domain, "item");
         self.call(async |c| {
             redis::pipe()
@@ -53,7 +53,11 @@ impl ReviewStore for RedisStore {
                 .cmd("HSET")
                 .arg(&item)
                 .arg("reason")
-                .arg(reason.as_str())
+                .arg(cause.reason.as_str())
+                .arg("sources")
+                .arg(cause.sources_text())
+                .arg("listed_as")
+                .arg(&cause.listed_as)
                 .arg("last_seen")
                 .arg(now)
                 .ignore()
@@ -73,24 +77,22 @@ impl ReviewStore for RedisStore {
             self.call(async |c| redis::cmd("ZRANGE").arg(QUEUE).arg(0).arg(-1).query_async(c).await).await?;
         let mut items = Vec::new();
         for domain in domains {
-            let (current, fields): (Option<String>, HashMap<String, String>) = self
-                .call(async |c| {
-                    redis::pipe()
-                        .cmd("GET")
-                        .arg(review_key(&domain, "current"))
-                        .cmd("HGETALL")
-                        .arg(review_key(&domain, "item"))
-                        .query_async(c)
-                        .await
-                })
+            if self.decision(&covering_names(&domain)).await?.is_some() {
+                continue;
+            }
+            let fields: HashMap<String, String> = self
+                .call(async |c| redis::cmd("HGETALL").arg(review_key(&domain, "item")).query_async(c).await)
                 .await?;
-            if current.as_deref().and_then(parse_decision).flatten().is_some() || fields.is_empty() {
+            if fields.is_empty() {
                 continue;
             }
             let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok()).ok_or_else(|| invalid(name));
+            let text = |name: &str| fields.get(name).cloned().unwrap_or_default();
             let reason = fields.get("reason").and_then(|r| ReviewReason::parse(r)).ok_or_else(|| invalid("reason"))?;
             items.push(ReviewItem {
                 reason,
+                sources: ReviewCause::parse_sources(&text("sources")),
+                listed_as: text("listed_as"),
                 first_seen: number("first_seen")?,
                 last_seen: number("last_seen")?,
                 lookups: number("lookups")?.max(0) as u64,
@@ -125,10 +127,24 @@ impl ReviewStore for RedisStore {
         .await
     }
 
-    async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError> {
-        let current: Option<String> =
-            self.call(async |c| redis::cmd("GET").arg(review_key(domain, "current")).query_async(c).await).await?;
-        Ok(current.as_deref().and_then(parse_decision).flatten())
+    async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
+        if names.is_empty() {
+            return Ok(None);
+        }
+        // One pipeline, one round trip (each name's key is in its own slot: no MGET).
+        let current: Vec<Option<String>> = self
+            .call(async |c| {
+                let mut pipe = redis::pipe();
+                for name in names {
+                    pipe.cmd("GET").arg(review_key(name, "current"));
+                }
+                pipe.query_async(c).await
+            })
+            .await?;
+        Ok(names.iter().zip(current).find_map(|(name, current)| {
+            let decision = current.as_deref().and_then(parse_decision).flatten()?;
+            Some(AppliedDecision { decision, on: name.clone() })
+        }))
     }
 
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError> {

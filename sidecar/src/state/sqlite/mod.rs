@@ -73,6 +73,10 @@ const MIGRATIONS: &[&str] = &[
         last_at  INTEGER NOT NULL
     );
 ",
+    "
+    ALTER TABLE review_items ADD COLUMN sources TEXT NOT NULL DEFAULT '';
+    ALTER TABLE review_items ADD COLUMN listed_as TEXT NOT NULL DEFAULT '';
+",
 ];
 
 mod recheck;

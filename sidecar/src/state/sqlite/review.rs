@@ -1,12 +1,12 @@
 //! SQLite side of [`ReviewStore`]: the queue, the decision history, the infrastructure index.
 
 use async_trait::async_trait;
-use email_verdict_core::Decision;
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, unavailable};
 use crate::state::{
-    DecisionRecord, InfraCount, ReviewItem, ReviewReason, ReviewStore, StateError, decision_str, parse_decision,
+    AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
+    covering_names, decision_str, parse_decision,
 };
 
 /// The latest decision row per domain: its current decision (`withdrawn` counts as none).
@@ -14,14 +14,17 @@ const CURRENT: &str = "SELECT decision FROM review_decisions WHERE domain = ?1 O
 
 #[async_trait]
 impl ReviewStore for SqliteStore {
-    async fn note_for_review(&self, domain: &str, reason: ReviewReason, now: i64) -> Result<(), StateError> {
-        let domain = domain.to_owned();
+    async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
+        let (domain, reason, sources, listed_as) =
+            (domain.to_owned(), cause.reason.as_str(), cause.sources_text(), cause.listed_as.clone());
         self.in_group(move |c| {
             c.prepare_cached(
-                "INSERT INTO review_items (domain, reason, first_seen, last_seen, lookups) VALUES (?1, ?2, ?3, ?3, 1)
-                 ON CONFLICT (domain) DO UPDATE SET reason = ?2, last_seen = MAX(last_seen, ?3), lookups = lookups + 1",
+                "INSERT INTO review_items (domain, reason, sources, listed_as, first_seen, last_seen, lookups)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1)
+                 ON CONFLICT (domain) DO UPDATE SET reason = ?2, sources = ?3, listed_as = ?4,
+                     last_seen = MAX(last_seen, ?5), lookups = lookups + 1",
             )
-            .and_then(|mut stmt| stmt.execute(params![domain, reason.as_str(), now]))
+            .and_then(|mut stmt| stmt.execute(params![domain, reason, sources, listed_as, now]))
             .map_err(unavailable)?;
             Ok(())
         })
@@ -31,24 +34,29 @@ impl ReviewStore for SqliteStore {
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
         self.with_conn(|c| {
             let mut stmt = c
-                .prepare(&format!(
-                    "SELECT domain, reason, first_seen, last_seen, lookups FROM review_items i
-                     WHERE COALESCE(({}), 'withdrawn') = 'withdrawn' ORDER BY first_seen, domain",
-                    CURRENT.replace("?1", "i.domain")
-                ))
+                .prepare(
+                    "SELECT domain, reason, sources, listed_as, first_seen, last_seen, lookups FROM review_items
+                     ORDER BY first_seen, domain",
+                )
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map([], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?, r.get::<_, i64>(4)?))
+                    let texts: [String; 4] = [r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?];
+                    Ok((texts, r.get::<_, i64>(4)?, r.get::<_, i64>(5)?, r.get::<_, i64>(6)?))
                 })
                 .map_err(unavailable)?;
-            rows.map(|row| {
-                let (domain, reason, first_seen, last_seen, lookups) = row.map_err(unavailable)?;
+            let mut items = Vec::new();
+            for row in rows {
+                let ([domain, reason, sources, listed_as], first_seen, last_seen, lookups) =
+                    row.map_err(unavailable)?;
                 let reason =
                     ReviewReason::parse(&reason).ok_or_else(|| StateError::Invalid(format!("reason {reason:?}")))?;
-                Ok(ReviewItem { domain, reason, first_seen, last_seen, lookups: lookups.max(0) as u64 })
-            })
-            .collect()
+                if applied(c, &covering_names(&domain))?.is_none() {
+                    let (sources, lookups) = (ReviewCause::parse_sources(&sources), lookups.max(0) as u64);
+                    items.push(ReviewItem { domain, reason, sources, listed_as, first_seen, last_seen, lookups });
+                }
+            }
+            Ok(items)
         })
         .await
     }
@@ -65,14 +73,9 @@ impl ReviewStore for SqliteStore {
         .await
     }
 
-    async fn decision(&self, domain: &str) -> Result<Option<Decision>, StateError> {
-        let domain = domain.to_owned();
-        self.in_group(move |c| {
-            let mut stmt = c.prepare_cached(CURRENT).map_err(unavailable)?;
-            let current: Option<String> = stmt.query_row([domain], |r| r.get(0)).optional().map_err(unavailable)?;
-            Ok(current.and_then(|d| parse_decision(&d)).flatten())
-        })
-        .await
+    async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
+        let names = names.to_vec();
+        self.in_group(move |c| applied(c, &names)).await
     }
 
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError> {
@@ -138,6 +141,18 @@ impl ReviewStore for SqliteStore {
         })
         .await
     }
+}
+
+/// The decision in force for the first of `names` that has one.
+fn applied(c: &rusqlite::Connection, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
+    let mut stmt = c.prepare_cached(CURRENT).map_err(unavailable)?;
+    for name in names {
+        let current: Option<String> = stmt.query_row([name], |r| r.get(0)).optional().map_err(unavailable)?;
+        if let Some(decision) = current.and_then(|d| parse_decision(&d)).flatten() {
+            return Ok(Some(AppliedDecision { decision, on: name.clone() }));
+        }
+    }
+    Ok(None)
 }
 
 fn infra_entries(hosts: &[String], ips: &[String]) -> Vec<(&'static str, String)> {
