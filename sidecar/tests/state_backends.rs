@@ -316,6 +316,20 @@ async fn one_recheck_per_domain_per_interval(open: impl Fn() -> Arc<dyn StateSto
 }
 with_all_backends!(recheck, one_recheck_per_domain_per_interval);
 
+/// A re-check that could not be completed gives its slot back, and only its own.
+async fn an_uncompleted_recheck_gives_its_slot_back(open: impl Fn() -> Arc<dyn StateStore>) {
+    use email_verdict::state::Recheck;
+    let store = open();
+    let t0 = 1_800_000_000;
+    assert_eq!(store.try_recheck("g.example", t0, 86_400).await.unwrap(), Recheck::Allowed);
+    store.give_back_recheck("g.example", t0).await.unwrap();
+    assert_eq!(open().try_recheck("g.example", t0 + 5, 86_400).await.unwrap(), Recheck::Allowed);
+    store.give_back_recheck("g.example", t0).await.unwrap(); // an older one: changes nothing
+    let refused = Recheck::Refused { next_at: t0 + 5 + 86_400 };
+    assert_eq!(store.try_recheck("g.example", t0 + 6, 86_400).await.unwrap(), refused);
+}
+with_all_backends!(recheck_give_back, an_uncompleted_recheck_gives_its_slot_back);
+
 /// After the interval the next re-check is allowed (SQLite by time arithmetic, Redis by the
 /// key's expiry, which runs on Redis' own clock: so one real second here).
 async fn recheck_is_allowed_again_after_the_interval(open: impl Fn() -> Arc<dyn StateStore>) {

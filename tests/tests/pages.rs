@@ -225,6 +225,25 @@ fn a_recheck_resolves_afresh_once_per_interval() {
     assert_eq!(post(&sc, "/de/domain/ownmail.example/recheck").status, 303, "allowed again after the interval");
 }
 
+/// Issue 13, item 10: a re-check while the nameserver is down dropped the cached answer (the
+/// API then answered 500 and the filter failed open for that domain) and spent the slot.
+#[test]
+fn a_recheck_during_a_dns_outage_keeps_the_answer_and_the_slot() {
+    let (sc, mut nsd) = start_pages(&["--dns-timeout-ms", "200"]);
+    page_ok(&sc, "/en/domain/ownmail.example");
+    nsd.stop();
+    let failed = post(&sc, "/en/domain/ownmail.example/recheck");
+    assert_eq!(failed.status, 503, "the re-check could not be done:\n{failed}");
+    page_ok(&sc, "/en/domain/ownmail.example");
+    let api = sc.lookup("ownmail.example");
+    check_ok(&api, "the API still has the last good answer");
+    assert_eq!(api.json()["result"]["cached"], true);
+    nsd.restart();
+    let done = post(&sc, "/en/domain/ownmail.example/recheck");
+    assert_eq!(done.status, 303, "the failed re-check did not spend the day's slot:\n{done}");
+    assert_eq!(post(&sc, "/en/domain/ownmail.example/recheck").status, 429, "the completed one did");
+}
+
 #[test]
 fn page_views_and_rechecks_are_limited_per_client() {
     let (sc, _nsd) = start_pages(&["--page-rate-limit", "3", "--recheck-rate-limit", "1"]);

@@ -86,9 +86,13 @@ impl MxCache {
         }
     }
 
-    /// Drops a domain's answer so the next lookup resolves afresh.
+    /// Makes a domain's answer stale, so the next lookup resolves afresh. The answer is kept
+    /// for that lookup to fall back on (`cached: true`) if the resolution fails: a re-check
+    /// during a DNS outage must not turn a known domain into an error.
     pub fn invalidate(&self, domain: &Domain) {
-        self.lock_entries().pop(domain);
+        if let Some(entry) = self.lock_entries().get_mut(domain) {
+            entry.fresh_until = Instant::now();
+        }
     }
 
     fn entry(&self, domain: &Domain) -> Option<Entry> {

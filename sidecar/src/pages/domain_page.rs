@@ -12,6 +12,7 @@ use super::view::{Chrome, Facts, domain_view, page_path};
 use super::{Pages, i18n};
 use crate::api::{Api, LogFields, Request};
 use crate::clock::rfc3339;
+use crate::dns::DnsFailure;
 use crate::state::Recheck;
 use crate::verdicts::LookupError;
 
@@ -86,12 +87,20 @@ pub async fn recheck(api: &Api, request: &Request, lang: Lang, segment: &str, lo
         Err(e) => return lookup_failed(pages, lang, &input, e.into()),
     }
     api.verdicts.invalidate(domain);
-    match api.verdicts.verdict_with_mx(&input).await {
-        Ok((result, mx)) => {
-            log.cached = Some(result.cached);
-            pages.rdns.forget(&mx.addresses());
+    // After `invalidate`, a `cached` answer is the last good one, kept because DNS failed.
+    let outcome = api.verdicts.verdict_with_mx(&input).await;
+    if let Ok((result, mx)) = &outcome
+        && !result.cached
+    {
+        log.cached = Some(false);
+        pages.rdns.forget(&mx.addresses());
+    } else {
+        // Not completed: the slot is given back, and the page keeps showing the last answer.
+        if let Err(e) = pages.store.give_back_recheck(domain.as_str(), now).await {
+            tracing::warn!(domain = %domain, error = %e, "could not give a re-check slot back");
         }
-        Err(e) => return lookup_failed(pages, lang, &input, e),
+        let failure = outcome.err().unwrap_or_else(|| DnsFailure("the nameservers did not answer".into()).into());
+        return lookup_failed(pages, lang, &input, failure);
     }
     let location = format!("{}?rechecked=1", page_path(lang, domain.as_str()));
     respond::redirect(StatusCode::SEE_OTHER, &location, CACHE_NONE, Vec::new())

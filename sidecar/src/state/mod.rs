@@ -92,6 +92,10 @@ pub trait RecheckStore: Send + Sync + 'static {
     /// (Unix seconds), record `now` as its re-check and allow it; else refuse. Of concurrent
     /// callers on any replica, exactly one is allowed per interval.
     async fn try_recheck(&self, domain: &str, now: i64, interval: i64) -> Result<Recheck, StateError>;
+
+    /// Undoes the re-check recorded at `at` by [`Self::try_recheck`] (when it is still the last
+    /// one), for a re-check that could not be completed: it must not spend the domain's slot.
+    async fn give_back_recheck(&self, domain: &str, at: i64) -> Result<(), StateError>;
 }
 
 /// API keys, their daily usage and burst windows.

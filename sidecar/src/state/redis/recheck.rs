@@ -18,6 +18,11 @@ static TRY_RECHECK: LazyLock<Script> = LazyLock::new(|| {
     )
 });
 
+/// Deletes the key only when it still holds the re-check being undone.
+static GIVE_BACK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0")
+});
+
 #[async_trait]
 impl RecheckStore for RedisStore {
     async fn try_recheck(&self, domain: &str, now: i64, interval: i64) -> Result<Recheck, StateError> {
@@ -25,5 +30,11 @@ impl RecheckStore for RedisStore {
         let last: i64 =
             self.call(async |c| TRY_RECHECK.key(&key).arg(now).arg(interval.max(1)).invoke_async(c).await).await?;
         Ok(if last < 0 { Recheck::Allowed } else { Recheck::Refused { next_at: last + interval } })
+    }
+
+    async fn give_back_recheck(&self, domain: &str, at: i64) -> Result<(), StateError> {
+        let key = format!("ev:{{recheck:{domain}}}");
+        let _: i64 = self.call(async |c| GIVE_BACK.key(&key).arg(at).invoke_async(c).await).await?;
+        Ok(())
     }
 }

@@ -33,4 +33,15 @@ impl RecheckStore for SqliteStore {
         })
         .await
     }
+
+    async fn give_back_recheck(&self, domain: &str, at: i64) -> Result<(), StateError> {
+        let domain = domain.to_owned();
+        self.with_conn(move |c| {
+            // The slot before it was older than an interval (it was allowed): no row is as good.
+            c.execute("DELETE FROM rechecks WHERE domain = ?1 AND last_at = ?2", params![domain, at])
+                .map(drop)
+                .map_err(unavailable)
+        })
+        .await
+    }
 }
