@@ -109,23 +109,29 @@ fn details(set: &Labelled, runs: &[Run]) -> String {
             count(weak.review as f64),
             count(weak.names as f64),
         );
+        out.push_str(&blocked_legitimate(set, r));
+    }
+    out
+}
+
+/// The legitimate names `run` blocked, the first 20 of each set.
+fn blocked_legitimate(set: &Labelled, run: &Run) -> String {
+    let mut out = String::new();
+    for s in Set::ALL.into_iter().filter(|s| s.legitimate()) {
         let blocked: Vec<String> = set
             .entries
             .iter()
-            .zip(&r.outcomes)
-            .filter(|(e, o)| e.set.legitimate() && o.disposable)
+            .zip(&run.outcomes)
+            .filter(|(e, o)| e.set == s && o.disposable)
             .map(|(e, _)| format!("`{}`", e.name))
             .collect();
-        if !blocked.is_empty() {
-            let more = blocked.len().saturating_sub(20);
-            let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
-            let _ = writeln!(
-                out,
-                "Legitimate names blocked by {}: {}{tail}.\n",
-                r.label,
-                blocked[..blocked.len().min(20)].join(", ")
-            );
+        if blocked.is_empty() {
+            continue;
         }
+        let more = blocked.len().saturating_sub(20);
+        let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let names = blocked[..blocked.len().min(20)].join(", ");
+        let _ = writeln!(out, "Blocked by {}, {}: {names}{tail}.\n", run.label, s.title());
     }
     out
 }
