@@ -8,7 +8,10 @@
 //! Sources are not equal: a strong listing decides `disposable`; a weak-only one is a reason
 //! to review (rule 1) unless something independent corroborates it — a block decision or the
 //! domain's own mail servers (`mx_ip_match`). A listing through a parent decides only when the
-//! domain's mail goes where the parent's does.
+//! domain's mail goes where the parent's does: a wildcard-MX service (`x7.mailinator.com`
+//! answers MX with the service's own host) inherits it; a subdomain with a mail server of its
+//! own is reviewed; a subdomain with no MX at all stays rule 4 (`safe`, queued `no_mx`: it
+//! cannot receive the signup's mail).
 
 use std::net::IpAddr;
 

@@ -227,3 +227,6 @@ impl Verdicts {
 fn needs_infra_check(s: &Signals) -> bool {
     !(s.free || s.relay || s.listing_decides() || s.shared_mx || s.decision.is_some())
 }
+
+#[cfg(test)]
+mod tests;

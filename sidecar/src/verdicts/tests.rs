@@ -1,0 +1,104 @@
+//! The verdict with its catalog, a scripted resolver and a real (SQLite) store: the parts of
+//! issue 14 that need DNS (a subdomain's mail against its listed parent's) and the review cause.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use email_verdict_core::catalog::Tier;
+use email_verdict_core::{ListKind, MxHost};
+
+use super::*;
+use crate::clock::SystemClock;
+use crate::dns::{CacheConfig, MxAnswer, MxResolver};
+use crate::state::SqliteStore;
+
+/// Answers by name; a name not in the script is a DNS failure.
+struct Scripted(HashMap<&'static str, Vec<(&'static str, &'static str)>>);
+
+#[async_trait]
+impl MxResolver for Scripted {
+    async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
+        let hosts = self.0.get(domain.as_str()).ok_or_else(|| DnsFailure("not scripted".into()))?;
+        let hosts = hosts.iter().map(|(h, ip)| MxHost::new(*h, vec![ip.parse::<IpAddr>().unwrap()])).collect();
+        Ok(MxAnswer { mx: MxInfo::Mx { hosts }, ttl: Duration::from_secs(60) })
+    }
+}
+
+fn verdicts(name: &str) -> Verdicts {
+    let mut catalog = Catalog::default();
+    catalog.load_disposable("strong-list", Tier::Strong, "burner.example\nunresolvable.example\n").unwrap();
+    catalog.load_disposable("weak-list", Tier::Weak, "weakonly.example\nburner.example\n").unwrap();
+    catalog.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
+    let script = HashMap::from([
+        ("burner.example", vec![("mx.burner.example", "192.0.2.10")]),
+        ("weakonly.example", vec![("mx.weakonly.example", "192.0.2.20")]),
+        ("same.burner.example", vec![("mx.burner.example", "192.0.2.10")]),
+        ("sameip.burner.example", vec![("in.sameip.burner.example", "192.0.2.10")]),
+        ("own.burner.example", vec![("mx.own.burner.example", "192.0.2.30")]),
+        ("shared.burner.example", vec![("a.shared-mx.example", "192.0.2.40")]),
+        ("sub.unresolvable.example", vec![("mx.sub.unresolvable.example", "192.0.2.50")]),
+    ]);
+    let config = CacheConfig {
+        capacity: NonZeroUsize::new(64).unwrap(),
+        min_ttl: Duration::from_secs(30),
+        max_ttl: Duration::from_secs(600),
+        stale_ttl: Duration::from_secs(3600),
+        lookup_timeout: Duration::from_secs(5),
+    };
+    let metrics = Arc::new(Metrics::new());
+    let mx = MxCache::new(Arc::new(Scripted(script)), config, metrics.clone());
+    let dir = std::env::temp_dir().join(format!("ev-verdicts-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.db");
+    let _ = std::fs::remove_file(&path);
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    Verdicts::new(Arc::new(catalog), mx, store, Arc::new(SystemClock), 2, metrics)
+}
+
+fn input(s: &str) -> LookupInput {
+    LookupInput::parse(s).unwrap()
+}
+
+/// (verdict is disposable, review_required, the review cause's reason, sources, entry).
+type Outcome = (bool, bool, Option<(&'static str, Vec<String>, String)>);
+
+async fn check(v: &Verdicts, name: &str, expected: Outcome) {
+    let domain = input(name);
+    let lookup = v.mx.lookup(domain.domain()).await.unwrap();
+    let mut signals = v.catalog.signals(domain.domain(), &lookup.mx, None);
+    if signals.listing.is_some_and(|l| l.via_parent) {
+        signals.parent_mail = v.mail_goes_to_parent(domain.domain(), &v.own_infra(&lookup.mx)).await.unwrap();
+    }
+    let result = v.verdict(&domain, None).await.unwrap();
+    let cause = v.review_cause(domain.domain(), &signals, &result).map(|c| (c.reason.as_str(), c.sources, c.listed_as));
+    assert_eq!((result.disposable, result.review_required, cause), expected, "{name}");
+}
+
+fn cause(reason: &'static str, sources: &[&str], entry: &str) -> Option<(&'static str, Vec<String>, String)> {
+    Some((reason, sources.iter().map(|s| s.to_string()).collect(), entry.to_owned()))
+}
+
+#[tokio::test]
+async fn tiers_and_parents_decide_and_explain() {
+    let v = verdicts("tiers");
+    let both = ["strong-list", "weak-list"];
+    check(&v, "burner.example", (true, false, None)).await;
+    check(&v, "weakonly.example", (false, true, cause("weak_listing", &["weak-list"], "weakonly.example"))).await;
+    check(&v, "same.burner.example", (true, false, None)).await;
+    check(&v, "sameip.burner.example", (true, false, None)).await;
+    check(&v, "own.burner.example", (false, true, cause("parent_listing", &both, "burner.example"))).await;
+    // Two tenants of one shared provider share nothing else (rule 3).
+    check(&v, "shared.burner.example", (false, true, cause("parent_listing", &both, "burner.example"))).await;
+}
+
+/// What cannot be read is not "absent": the listed parent's MX failing fails the lookup
+/// rather than deciding the subdomain does not share it.
+#[tokio::test]
+async fn a_parent_that_cannot_be_resolved_is_a_dns_failure() {
+    let v = verdicts("parent-failure");
+    let result = v.verdict(&input("sub.unresolvable.example"), None).await;
+    assert!(matches!(result, Err(LookupError::Dns(_))), "{result:?}");
+}
