@@ -94,6 +94,8 @@ pub struct PluginConfig {
     pub on_missing_email: Policy,
     #[serde(default = "deny")]
     pub on_invalid_email: Policy,
+    #[serde(default = "deny")]
+    pub on_unreadable_body: Policy,
     #[serde(default = "allow")]
     pub failure_mode: Policy,
     #[serde(default = "default_failure_status")]
@@ -314,6 +316,7 @@ pub struct FilterConfig {
     pub flag_headers: FlagHeaders,
     pub on_missing_email: Policy,
     pub on_invalid_email: Policy,
+    pub on_unreadable_body: Policy,
     pub failure_mode: Policy,
     pub failure_status: u16,
     /// `None` when `cache.ttl_seconds` is 0.
@@ -396,6 +399,7 @@ impl PluginConfig {
             flag_headers,
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
+            on_unreadable_body: self.on_unreadable_body,
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
             cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),

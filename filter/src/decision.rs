@@ -123,6 +123,7 @@ pub enum Bypass {
     SidecarError,
     SidecarTimeout,
     SidecarRejected,
+    UnreadableBody,
 }
 
 impl Bypass {
@@ -133,6 +134,7 @@ impl Bypass {
             Bypass::SidecarError => "sidecar_error",
             Bypass::SidecarTimeout => "sidecar_timeout",
             Bypass::SidecarRejected => "sidecar_rejected",
+            Bypass::UnreadableBody => "unreadable_body",
         }
     }
 }
@@ -191,6 +193,8 @@ impl LocalReply<'static> {
         Self { status: 400, details: "email_verdict_missing_email", body: br#"{"error":"missing_email"}"# };
     pub const INVALID_EMAIL: Self =
         Self { status: 400, details: "email_verdict_invalid_email", body: br#"{"error":"invalid_email"}"# };
+    pub const UNREADABLE_BODY: Self =
+        Self { status: 400, details: "email_verdict_unreadable_body", body: br#"{"error":"unreadable_body"}"# };
     pub const BODY_TOO_LARGE: Self =
         Self { status: 413, details: "email_verdict_body_too_large", body: br#"{"error":"body_too_large"}"# };
 

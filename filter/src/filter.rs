@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! headers ─┬─ not a signup ───────────────────────────────► Continue (body not buffered)
-//!          ├─ email in a header / query ──► check ─┐
-//!          ├─ email must come from the body ─► AwaitingBody ── end of body ──► check ─┤
-//!          └─ no email possible ──► on_missing_email                                  │
+//!          ├─ a body follows ─► AwaitingBody ── end of body ──► headers/query + body ─► check ─┐
+//!          └─ no body ──► email in a header / query ──► check ─┐                               │
+//!                         none ──► on_missing_email            │                               │
 //! check: parse locally ─► cache hit ─► verdict │ cache miss ─► callout ─► AwaitingVerdict ─► answer
 //! verdict: block (local response) │ flag headers + go on
 //! ```
+//! Every configured source is read and must agree (`extract`); a body that cannot be read in
+//! full is `on_unreadable_body`, not a missing email.
 //! Client copies of the four flag headers are stripped from every request first. Request
 //! headers can still be changed in the body phase because Envoy runs the filter with
 //! `allow_on_headers_stop_iteration: true`.
@@ -29,8 +31,12 @@ enum State {
     Start,
     /// Nothing more to do: not a signup, or the request was let through.
     Passthrough,
-    /// A signup whose email is in the body; the body is being buffered.
-    AwaitingBody(BodyKind),
+    /// A signup with a body; the body is being buffered. `early`: what the headers and the
+    /// query gave, to be combined with the body.
+    AwaitingBody {
+        kind: BodyKind,
+        early: Extracted,
+    },
     /// A callout is in flight; the request is held.
     AwaitingVerdict {
         token: u32,
@@ -46,7 +52,7 @@ enum State {
 enum Step {
     Proceed,
     Responded,
-    AwaitBody(BodyKind),
+    AwaitBody { kind: BodyKind, early: Extracted },
     AwaitVerdict { token: u32, domain: Domain, cas: Option<u32> },
 }
 
@@ -89,19 +95,13 @@ impl RequestFilter {
 
     pub fn on_request_body(&mut self, host: &mut impl Host, body_size: usize, end_of_stream: bool) -> Action {
         match &self.state {
-            State::AwaitingBody(kind) => {
-                let kind = kind.clone();
+            State::AwaitingBody { .. } if body_size > self.config.max_body_bytes => {
                 let config = Rc::clone(&self.config);
-                let mut ctx = Ctx { config: &config, host };
-                let step = if body_size > config.max_body_bytes {
-                    ctx.body_too_large()
-                } else if !end_of_stream {
-                    return Action::Pause;
-                } else {
-                    ctx.body_complete(&kind)
-                };
+                let step = Ctx { config: &config, host }.body_too_large();
                 self.settle(step)
             }
+            State::AwaitingBody { .. } if !end_of_stream => Action::Pause,
+            State::AwaitingBody { .. } => self.body_complete(host),
             // Hold the body while the verdict is pending: continuing it would release the headers.
             State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
             State::Start | State::Passthrough => Action::Continue,
@@ -111,12 +111,7 @@ impl RequestFilter {
     /// Trailers end the body when the request has them.
     pub fn on_request_trailers(&mut self, host: &mut impl Host) -> Action {
         match &self.state {
-            State::AwaitingBody(kind) => {
-                let kind = kind.clone();
-                let config = Rc::clone(&self.config);
-                let step = Ctx { config: &config, host }.body_complete(&kind);
-                self.settle(step)
-            }
+            State::AwaitingBody { .. } => self.body_complete(host),
             State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
             State::Start | State::Passthrough => Action::Continue,
         }
@@ -141,11 +136,20 @@ impl RequestFilter {
         }
     }
 
+    fn body_complete(&mut self, host: &mut impl Host) -> Action {
+        let State::AwaitingBody { kind, early } = std::mem::replace(&mut self.state, State::Passthrough) else {
+            return Action::Continue;
+        };
+        let config = Rc::clone(&self.config);
+        let step = Ctx { config: &config, host }.body_complete(&kind, early);
+        self.settle(step)
+    }
+
     fn settle(&mut self, step: Step) -> Action {
         let (state, action) = match step {
             Step::Proceed => (State::Passthrough, Action::Continue),
             Step::Responded => (State::Responded, Action::Pause),
-            Step::AwaitBody(kind) => (State::AwaitingBody(kind), Action::Pause),
+            Step::AwaitBody { kind, early } => (State::AwaitingBody { kind, early }, Action::Pause),
             Step::AwaitVerdict { token, domain, cas } => (State::AwaitingVerdict { token, domain, cas }, Action::Pause),
         };
         self.state = state;
@@ -175,33 +179,32 @@ impl<H: Host> Ctx<'_, H> {
         result
     }
 
-    /// A signup's headers: the email from a header or the query, or wait for the body.
+    /// A signup's headers: the email from the headers and the query; with a body, wait for it
+    /// (an email there must agree with them, and a body nothing reads may hold one).
     fn signup_headers(&mut self, headers: &RequestHeaders, path: &str, end_of_stream: bool) -> Step {
         let sources = &self.config.email;
-        for name in &sources.headers {
-            match extract::from_header_values(headers.values(name)) {
-                Extracted::NotFound => {}
-                found => return self.extracted(found),
-            }
+        let early = extract::from_headers(|name| headers.values(name), &sources.headers)
+            .and(extract::from_query(path, &sources.query_params));
+        let length = declared_length(headers);
+        if end_of_stream || length == Some(0) {
+            return self.extracted(early);
         }
-        match extract::from_query(path, &sources.query_params) {
-            Extracted::NotFound => {}
-            found => return self.extracted(found),
+        let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"), sources);
+        let decided = match (&early, &kind) {
+            (Extracted::Invalid(_) | Extracted::Unreadable(_), _) => true, // whatever the body holds
+            (Extracted::Email(_), BodyKind::Unread(_)) => true,            // the email is where it was configured to be
+            _ => false,
+        };
+        if decided {
+            return self.extracted(early);
         }
-        if end_of_stream {
-            return self.missing();
-        }
-        let kind = BodyKind::from_content_type(headers.first("content-type"));
-        if !kind.readable_by(sources) {
-            return self.missing();
-        }
-        if declared_length(headers).is_some_and(|len| len > self.config.max_body_bytes as u64) {
+        if length.is_some_and(|len| len > self.config.max_body_bytes as u64) {
             return self.body_too_large();
         }
-        Step::AwaitBody(kind)
+        Step::AwaitBody { kind, early }
     }
 
-    fn body_complete(&mut self, kind: &BodyKind) -> Step {
+    fn body_complete(&mut self, kind: &BodyKind, early: Extracted) -> Step {
         let max = self.config.max_body_bytes;
         let body = match self.host.request_body(max.saturating_add(1)) {
             Ok(body) => body,
@@ -211,7 +214,7 @@ impl<H: Host> Ctx<'_, H> {
             return self.body_too_large();
         }
         let found = extract::from_body(kind, &body, &self.config.email);
-        self.extracted(found)
+        self.extracted(early.and(found))
     }
 
     fn body_too_large(&mut self) -> Step {
@@ -229,6 +232,10 @@ impl<H: Host> Ctx<'_, H> {
                 };
                 self.log(LogLevel::Debug, &format!("the email is {why}"));
                 self.invalid()
+            }
+            Extracted::Unreadable(why) => {
+                self.log(LogLevel::Debug, &format!("the body is {}", why.as_str()));
+                self.unreadable()
             }
             Extracted::Email(raw) => self.check(&raw),
         }
@@ -328,6 +335,14 @@ impl<H: Host> Ctx<'_, H> {
         match self.config.on_missing_email {
             Policy::Allow => self.bypass(Bypass::NoEmail),
             Policy::Deny => self.respond(&LocalReply::MISSING_EMAIL),
+        }
+    }
+
+    fn unreadable(&mut self) -> Step {
+        self.host.increment(Counter::UnreadableBody);
+        match self.config.on_unreadable_body {
+            Policy::Allow => self.bypass(Bypass::UnreadableBody),
+            Policy::Deny => self.respond(&LocalReply::UNREADABLE_BODY),
         }
     }
 

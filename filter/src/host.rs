@@ -75,10 +75,11 @@ pub enum Counter {
     NoEmail,
     InvalidEmail,
     BodyTooLarge,
+    UnreadableBody,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 10] = [
+    pub const ALL: [Counter; 11] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -89,6 +90,7 @@ impl Counter {
         Counter::NoEmail,
         Counter::InvalidEmail,
         Counter::BodyTooLarge,
+        Counter::UnreadableBody,
     ];
 
     /// The metric name defined in Envoy.
@@ -104,6 +106,7 @@ impl Counter {
             Counter::NoEmail => "email_verdict.no_email",
             Counter::InvalidEmail => "email_verdict.invalid_email",
             Counter::BodyTooLarge => "email_verdict.body_too_large",
+            Counter::UnreadableBody => "email_verdict.unreadable_body",
         }
     }
 

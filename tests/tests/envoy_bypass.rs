@@ -92,3 +92,134 @@ fn requests_that_are_not_signups_still_pass_untouched() {
     }
     assert_eq!(g.envoy.counter("email_verdict.callouts").unwrap_or(0), 0);
 }
+
+// ---- item 2: bodies the filter cannot read -----------------------------------------------------
+
+fn assert_refused(g: &Gateway, before: usize, resp: &Response, error: &str, what: &str) {
+    assert_eq!(g.app.count(), before, "{what}: reached the app\n{resp}");
+    assert_eq!(resp.status, if error == "disposable_email" { 403 } else { 400 }, "{what}\n{resp}");
+    assert_eq!(resp.json()["error"], error, "{what}\n{resp}");
+}
+
+fn multipart_part(boundary: &str, disposition: &str, value: &str) -> String {
+    format!("--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n{value}\r\n")
+}
+
+/// JSON bodies that serde_json refuses but Python's json (and others) read: 400 unreadable_body
+/// with the shipped config (on_missing_email allow used to let them through as no_email).
+#[test]
+fn unreadable_json_bodies_are_refused_not_let_through_as_no_email() {
+    let g = gateway(|b| b);
+    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    let bodies = [
+        format!(r#"{{"email":"{DISPOSABLE}","n":NaN}}"#),
+        format!(r#"{{"email":"{DISPOSABLE}","n":-Infinity}}"#),
+        format!(r#"{{"email":"{DISPOSABLE}","n":1e400}}"#),
+        format!(r#"{{"email":"{DISPOSABLE}","n":"\ud800"}}"#),
+        format!(r#"{{"email":"{DISPOSABLE}","deep":{deep}}}"#),
+    ];
+    for body in &bodies {
+        let resp = g.envoy.send(&post("/signup", "application/json", body.as_bytes()));
+        assert_refused(&g, 0, &resp, "unreadable_body", &format!("JSON {body:.60}"));
+    }
+    // Bodies under a type no configured source reads, or encoded.
+    let json = json_body(DISPOSABLE);
+    for ct in ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"] {
+        let resp = g.envoy.send(&post("/signup", ct, &json));
+        assert_refused(&g, 0, &resp, "unreadable_body", &format!("JSON as {ct}"));
+    }
+    let resp = g.envoy.send(&Request::new("POST", "/signup").body(&json));
+    assert_refused(&g, 0, &resp, "unreadable_body", "JSON without a content-type");
+    let gzip = post("/signup", "application/json", &json).header("Content-Encoding", "gzip");
+    assert_refused(&g, 0, &g.envoy.send(&gzip), "unreadable_body", "content-encoding gzip");
+    assert_eq!(
+        g.envoy.counter("email_verdict.unreadable_body"),
+        Some(10),
+        "{}",
+        g.envoy.stats_matching("email_verdict")
+    );
+    assert_eq!(g.envoy.counter("email_verdict.no_email").unwrap_or(0), 0);
+}
+
+#[test]
+fn multipart_tricks_are_read_or_refused() {
+    let g = gateway(|b| b);
+    let b = "----trick";
+    let ctype = format!("multipart/form-data; boundary={b}");
+    let email_part = multipart_part(b, "form-data; name=\"email\"", DISPOSABLE);
+    let filler = multipart_part(b, "form-data; name=\"f\"", "v");
+    let big_headers =
+        format!("--{b}\r\nContent-Disposition: form-data; name=\"a\"\r\n{}\r\nv\r\n", "X-Padding: 1\r\n".repeat(33));
+    let cases = [
+        // Over a limit: refused.
+        (format!("{}{email_part}--{b}--\r\n", filler.repeat(256)), "unreadable_body", "the email as the 257th part"),
+        (format!("{big_headers}{email_part}--{b}--\r\n"), "unreadable_body", "after a part with 33 header lines"),
+        (email_part.clone(), "unreadable_body", "no closing delimiter"),
+        // What reasonable clients send: read, and blocked.
+        (
+            format!("{}--{b}--\r\n", multipart_part(b, "form-data; name*=utf-8''email", DISPOSABLE)),
+            "disposable_email",
+            "name*=utf-8''email",
+        ),
+        (
+            format!("--{b}x preamble\r\n{email_part}--{b}--\r\n"),
+            "disposable_email",
+            "a preamble line starting with the boundary",
+        ),
+        (
+            format!("{}--{b}--\r\n", multipart_part(b, "form-data;\r\n name=\"email\"", DISPOSABLE)),
+            "disposable_email",
+            "a folded Content-Disposition",
+        ),
+    ];
+    for (body, error, what) in &cases {
+        let resp = g.envoy.send(&post("/signup", &ctype, body.as_bytes()));
+        assert_refused(&g, 0, &resp, error, what);
+    }
+}
+
+#[test]
+fn on_unreadable_body_allow_lets_it_through_marked() {
+    let g = gateway(|b| b.set("/on_unreadable_body", json!("allow")));
+    let body = format!(r#"{{"email":"{DISPOSABLE}","n":NaN}}"#);
+    let resp = g.envoy.send(&post("/signup", "application/json", body.as_bytes()));
+    assert_eq!(resp.status, 200, "{resp}");
+    let req = g.app.wait_for_request(1);
+    assert_eq!(req.headers_named("x-email-verdict-bypass"), vec!["unreadable_body"], "{:?}", req.headers);
+    assert!(req.header("x-email-verdict").is_none());
+}
+
+// ---- item 3: duplicate JSON keys ---------------------------------------------------------------
+
+#[test]
+fn duplicate_json_keys_with_different_values_are_invalid() {
+    let g = gateway(|b| b);
+    let bodies = [
+        format!(r#"{{"email":"{DISPOSABLE}","email":"y@gmail.com"}}"#),
+        format!(r#"{{"email":"y@gmail.com","email":"{DISPOSABLE}"}}"#),
+    ];
+    for body in &bodies {
+        let resp = g.envoy.send(&post("/signup", "application/json", body.as_bytes()));
+        assert_refused(&g, 0, &resp, "invalid_email", body);
+    }
+    // The same value twice is one email: judged (and blocked).
+    let body = format!(r#"{{"email":"{DISPOSABLE}","email":"{DISPOSABLE}"}}"#);
+    assert_refused(
+        &g,
+        0,
+        &g.envoy.send(&post("/signup", "application/json", body.as_bytes())),
+        "disposable_email",
+        &body,
+    );
+}
+
+#[test]
+fn duplicate_nested_json_keys_with_different_values_are_invalid() {
+    let g = gateway(|b| b.set("/email/json_pointers", json!(["/user/email"])));
+    let body = format!(r#"{{"user":{{"email":"{DISPOSABLE}"}},"user":{{"email":"y@gmail.com"}}}}"#);
+    assert_refused(&g, 0, &g.envoy.send(&post("/signup", "application/json", body.as_bytes())), "invalid_email", &body);
+    let body = r#"{"user":{"email":"y@gmail.com","n":1},"user":{"email":"y@gmail.com","n":2}}"#;
+    let resp = g.envoy.send(&post("/signup", "application/json", body.as_bytes()));
+    assert_eq!(resp.status, 200, "the same value repeated\n{resp}");
+    assert_eq!(g.app.wait_for_request(1).header("x-email-verdict"), Some("safe"));
+}

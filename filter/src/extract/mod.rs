@@ -1,18 +1,22 @@
 //! Finding the email in a request: headers, query parameters, JSON pointers, urlencoded and
-//! multipart form fields (`CONFIG.md`: the first source found wins, in that order).
+//! multipart form fields (`CONFIG.md`).
 //!
 //! Rules shared by every source, chosen so that the filter never sees a *different* email than
-//! the app would:
-//! - an empty (or all-whitespace) value counts as absent;
-//! - a name given several times with different values (`email=a@x&email=b@y`, two `x-email`
-//!   headers) is [`Extracted::Invalid`]: apps disagree on which one wins;
-//! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`].
+//! the app would, nor *no* email where the app sees one:
+//! - an empty (or all-whitespace) value, or JSON `null`, counts as absent;
+//! - every configured source is read; a name given several times, or two sources, with
+//!   different values (`email=a@x&email=b@y`, two `x-email` headers, a duplicate JSON key, a
+//!   header and a body) is [`Extracted::Invalid`]: apps disagree on which one wins;
+//! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`];
+//! - a body that cannot be read in full (malformed, over a limit, encoded, of a type no
+//!   configured source reads) is [`Extracted::Unreadable`], never "no email": an app may read it.
 //!
-//! Parsing never panics, whatever the input.
+//! Parsing never panics, whatever the input. No proxy-wasm types here (this may move to `core`).
 
+mod json;
 mod multipart;
 
-use serde_json::Value;
+pub use multipart::{MAX_HEADERS, MAX_PARTS};
 
 use crate::config::EmailSources;
 
@@ -23,6 +27,22 @@ pub enum Extracted {
     /// The raw value, not yet parsed as an address.
     Email(String),
     Invalid(Unusable),
+    /// The body could not be read in full: it may hold an email the filter cannot see.
+    Unreadable(Unreadable),
+}
+
+impl Extracted {
+    /// Combines what two sources gave: an error wins (the first), then two emails must agree.
+    pub fn and(self, other: Extracted) -> Extracted {
+        match (self, other) {
+            (Extracted::NotFound, other) => other,
+            (found @ (Extracted::Invalid(_) | Extracted::Unreadable(_)), _) => found,
+            (found, Extracted::NotFound) => found,
+            (Extracted::Email(_), bad @ (Extracted::Invalid(_) | Extracted::Unreadable(_))) => bad,
+            (Extracted::Email(a), Extracted::Email(b)) if a.trim() == b.trim() => Extracted::Email(a),
+            (Extracted::Email(_), Extracted::Email(_)) => Extracted::Invalid(Unusable::Conflicting),
+        }
+    }
 }
 
 /// Why a value that is present cannot be an email.
@@ -34,7 +54,37 @@ pub enum Unusable {
     Conflicting,
 }
 
-/// The request body's format, from its `content-type` (captured in the headers phase).
+/// Why a body cannot be read in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreadable {
+    /// Not well-formed for its type: JSON syntax (`NaN`, `1e400`, a lone surrogate, nesting
+    /// deeper than 128, trailing data), a multipart body without its closing delimiter, ...
+    Malformed,
+    /// Over one of the multipart reader's limits (parts, header lines per part).
+    TooComplex,
+    /// In an encoding the filter does not read: `Content-Encoding`, a part's transfer encoding
+    /// or charset, a field value that is not UTF-8.
+    Encoded,
+    /// Readable more than one way: two different content types, a part with two names.
+    Ambiguous,
+    /// A type no configured source reads (or no content type at all).
+    UnreadType,
+}
+
+impl Unreadable {
+    /// For the log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unreadable::Malformed => "malformed",
+            Unreadable::TooComplex => "over a parser limit",
+            Unreadable::Encoded => "in an encoding the filter does not read",
+            Unreadable::Ambiguous => "readable in more than one way",
+            Unreadable::UnreadType => "of a type no configured source reads",
+        }
+    }
+}
+
+/// How the body will be read, decided from the request headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyKind {
     Json,
@@ -42,14 +92,16 @@ pub enum BodyKind {
     Multipart {
         boundary: String,
     },
-    /// Anything else, or no body format the filter reads.
-    Other,
+    /// Not read: a non-empty body is [`Extracted::Unreadable`] with this reason.
+    Unread(Unreadable),
 }
 
 impl BodyKind {
+    /// From one `content-type` value: the formats the filter reads, else `Unread(UnreadType)`.
     pub fn from_content_type(content_type: Option<&[u8]>) -> Self {
+        let unread = Self::Unread(Unreadable::UnreadType);
         let Some(ct) = content_type.and_then(|c| std::str::from_utf8(c).ok()) else {
-            return Self::Other;
+            return unread;
         };
         let (essence, params) = ct.split_once(';').unwrap_or((ct, ""));
         let essence = essence.trim().to_ascii_lowercase();
@@ -62,19 +114,36 @@ impl BodyKind {
                 .find(|(name, _)| name == "boundary")
                 .map(|(_, b)| b)
                 .filter(|b| multipart::valid_boundary(b))
-                .map_or(Self::Other, |boundary| Self::Multipart { boundary }),
-            _ => Self::Other,
+                .map_or(Self::Unread(Unreadable::Malformed), |boundary| Self::Multipart { boundary }),
+            _ => unread,
         }
     }
 
-    /// True when some configured source can read a body of this kind.
-    pub fn readable_by(&self, sources: &EmailSources) -> bool {
-        match self {
+    /// From every `content-type` and `content-encoding` value of the request: encoded or
+    /// ambiguous bodies, and kinds no configured source reads, are not read.
+    pub fn for_request(content_types: &[Vec<u8>], content_encodings: &[Vec<u8>], sources: &EmailSources) -> Self {
+        let encoded =
+            content_encodings.iter().any(|v| !String::from_utf8_lossy(v).trim().eq_ignore_ascii_case("identity"));
+        if encoded {
+            return Self::Unread(Unreadable::Encoded);
+        }
+        let kind = match content_types {
+            [] => Self::from_content_type(None),
+            [first, rest @ ..] if rest.iter().all(|v| v == first) => Self::from_content_type(Some(first)),
+            _ => return Self::Unread(Unreadable::Ambiguous),
+        };
+        let read = match &kind {
             Self::Json => !sources.json_pointers.is_empty(),
             Self::UrlEncoded | Self::Multipart { .. } => !sources.form_fields.is_empty(),
-            Self::Other => false,
-        }
+            Self::Unread(_) => true,
+        };
+        if read { kind } else { Self::Unread(Unreadable::UnreadType) }
     }
+}
+
+/// Every value of each configured request header (all of their lines), combined.
+pub fn from_headers(values_of: impl Fn(&str) -> Vec<Vec<u8>>, names: &[String]) -> Extracted {
+    names.iter().fold(Extracted::NotFound, |found, name| found.and(from_header_values(values_of(name))))
 }
 
 /// The values of one request header (all of its lines).
@@ -82,7 +151,7 @@ pub fn from_header_values(values: Vec<Vec<u8>>) -> Extracted {
     single(values.into_iter().map(|v| String::from_utf8(v).map_err(|_| Unusable::NotText)))
 }
 
-/// The first configured query parameter present in `path` (percent-decoded, `+` is a space).
+/// The configured query parameters present in `path` (percent-decoded, `+` is a space).
 pub fn from_query(path: &str, names: &[String]) -> Extracted {
     let Some((_, query)) = path.split_once('?') else {
         return Extracted::NotFound;
@@ -91,59 +160,56 @@ pub fn from_query(path: &str, names: &[String]) -> Extracted {
     from_pairs(form_urlencoded::parse(query.as_bytes()), names)
 }
 
-/// The email from a complete body of the given kind.
+/// The email from a complete body of the given kind. An empty body holds no email.
 pub fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extracted {
+    if body.is_empty() {
+        return Extracted::NotFound;
+    }
     match kind {
-        BodyKind::Json => from_json(body, &sources.json_pointers),
-        BodyKind::UrlEncoded => from_pairs(form_urlencoded::parse(body), &sources.form_fields),
+        BodyKind::Json => json::from_json(body, &sources.json_pointers),
+        BodyKind::UrlEncoded => from_urlencoded(body, &sources.form_fields),
         BodyKind::Multipart { boundary } => from_multipart(body, boundary, &sources.form_fields),
-        BodyKind::Other => Extracted::NotFound,
+        BodyKind::Unread(why) => Extracted::Unreadable(*why),
     }
 }
 
-/// RFC 6901 pointers, in order. Malformed JSON holds no email; `null` counts as absent.
-fn from_json(body: &[u8], pointers: &[String]) -> Extracted {
-    let Ok(doc) = serde_json::from_slice::<Value>(body) else {
-        return Extracted::NotFound;
-    };
-    for pointer in pointers {
-        match doc.pointer(pointer) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if s.trim().is_empty() => {}
-            Some(Value::String(s)) => return Extracted::Email(s.clone()),
-            Some(_) => return Extracted::Invalid(Unusable::NotText),
-        }
+/// A JSON document sent as a form (apps that parse any body as JSON read it) is not a form.
+fn from_urlencoded(body: &[u8], names: &[String]) -> Extracted {
+    if body.trim_ascii_start().first().is_some_and(|b| matches!(b, b'{' | b'[' | b'"')) {
+        return Extracted::Unreadable(Unreadable::Malformed);
     }
-    Extracted::NotFound
+    from_pairs(form_urlencoded::parse(body), names)
 }
 
 fn from_pairs<'a>(
     pairs: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)> + Clone,
     names: &[String],
 ) -> Extracted {
-    for name in names {
-        let values = pairs.clone().filter(|(k, _)| k == name).map(|(_, v)| Ok(v.into_owned()));
-        match single(values) {
-            Extracted::NotFound => {}
-            found => return found,
-        }
-    }
-    Extracted::NotFound
+    names.iter().fold(Extracted::NotFound, |found, name| {
+        found.and(single(pairs.clone().filter(|(k, _)| k == name).map(|(_, v)| Ok(v.into_owned()))))
+    })
 }
 
 fn from_multipart(body: &[u8], boundary: &str, names: &[String]) -> Extracted {
-    let parts = multipart::parts(body, boundary);
+    let parts = match multipart::parts(body, boundary) {
+        Ok(parts) => parts,
+        Err(why) => return Extracted::Unreadable(why),
+    };
+    let mut found = Extracted::NotFound;
     for name in names {
-        let values = parts
-            .iter()
-            .filter(|p| p.name.as_deref() == Some(name.as_str()))
-            .map(|p| String::from_utf8(p.value.to_vec()).map_err(|_| Unusable::NotText));
-        match single(values) {
-            Extracted::NotFound => {}
-            found => return found,
+        let mut values = Vec::new();
+        for part in parts.iter().filter(|p| p.name.as_deref() == Some(name.as_str())) {
+            if part.encoded {
+                return Extracted::Unreadable(Unreadable::Encoded);
+            }
+            match std::str::from_utf8(part.value) {
+                Ok(v) => values.push(Ok(v.to_owned())),
+                Err(_) => return Extracted::Unreadable(Unreadable::Encoded),
+            }
         }
+        found = found.and(single(values.into_iter()));
     }
-    Extracted::NotFound
+    found
 }
 
 /// Folds the occurrences of one name: empties dropped; one distinct value or none, else invalid.

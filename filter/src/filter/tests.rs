@@ -464,12 +464,11 @@ fn missing_email_follows_on_missing_email() {
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [u8], bool);
     let cases: &[Case<'_>] = &[
         ("/signup", &[("content-type", "application/json")], br#"{"name":"Ann"}"#, true),
-        ("/signup", &[("content-type", "application/json")], b"not json", true),
+        ("/signup", &[("content-type", "application/json")], br#"{"email":null}"#, true),
         ("/signup", &[("content-type", "application/x-www-form-urlencoded")], b"name=Ann", true),
-        // No body, or a body format the filter cannot read: decided without buffering.
+        // No body: decided without buffering.
         ("/signup", &[], b"", false),
-        ("/signup", &[("content-type", "text/plain")], b"a@mailinator.com", false),
-        ("/signup", &[], b"a@mailinator.com", false),
+        ("/signup", &[("content-type", "text/plain"), ("content-length", "0")], b"", false),
     ];
     for (policy, status) in [("allow", None), ("deny", Some(400))] {
         let h = Harness::new(json!({ "on_missing_email": policy }));
@@ -560,7 +559,7 @@ fn email_in_a_header_or_query_is_checked_in_the_headers_phase() {
         assert_eq!(host.resumed, 1);
         assert_eq!(host.header("x-email-domain").as_deref(), Some("mailinator.com"));
     }
-    // The header wins over the body; two different header values are refused.
+    // Two different header values are refused at once.
     let mut host = h.host(
         "POST",
         "/signup",
@@ -573,6 +572,60 @@ fn email_in_a_header_or_query_is_checked_in_the_headers_phase() {
     );
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Pause);
     assert_eq!(only_sent(&host).status, 400);
+}
+
+/// Every configured source is read: an email in a header and another in the body is invalid.
+#[test]
+fn a_header_and_a_body_must_agree() {
+    let h = Harness::new(json!({ "email": { "headers": ["x-signup-email"] }, "cache": { "ttl_seconds": 0 } }));
+    let json = [("x-signup-email", "a@gmail.com"), ("content-type", "application/json")];
+    let mut host = h.host("POST", "/signup", &json, br#"{"email":"b@mailinator.com"}"#);
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Pause));
+    let sent = only_sent(&host);
+    assert_eq!((sent.status, sent.json()), (400, json!({"error": "invalid_email"})));
+    let mut host = h.host("POST", "/signup", &json, br#"{"email":" a@gmail.com ","name":"x"}"#);
+    send(&mut h.filter(), &mut host);
+    assert_eq!(host.dispatched.len(), 1, "the same address twice is one email");
+}
+
+/// Issue 13 item 2: a body that cannot be read in full is not a missing email.
+#[test]
+fn unreadable_bodies_follow_on_unreadable_body() {
+    let multipart = "multipart/form-data; boundary=B";
+    let no_close = "--B\r\nContent-Disposition: form-data; name=email\r\n\r\na@mailinator.com\r\n";
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(Headers<'_>, &[u8])] = &[
+        (&[("content-type", "application/json")], br#"{"email":"a@mailinator.com","n":NaN}"#),
+        (&[("content-type", "application/json")], b"not json"),
+        (&[("content-type", "application/json"), ("content-encoding", "gzip")], br#"{"email":"a@mailinator.com"}"#),
+        (&[("content-type", "text/plain")], br#"{"email":"a@mailinator.com"}"#),
+        (&[], br#"{"email":"a@mailinator.com"}"#),
+        (&[("content-type", "application/x-www-form-urlencoded")], br#"{"email":"a@mailinator.com"}"#),
+        (&[("content-type", multipart)], no_close.as_bytes()),
+        (&[("content-type", "multipart/form-data")], no_close.as_bytes()),
+        (&[("content-type", "application/json"), ("content-type", "text/plain")], br#"{"email":"a@mailinator.com"}"#),
+    ];
+    for (policy, status) in [("deny", Some(400)), ("allow", None)] {
+        let h = Harness::new(json!({ "on_unreadable_body": policy, "on_missing_email": "allow" }));
+        for (headers, body) in cases {
+            let mut host = h.host("POST", "/signup", headers, body);
+            let (first, second) = send(&mut h.filter(), &mut host);
+            assert_eq!(first, Action::Pause, "{headers:?}: the body is buffered");
+            assert_eq!((host.count(Counter::UnreadableBody), host.count(Counter::NoEmail)), (1, 0), "{headers:?}");
+            assert!(host.dispatched.is_empty());
+            match status {
+                Some(s) => {
+                    assert_eq!(second, Action::Pause);
+                    let sent = only_sent(&host);
+                    assert_eq!((sent.status, sent.json()), (s, json!({"error": "unreadable_body"})));
+                }
+                None => {
+                    assert_eq!(second, Action::Continue);
+                    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("unreadable_body"));
+                }
+            }
+        }
+    }
 }
 
 #[test]

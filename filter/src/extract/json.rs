@@ -1,0 +1,142 @@
+//! JSON bodies, read strictly and with every duplicate key kept.
+//!
+//! `serde_json::Value` keeps the last of two equal keys, while an app may keep the first
+//! (`{"email":"x@disposable","email":"y@gmail.com"}`). [`Node`] keeps every member, and a pointer
+//! is followed down every duplicate, so all the values an app could see are compared. Anything
+//! serde_json refuses (`NaN`, `-Infinity`, `1e400`, a lone surrogate `"\ud800"`, nesting deeper
+//! than 128, trailing data) is [`Unreadable::Malformed`]: some apps read it anyway.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::{Extracted, Unreadable, Unusable, single};
+
+/// A JSON value with objects as member lists (duplicates kept, in order). Numbers and booleans
+/// are never an email, so their values are not kept.
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    Null,
+    NotString,
+    String(String),
+    Array(Vec<Node>),
+    Object(Vec<(String, Node)>),
+}
+
+/// The values at `pointers`, each followed down every duplicate key; see [`single`].
+pub(super) fn from_json(body: &[u8], pointers: &[String]) -> Extracted {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body); // a UTF-8 BOM, as Python reads it
+    let Ok(doc) = serde_json::from_slice::<Node>(body) else {
+        return Extracted::Unreadable(Unreadable::Malformed);
+    };
+    let mut found = Extracted::NotFound;
+    for pointer in pointers {
+        let Some(tokens) = tokens(pointer) else { continue };
+        let mut leaves = Vec::new();
+        resolve(&doc, &tokens, &mut leaves);
+        let values = leaves.into_iter().map(|leaf| match leaf {
+            Node::Null => Ok(String::new()), // absent
+            Node::String(s) => Ok(s.clone()),
+            _ => Err(Unusable::NotText),
+        });
+        found = found.and(single(values));
+    }
+    found
+}
+
+/// RFC 6901: `""` is the whole document; otherwise `/`-separated tokens with `~1` and `~0`.
+fn tokens(pointer: &str) -> Option<Vec<String>> {
+    if pointer.is_empty() {
+        return Some(Vec::new());
+    }
+    let rest = pointer.strip_prefix('/')?;
+    Some(rest.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect())
+}
+
+/// Every node at `tokens` below `node`, down every duplicate key.
+fn resolve<'a>(node: &'a Node, tokens: &[String], out: &mut Vec<&'a Node>) {
+    let Some((token, rest)) = tokens.split_first() else {
+        out.push(node);
+        return;
+    };
+    match node {
+        Node::Object(members) => {
+            for (_, value) in members.iter().filter(|(key, _)| key == token) {
+                resolve(value, rest, out);
+            }
+        }
+        Node::Array(items) => {
+            if let Some(item) = array_index(token).and_then(|i| items.get(i)) {
+                resolve(item, rest, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An RFC 6901 array index: digits, no leading zero.
+fn array_index(token: &str) -> Option<usize> {
+    let digits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+        Ok(Node::NotString)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
+        Ok(Node::NotString)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
+        Ok(Node::NotString)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+        Ok(Node::NotString)
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Node, E> {
+        Ok(Node::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Node, E> {
+        Ok(Node::String(s))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Node::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut members = Vec::new();
+        while let Some(member) = map.next_entry::<String, Node>()? {
+            members.push(member);
+        }
+        Ok(Node::Object(members))
+    }
+}
