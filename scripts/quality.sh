@@ -34,7 +34,7 @@ if [[ -z $before ]]; then
     echo "$rev" >"$src/.rev"
   fi
   CARGO_TARGET_DIR="$root/target/quality/before-target" cargo build --release -p email-verdict --manifest-path "$src/Cargo.toml"
-  before=target/quality/before-target/release/email-verdict
+  before=$root/target/quality/before-target/release/email-verdict
 fi
 if [[ $before == none ]]; then
   exec target/release/email-verdict-quality "$@"

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Parser;
 use email_verdict_bench::quality::labels::{self, Inputs, Set, Sizes};
 use email_verdict_bench::quality::sources::{self, Tier};
@@ -132,10 +133,10 @@ fn main() -> anyhow::Result<()> {
     let opts = Options { threads: args.threads, keys: args.keys, seed: args.seed };
     let mut subjects = Vec::new();
     if let Some(bin) = &args.before {
-        subjects.push(Subject { label: "before".into(), bin: bin.clone(), args: args.before_args.clone() });
+        subjects.push(Subject { label: "before".into(), bin: absolute(bin)?, args: args.before_args.clone() });
     }
     let after = args.after.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
-    subjects.push(Subject { label: "after".into(), bin: after, args: args.after_args.clone() });
+    subjects.push(Subject { label: "after".into(), bin: absolute(&after)?, args: args.after_args.clone() });
     let runs = subjects.iter().map(|s| measure(nsd.addr(), s, &set, &opts)).collect::<anyhow::Result<Vec<_>>>()?;
     report.add(&report::table(&set, &runs));
     let sizes_line: Vec<String> = Set::ALL.iter().map(|s| format!("{}: {}", s.title(), set.count(*s))).collect();
@@ -144,4 +145,9 @@ fn main() -> anyhow::Result<()> {
     report.write(&out)?;
     eprintln!("written to {}", out.display());
     Ok(())
+}
+
+/// The sidecar runs in a directory of its own: a relative path would not find the binary.
+fn absolute(bin: &std::path::Path) -> anyhow::Result<PathBuf> {
+    std::fs::canonicalize(bin).with_context(|| format!("sidecar binary {}", bin.display()))
 }
