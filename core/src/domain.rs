@@ -73,6 +73,9 @@ fn registrable_len(name: &str) -> Option<usize> {
     psl::domain(name.as_bytes()).map(|d| d.as_bytes().len())
 }
 
+/// Full stop, ideographic full stop, fullwidth full stop, halfwidth ideographic full stop.
+const LABEL_DOTS: [char; 4] = ['.', '\u{3002}', '\u{FF0E}', '\u{FF61}'];
+
 fn to_ascii(input: &str) -> Result<String, InputError> {
     if input.is_empty() {
         return Err(InputError::Empty);
@@ -83,8 +86,9 @@ fn to_ascii(input: &str) -> Result<String, InputError> {
     if input.starts_with('[') || input.parse::<IpAddr>().is_ok() {
         return Err(InputError::IpLiteral);
     }
-    let input = input.strip_suffix('.').unwrap_or(input);
-    if input.is_empty() || input.split('.').any(str::is_empty) {
+    // UTS-46 separates labels with any of these dots (`mailinator.com．` is `mailinator.com.`).
+    let input = input.strip_suffix(LABEL_DOTS).unwrap_or(input);
+    if input.is_empty() || input.split(LABEL_DOTS).any(str::is_empty) {
         return Err(InputError::EmptyLabel);
     }
     Uts46::new()
@@ -135,6 +139,10 @@ mod tests {
         check("a-b.example", Ok("a-b.example"));
         check("mail.例え.jp", Ok("mail.xn--r8jz45g.jp"));
         check("a\u{200b}b.example", Ok("ab.example")); // UTS-46 maps zero-width space away
+        // Every UTS-46 label dot ends a name like the ASCII one (it was refused at the end).
+        check("mailinator.com\u{FF0E}", Ok("mailinator.com"));
+        check("mailinator\u{3002}com\u{3002}", Ok("mailinator.com"));
+        check("mailinator\u{FF61}com", Ok("mailinator.com"));
         check(&format!("{}.example", "a".repeat(63)), Ok(&format!("{}.example", "a".repeat(63))));
     }
 
@@ -144,6 +152,8 @@ mod tests {
         check("", Err(Empty));
         check(".", Err(EmptyLabel));
         check("example.com..", Err(EmptyLabel));
+        check("example.com\u{FF0E}.", Err(EmptyLabel));
+        check("a\u{3002}\u{3002}b.example", Err(EmptyLabel));
         check("a..b.example", Err(EmptyLabel));
         check(".example.com", Err(EmptyLabel));
         check("localhost", Err(SingleLabel));

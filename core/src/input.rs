@@ -41,6 +41,12 @@ pub enum LookupInput {
     Email(EmailAddress),
 }
 
+/// `@` and the characters that stand for it (fullwidth `＠`, small `﹫`): text holding one may be
+/// an email address, whose local part must not be shown back (pages) or logged.
+pub fn may_hold_local_part(text: &str) -> bool {
+    text.contains(['@', '\u{FF20}', '\u{FE6B}'])
+}
+
 impl LookupInput {
     /// Parses an already percent-decoded input: an email address when it contains `@`,
     /// otherwise a bare domain.

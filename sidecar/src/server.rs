@@ -68,8 +68,17 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let ready = Arc::new(AtomicBool::new(config.upgrade));
     let dashboard = Dashboard::new(templates);
     let guesses = Default::default();
-    let admin =
-        Arc::new(Admin { store, clock, catalog, token_hash, dashboard, ready: ready.clone(), metrics, guesses });
+    let admin = Arc::new(Admin {
+        store,
+        clock,
+        catalog,
+        token_hash,
+        dashboard,
+        ready: ready.clone(),
+        metrics,
+        guesses,
+        problem_logged: AtomicBool::new(false),
+    });
 
     let conf = server_conf(&config);
     if config.upgrade {

@@ -204,3 +204,62 @@ fn unreadable_forwarded_hops_fail_closed() {
         check_ok(&sc.send_retrying_429(&req), &format!("X-Forwarded-For: {hop}"));
     }
 }
+
+#[test]
+fn concurrent_key_creation_on_a_new_state_file_does_not_race_the_schema() {
+    let dir = email_verdict_tests::TestDir::new("schema-race");
+    for round in 0..5 {
+        let state = format!("sqlite:{}", dir.join(&format!("race-{round}.db")).display());
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                let (state, cwd) = (state.clone(), dir.path().to_path_buf());
+                std::thread::spawn(move || {
+                    email_verdict_tests::sidecar::run_raw(
+                        &cwd,
+                        &["keys", "create", "--plan", "free", "--state", &state],
+                    )
+                })
+            })
+            .collect();
+        for run in runs {
+            run.join().expect("thread").expect_code(0, &format!("round {round}: keys create on a new file"));
+        }
+    }
+}
+
+#[test]
+fn a_deleted_state_file_shows_in_healthz_and_the_log() {
+    let (sc, _nsd) = start_with(|b| b);
+    let healthz = || Request::get("/healthz").send(sc.admin_addr());
+    assert_eq!(healthz().status, 200);
+    std::fs::remove_file(sc.state_db()).expect("delete the state file");
+    let resp = healthz();
+    assert_eq!(resp.status, 503, "{resp}");
+    assert!(resp.text().contains("was deleted"), "{resp}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sc.stderr_text().matches("was deleted while serving").count(), 1, "logged once");
+}
+
+#[test]
+fn a_state_file_that_cannot_be_written_is_named_at_start() {
+    let dir = email_verdict_tests::TestDir::new("unwritable");
+    let db = dir.join("state.db");
+    std::fs::create_dir(dir.join("state.db-shm")).expect("a -shm that cannot be opened for writing");
+    let state = format!("sqlite:{}", db.display());
+    let out = email_verdict_tests::sidecar::run_raw(dir.path(), &["keys", "list", "--state", &state]);
+    out.expect_code(1, "keys list on an unwritable -shm");
+    assert!(out.stderr.contains("state.db-shm: cannot be written"), "{out}");
+}
+
+#[test]
+fn fullwidth_dot_and_at_are_read_as_their_ascii_forms() {
+    let (sc, _nsd) = start_with(|b| b);
+    // `mailinator.com．` (fullwidth full stop) is `mailinator.com.`, which was accepted.
+    let resp = sc.lookup("mailinator.com%EF%BC%8E");
+    check_ok(&resp, "a trailing fullwidth dot");
+    assert_eq!(resp.json()["domain"], "mailinator.com");
+    // A page for an invalid input with a fullwidth `＠` does not show the local part.
+    let page = sc.get("/en/domain/victim%EF%BC%A0ownmail.example");
+    assert_eq!(page.status, 400, "{page}");
+    assert!(!page.text().contains("victim"), "the local part was rendered:\n{}", page.text());
+}

@@ -40,6 +40,8 @@ pub struct Admin {
     pub metrics: Arc<Metrics>,
     /// Wrong admin tokens per client (API and dashboard login).
     pub guesses: guard::GuessThrottle,
+    /// Set once the store's problem (see `/healthz`) has been logged.
+    pub problem_logged: AtomicBool,
 }
 
 pub struct AdminApp(pub Arc<Admin>);
@@ -82,10 +84,7 @@ impl ServeHttp for AdminApp {
         let method = session.req_header().method.clone();
         let path = session.req_header().uri.path().to_owned();
         if path == "/healthz" {
-            return match self.0.ready.load(Ordering::Acquire) {
-                true => text(StatusCode::OK, "ok"),
-                false => text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
-            };
+            return self.healthz();
         }
         if path == "/metrics" {
             return metrics(&self.0.metrics);
@@ -158,6 +157,22 @@ struct Detail {
 }
 
 impl AdminApp {
+    /// 200 `ok` once both listeners accept; 503 `starting` before, or the store's problem.
+    fn healthz(&self) -> Response<Vec<u8>> {
+        if !self.0.ready.load(Ordering::Acquire) {
+            return text(StatusCode::SERVICE_UNAVAILABLE, "starting");
+        }
+        match self.0.store.problem() {
+            None => text(StatusCode::OK, "ok"),
+            Some(problem) => {
+                if !self.0.problem_logged.swap(true, Ordering::AcqRel) {
+                    tracing::error!("{problem}");
+                }
+                text(StatusCode::SERVICE_UNAVAILABLE, &problem)
+            }
+        }
+    }
+
     async fn handle(
         &self,
         session: &mut ServerSession,

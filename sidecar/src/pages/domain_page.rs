@@ -121,7 +121,7 @@ fn invalid(pages: &Pages, lang: Lang, raw: &str) -> Page {
     let mut m = Message::new(StatusCode::BAD_REQUEST, "invalid_title", i18n::text(lang, "invalid_body", &[]));
     // Shown to help with a typo, escaped like everything else; never when it may hold the
     // local part of an address.
-    if !raw.contains('@') && !raw.trim().is_empty() {
+    if !email_verdict_core::input::may_hold_local_part(raw) && !raw.trim().is_empty() {
         m.input = Some(raw.chars().take(100).collect());
     }
     message(pages, lang, m, Vec::new())

@@ -131,8 +131,9 @@ fn home_redirect(lang: Lang) -> Response<Vec<u8>> {
 fn language_redirect(lang: Lang, segment: &str) -> Response<Vec<u8>> {
     let location = format!("/{}/domain/{}", lang.code(), safe_segment(segment));
     let vary = vec![("Vary", "Accept-Language".to_owned())];
-    let cache =
-        if segment.contains('@') || segment.contains("%40") { respond::CACHE_NONE } else { respond::CACHE_REDIRECT };
+    let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+    let personal = email_verdict_core::input::may_hold_local_part(&decoded);
+    let cache = if personal { respond::CACHE_NONE } else { respond::CACHE_REDIRECT };
     respond::redirect(StatusCode::FOUND, &location, cache, vary)
 }
 

@@ -101,6 +101,11 @@ pub trait RecheckStore: Send + Sync + 'static {
 /// API keys, their daily usage and burst windows.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
+    /// Something wrong with the store's own files that requests would not show (an embedded
+    /// database deleted or replaced under the running process), for `/healthz` and the log.
+    fn problem(&self) -> Option<String> {
+        None
+    }
     /// Stores a new key under its hash; the record's id must be unique.
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError>;
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError>;

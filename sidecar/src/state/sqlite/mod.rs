@@ -6,7 +6,7 @@
 //! connection over, measured in BENCHMARKS.md). The lookup path's calls are committed in groups
 //! (`worker.rs`); its statements are prepared once and cached.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use async_trait::async_trait;
@@ -90,11 +90,38 @@ const STATEMENT_CACHE: usize = 64;
 
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
+    /// The database file and its identity when opened, to notice it deleted or replaced.
+    file: (PathBuf, Option<FileId>),
+}
+
+/// Device and inode: what a path names, independent of its name.
+type FileId = (u64, u64);
+
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
+/// SQLite maps `-shm` into memory and writes `-wal`: one it cannot write is refused up front,
+/// naming the file, instead of failing later in a way that names neither.
+fn check_writable(path: &Path) -> Result<(), StateError> {
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{}{suffix}", path.display()));
+        match std::fs::OpenOptions::new().write(true).open(&file) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(unavailable(format!("{}: cannot be written ({e}): fix its owner or mode", file.display())));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StateError> {
         let path = path.as_ref();
+        check_writable(path)?;
         let conn = Connection::open(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
@@ -107,7 +134,7 @@ impl SqliteStore {
             .name("sqlite-state".into())
             .spawn(move || worker::serve(&conn, &queue))
             .map_err(unavailable)?;
-        Ok(Self { jobs })
+        Ok(Self { jobs, file: (path.to_path_buf(), file_id(path).ok()) })
     }
 
     /// Runs `f` with the connection on its thread, on its own (see [`worker`]).
@@ -144,19 +171,25 @@ impl SqliteStore {
     }
 }
 
+/// Applies the migrations not yet applied, all in one `BEGIN IMMEDIATE` transaction that reads
+/// `user_version` first: two processes opening a new file at once (two `keys create`) take turns,
+/// and the second finds the schema done instead of creating it again.
 fn migrate(conn: &Connection) -> Result<(), StateError> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(unavailable)?;
+    let tx =
+        rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate).map_err(unavailable)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(unavailable)?;
     let version = usize::try_from(version).unwrap_or(usize::MAX);
     if version > MIGRATIONS.len() {
         return Err(StateError::Invalid(format!("schema version {version} is newer than this binary")));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        let tx = conn.unchecked_transaction().map_err(unavailable)?;
-        tx.execute_batch(sql).map_err(unavailable)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(unavailable)?;
-        tx.commit().map_err(unavailable)?;
+    if version == MIGRATIONS.len() {
+        return Ok(());
     }
-    Ok(())
+    for sql in &MIGRATIONS[version..] {
+        tx.execute_batch(sql).map_err(unavailable)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(unavailable)?;
+    tx.commit().map_err(unavailable)
 }
 
 pub(super) fn unavailable(e: impl std::fmt::Display) -> StateError {
@@ -252,6 +285,18 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
 
 #[async_trait]
 impl KeyStore for SqliteStore {
+    fn problem(&self) -> Option<String> {
+        let (path, opened) = &self.file;
+        let now = file_id(path).ok();
+        (opened.is_some() && now != *opened).then(|| {
+            let what = if now.is_none() { "deleted" } else { "replaced" };
+            format!(
+                "state file {} was {what} while serving: what is written now is lost at exit; restart",
+                path.display()
+            )
+        })
+    }
+
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
         self.with_conn(move |c| {
             c.execute(
