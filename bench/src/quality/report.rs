@@ -135,3 +135,56 @@ fn blocked_legitimate(set: &Labelled, run: &Run) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv6Addr;
+
+    use super::*;
+    use crate::quality::labels::Entry;
+    use crate::quality::measure::Outcome;
+
+    fn entry(name: &str, set: Set) -> Entry {
+        Entry { name: name.into(), set, mx: format!("mx.{name}"), ip: Ipv6Addr::LOCALHOST, sources: 0 }
+    }
+
+    fn run(label: &str, blocked: &[bool]) -> Run {
+        let outcomes = blocked.iter().map(|&b| Outcome { status: 200, disposable: b, ..Outcome::default() }).collect();
+        Run { label: label.into(), outcomes, seconds: 1.0 }
+    }
+
+    #[test]
+    fn rows_count_blocked_names_per_set_and_the_change() {
+        let set = Labelled {
+            entries: vec![
+                entry("uni.edu", Set::Academic),
+                entry("hush.com", Set::HardCase),
+                entry("s.com", Set::Strong),
+            ],
+            notes: vec![],
+        };
+        let t = table(&set, &[run("before", &[false, true, true]), run("after", &[false, false, true])]);
+        let line = |start: &str| t.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}\n{t}"));
+        assert_eq!(
+            line("| **all legitimate"),
+            "| **all legitimate: false-positive rate** | 2 | 0 | 1 (50.00 %) | 0 (0.00 %) | -50.00 |"
+        );
+        assert_eq!(
+            line("| **strong-listed"),
+            "| **strong-listed: recall** | 1 | 0 | 1 (100.00 %) | 1 (100.00 %) | +0.00 |"
+        );
+        assert!(t.contains("**before** (1 s): no legitimate name blocked: NOT met"), "{t}");
+        assert!(t.contains("**after** (1 s): no legitimate name blocked: met"), "{t}");
+        assert!(t.contains("Blocked by before, legitimate: named hard cases (issue 14, cock.li): `hush.com`."), "{t}");
+    }
+
+    #[test]
+    fn a_name_not_answered_200_is_not_counted_as_met() {
+        let set = Labelled { entries: vec![entry("s.com", Set::Strong)], notes: vec![] };
+        let mut r = run("after", &[false]);
+        r.outcomes[0].status = 0;
+        let t = table(&set, &[r]);
+        assert!(t.contains("0 (0.00 %) (1 not answered 200)"), "{t}");
+        assert!(t.contains("strong-listed recall 100 %: NOT met"), "{t}");
+    }
+}
