@@ -87,6 +87,11 @@ impl<V> NameMap<V> {
         self.find(domain).is_some()
     }
 
+    /// Every entry with its value, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

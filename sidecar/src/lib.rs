@@ -28,6 +28,7 @@ pub mod review_cmd;
 pub mod server;
 pub mod state;
 pub mod verdicts;
+pub mod warmup;
 
 /// An operator mistake (bad flag value, unknown id...): exit code 2 with a one-line message.
 #[derive(Debug, thiserror::Error)]

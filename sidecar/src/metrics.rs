@@ -12,6 +12,7 @@ use email_verdict_core::api::Verdict;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -111,6 +112,34 @@ struct VerdictLabels {
     verdict: &'static str,
 }
 
+/// What the warm-up of the infrastructure index made of one strong-listed domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarmupOutcome {
+    /// Its own (not shared) mail servers were recorded as disposable infrastructure.
+    Learned,
+    /// Resolved, nothing to record (no MX, or only shared infrastructure).
+    Nothing,
+    /// DNS failed: skipped.
+    Failed,
+}
+
+impl WarmupOutcome {
+    const ALL: [WarmupOutcome; 3] = [WarmupOutcome::Learned, WarmupOutcome::Nothing, WarmupOutcome::Failed];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            WarmupOutcome::Learned => "learned",
+            WarmupOutcome::Nothing => "nothing",
+            WarmupOutcome::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WarmupLabels {
+    outcome: &'static str,
+}
+
 /// The MX cache's counters (see `dns::MxCache`): hit ratio = hits / (hits + misses).
 #[derive(Debug, Clone, Default)]
 pub struct CacheCounters {
@@ -135,6 +164,8 @@ pub struct Metrics {
     dns_errors: Family<DnsErrorLabels, Counter>,
     verdicts: Family<VerdictLabels, Counter>,
     store_errors: Counter,
+    warmup: Family<WarmupLabels, Counter>,
+    warmup_remaining: Gauge,
 }
 
 impl Default for Metrics {
@@ -154,6 +185,8 @@ impl Metrics {
             dns_errors: Family::default(),
             verdicts: Family::default(),
             store_errors: Counter::default(),
+            warmup: Family::default(),
+            warmup_remaining: Gauge::default(),
         };
         metrics.register();
         metrics.create_known_series();
@@ -175,6 +208,10 @@ impl Metrics {
         r.register("dns_errors", "DNS queries that failed, by record type and kind", self.dns_errors.clone());
         r.register("verdicts", "Verdicts reached (API and pages), by verdict", self.verdicts.clone());
         r.register("store_errors", "State store calls that failed", self.store_errors.clone());
+        let warmup_help = "Strong-listed domains the infrastructure warm-up resolved, by outcome";
+        r.register("warmup_domains", warmup_help, self.warmup.clone());
+        let remaining_help = "Strong-listed domains the infrastructure warm-up has yet to resolve";
+        r.register("warmup_remaining", remaining_help, self.warmup_remaining.clone());
     }
 
     /// Creates the series whose labels are known in advance, so that they read 0 from the start.
@@ -194,6 +231,9 @@ impl Metrics {
         }
         let not_found = ErrorCode::NotFound;
         self.requests.get_or_create_owned(&request_labels(Route::Other, not_found.status(), Some(not_found)));
+        for outcome in WarmupOutcome::ALL {
+            self.warmup.get_or_create_owned(&WarmupLabels { outcome: outcome.as_str() });
+        }
         for qtype in QueryType::ALL {
             self.dns_queries.get_or_create_owned(&QueryLabels { r#type: qtype.as_str() });
             for kind in DnsErrorKind::ALL {
@@ -229,6 +269,17 @@ impl Metrics {
 
     pub fn verdict(&self, verdict: Verdict) {
         self.verdicts.get_or_create(&VerdictLabels { verdict: verdict_str(verdict) }).inc();
+    }
+
+    /// One domain done by the warm-up, with how many are left.
+    pub fn warmup(&self, outcome: WarmupOutcome, remaining: usize) {
+        self.warmup.get_or_create(&WarmupLabels { outcome: outcome.as_str() }).inc();
+        self.warmup_remaining.set(i64::try_from(remaining).unwrap_or(i64::MAX));
+    }
+
+    /// The warm-up's starting point: `remaining` domains to resolve.
+    pub fn warmup_remaining(&self, remaining: usize) {
+        self.warmup_remaining.set(i64::try_from(remaining).unwrap_or(i64::MAX));
     }
 
     pub fn store_error(&self) {
@@ -329,6 +380,8 @@ mod tests {
         check(r#"email_verdict_verdicts_total{verdict="safe"}"#, 1.0);
         check(r#"email_verdict_verdicts_total{verdict="disposable"}"#, 0.0);
         check("email_verdict_store_errors_total", 1.0);
+        check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
+        check("email_verdict_warmup_remaining", 0.0);
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -336,7 +389,7 @@ mod tests {
     fn every_metric_has_help_and_type() {
         let text = Metrics::new().encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 10, "{text}");
+        assert_eq!(families.len(), 12, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

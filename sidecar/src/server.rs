@@ -4,6 +4,7 @@
 //! `--upgrade` and drains (Pingora's graceful upgrade).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::{ExecutionPhase, Server};
+use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 use crate::admin::{Admin, AdminApp, hash_token};
@@ -27,6 +29,7 @@ use crate::metrics::Metrics;
 use crate::pages::Pages;
 use crate::pages::templates::Templates;
 use crate::verdicts::Verdicts;
+use crate::warmup::Warmup;
 use crate::{state, usage_error};
 
 /// Seconds between SIGTERM and the listeners closing, then the most given to requests in flight.
@@ -46,6 +49,10 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         Arc::new(HickoryResolver::new(&config.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
     let mx = MxCache::new(resolver.clone(), config.cache.clone(), metrics.clone());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let warmup = NonZeroU32::new(config.warmup_rate).map(|rate| {
+        let (catalog, store, clock, metrics) = (catalog.clone(), store.clone(), clock.clone(), metrics.clone());
+        background_service("warmup", Warmup::new(catalog, resolver.clone(), store, clock, metrics, rate))
+    });
     let templates = Arc::new(Templates::new()?);
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let api = Arc::new(Api {
@@ -104,6 +111,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     admin.threads = Some(1);
     server.add_service(public);
     server.add_service(admin);
+    if let Some(warmup) = warmup {
+        server.add_service(warmup);
+    }
     announce_ready(&server, config.listen, config.admin_listen, ready);
     server.run_forever()
 }

@@ -52,9 +52,20 @@ const LEARNED_FACTS: usize = 10_000;
 
 /// The MX host names and addresses of a domain that are not shared infrastructure.
 #[derive(Hash)]
-struct OwnInfra {
-    hosts: Vec<String>,
-    ips: Vec<String>,
+pub(crate) struct OwnInfra {
+    pub hosts: Vec<String>,
+    pub ips: Vec<String>,
+}
+
+impl OwnInfra {
+    /// The hosts of `mx` that `catalog` does not know as shared, and their addresses.
+    pub(crate) fn of(catalog: &Catalog, mx: &MxInfo) -> Self {
+        let own: Vec<_> = mx.hosts().iter().filter(|h| catalog.shared_mx_host(&h.name).is_none()).collect();
+        let mut ips: Vec<String> = own.iter().flat_map(|h| h.ips.iter().map(ToString::to_string)).collect();
+        ips.sort();
+        ips.dedup();
+        Self { hosts: own.iter().map(|h| h.name.clone()).collect(), ips }
+    }
 }
 
 impl Verdicts {
@@ -156,11 +167,7 @@ impl Verdicts {
     }
 
     fn own_infra(&self, mx: &MxInfo) -> OwnInfra {
-        let own: Vec<_> = mx.hosts().iter().filter(|h| self.catalog.shared_mx_host(&h.name).is_none()).collect();
-        let mut ips: Vec<String> = own.iter().flat_map(|h| h.ips.iter().map(ToString::to_string)).collect();
-        ips.sort();
-        ips.dedup();
-        OwnInfra { hosts: own.iter().map(|h| h.name.clone()).collect(), ips }
+        OwnInfra::of(&self.catalog, mx)
     }
 
     /// Feeds the review queue and the infrastructure index, in the background: a failure there

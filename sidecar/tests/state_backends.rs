@@ -9,7 +9,7 @@ use email_verdict::keys::ApiKey;
 use email_verdict::plans::Plan;
 use email_verdict::state::{
     Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewCause,
-    ReviewReason, SqliteStore, StateError, StateStore, covering_names,
+    ReviewReason, SqliteStore, StateError, StateStore, WarmupProgress, covering_names,
 };
 use email_verdict_core::Decision;
 use email_verdict_tests::Redis;
@@ -263,6 +263,20 @@ async fn decisions_cover_subdomains(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!(queued, ["else.example"]);
 }
 with_all_backends!(review_subdomains, decisions_cover_subdomains);
+
+/// The infrastructure warm-up's progress survives the handle (a restart) and is shared.
+async fn warmup_progress_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    assert_eq!(store.warmup_progress().await.unwrap(), WarmupProgress::default());
+    let p =
+        WarmupProgress { cursor: "b.example".into(), resolved: 7, learned: 3, failed: 1, updated_at: 1_800_000_000 };
+    store.save_warmup_progress(&p).await.unwrap();
+    assert_eq!(other.warmup_progress().await.unwrap(), p);
+    let later = WarmupProgress { cursor: "c.example".into(), resolved: 8, ..p };
+    other.save_warmup_progress(&later).await.unwrap();
+    assert_eq!(open().warmup_progress().await.unwrap(), later);
+}
+with_all_backends!(warmup, warmup_progress_round_trip);
 
 async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());

@@ -278,3 +278,30 @@ fn reviewer_decision_covers_subdomains() {
         (&json!(null), &json!({"decision": "safe", "on": "ok.rtdisp.example"}))
     );
 }
+
+/// Issue 14: on a fresh install the warm-up resolves strong-listed domains in the background,
+/// so a weak-only name on their mail server is caught before anyone looked them up; its
+/// progress is in the admin API and the metrics, and survives a restart.
+#[test]
+fn warmup_catches_a_weak_only_name_on_a_fresh_install() {
+    let nsd = Nsd::start();
+    let mut sc = Sidecar::builder().dns(nsd.addr()).args(&["--warmup-rate", "1000"]).start();
+    let admin = sc.admin_addr(); // the same after a restart
+    let status = || Request::get("/admin/v1/warmup").send(admin).json();
+    // The first names in sorted order: 0-mail.com, ..., 00000000000.pro (both on 192.0.2.80).
+    wait_for("the warm-up passed 00000000000.pro", Duration::from_secs(30), || {
+        let s = status();
+        (s["cursor"].as_str().is_some_and(|c| c >= "00000000000.pro")).then_some(())
+    });
+    let r = sc.lookup_ok("tempemailaddress.com");
+    let r = result(&r);
+    assert_eq!((r["verdict"].as_str(), r["mx_ip_match"].as_bool()), (Some("disposable"), Some(true)), "{r}");
+    let s = status();
+    assert!(s["learned"].as_u64() >= Some(2) && s["total"].as_u64() > Some(10_000), "{s}");
+    let metrics = Request::get("/metrics").send(admin).text();
+    assert!(metrics.contains("email_verdict_warmup_domains_total{outcome=\"learned\"}"), "{metrics}");
+    let before = status()["done"].as_u64().unwrap_or(0);
+    sc.restart();
+    let after = status()["done"].as_u64().unwrap_or(0);
+    assert!(after >= before, "a restart goes on from the stored cursor: {before} then {after}");
+}

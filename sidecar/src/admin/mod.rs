@@ -6,6 +6,7 @@
 pub(crate) mod guard;
 pub(crate) mod keys;
 mod reviews;
+mod warmup;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,6 +197,7 @@ impl AdminApp {
         match segments.as_slice() {
             ["admin", "v1", "keys", rest @ ..] => keys::route(&self.0, method, rest, &body, &query).await,
             ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body).await,
+            ["admin", "v1", "warmup", rest @ ..] => warmup::route(&self.0, method, rest).await,
             _ => Err(AdminError::not_found("no such endpoint")),
         }
     }

@@ -248,6 +248,20 @@ pub struct InfraCount {
     pub legitimate: u64,
 }
 
+/// How far the background warm-up of the infrastructure index has gone (see `warmup.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WarmupProgress {
+    /// The last name done, in the warm-up's (sorted) order; empty before the first.
+    pub cursor: String,
+    /// Names resolved (with or without MX), names whose mail servers were recorded, and names
+    /// whose resolution failed (skipped).
+    pub resolved: u64,
+    pub learned: u64,
+    pub failed: u64,
+    /// Unix seconds of the last update; 0 before the first.
+    pub updated_at: i64,
+}
+
 /// The review queue, reviewers' decisions, and the index of mail infrastructure.
 #[async_trait]
 pub trait ReviewStore: Send + Sync + 'static {
@@ -274,6 +288,10 @@ pub trait ReviewStore: Send + Sync + 'static {
     ) -> Result<(), StateError>;
     /// Counts for each of `hosts` and `ips` (in that order).
     async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError>;
+    /// The warm-up's progress (all zero before it first ran).
+    async fn warmup_progress(&self) -> Result<WarmupProgress, StateError>;
+    /// Records the warm-up's progress, shared by every replica on the store.
+    async fn save_warmup_progress(&self, progress: &WarmupProgress) -> Result<(), StateError>;
 }
 
 /// What [`KeyStore::admit`] enforces.

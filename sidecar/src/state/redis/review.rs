@@ -2,7 +2,7 @@
 //! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, sources,
 //! listed_as, first_seen, last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records).
 //! Infrastructure: `ev:{infra:<kind>:<value>}:disposable` and `…:legitimate`, sets of
-//! registrable domains.
+//! registrable domains. The warm-up's progress: `ev:warmup` (hash).
 
 use std::collections::HashMap;
 
@@ -12,10 +12,11 @@ use serde_json::json;
 use super::RedisStore;
 use crate::state::{
     AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
-    covering_names, decision_str, parse_decision,
+    WarmupProgress, covering_names, decision_str, parse_decision,
 };
 
 const QUEUE: &str = "ev:review:queue";
+const WARMUP: &str = "ev:warmup";
 
 fn review_key(domain: &str, what: &str) -> String {
     format!("ev:{{review:{domain}}}:{what}")
@@ -205,5 +206,41 @@ impl ReviewStore for RedisStore {
             .chunks(2)
             .map(|p| InfraCount { disposable: p[0], legitimate: p.get(1).copied().unwrap_or(0) })
             .collect())
+    }
+
+    async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {
+        let fields: HashMap<String, String> =
+            self.call(async |c| redis::cmd("HGETALL").arg(WARMUP).query_async(c).await).await?;
+        if fields.is_empty() {
+            return Ok(WarmupProgress::default());
+        }
+        let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok()).ok_or_else(|| invalid(name));
+        Ok(WarmupProgress {
+            cursor: fields.get("cursor").cloned().unwrap_or_default(),
+            resolved: number("resolved")?.max(0) as u64,
+            learned: number("learned")?.max(0) as u64,
+            failed: number("failed")?.max(0) as u64,
+            updated_at: number("updated_at")?,
+        })
+    }
+
+    async fn save_warmup_progress(&self, p: &WarmupProgress) -> Result<(), StateError> {
+        self.call(async |c| {
+            redis::cmd("HSET")
+                .arg(WARMUP)
+                .arg("cursor")
+                .arg(&p.cursor)
+                .arg("resolved")
+                .arg(p.resolved)
+                .arg("learned")
+                .arg(p.learned)
+                .arg("failed")
+                .arg(p.failed)
+                .arg("updated_at")
+                .arg(p.updated_at)
+                .exec_async(c)
+                .await
+        })
+        .await
     }
 }

@@ -77,6 +77,16 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE review_items ADD COLUMN sources TEXT NOT NULL DEFAULT '';
     ALTER TABLE review_items ADD COLUMN listed_as TEXT NOT NULL DEFAULT '';
 ",
+    "
+    CREATE TABLE warmup (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        cursor      TEXT NOT NULL,
+        resolved    INTEGER NOT NULL,
+        learned     INTEGER NOT NULL,
+        failed      INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+    );
+",
 ];
 
 mod recheck;

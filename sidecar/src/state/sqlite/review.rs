@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use super::{SqliteStore, unavailable};
 use crate::state::{
     AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
-    covering_names, decision_str, parse_decision,
+    WarmupProgress, covering_names, decision_str, parse_decision,
 };
 
 /// The latest decision row per domain: its current decision (`withdrawn` counts as none).
@@ -141,6 +141,44 @@ impl ReviewStore for SqliteStore {
         })
         .await
     }
+
+    async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {
+        self.with_conn(|c| {
+            let row = c
+                .query_row("SELECT cursor, resolved, learned, failed, updated_at FROM warmup WHERE id = 1", [], |r| {
+                    Ok(WarmupProgress {
+                        cursor: r.get(0)?,
+                        resolved: r.get::<_, i64>(1)?.max(0) as u64,
+                        learned: r.get::<_, i64>(2)?.max(0) as u64,
+                        failed: r.get::<_, i64>(3)?.max(0) as u64,
+                        updated_at: r.get(4)?,
+                    })
+                })
+                .optional()
+                .map_err(unavailable)?;
+            Ok(row.unwrap_or_default())
+        })
+        .await
+    }
+
+    async fn save_warmup_progress(&self, p: &WarmupProgress) -> Result<(), StateError> {
+        let p = p.clone();
+        self.with_conn(move |c| {
+            c.execute(
+                "INSERT INTO warmup (id, cursor, resolved, learned, failed, updated_at) VALUES (1, ?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (id) DO UPDATE SET cursor = ?1, resolved = ?2, learned = ?3, failed = ?4, updated_at = ?5",
+                params![p.cursor, int(p.resolved), int(p.learned), int(p.failed), p.updated_at],
+            )
+            .map_err(unavailable)?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// A count as SQLite stores it (INTEGER is i64).
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The decision in force for the first of `names` that has one.

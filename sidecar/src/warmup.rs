@@ -1,0 +1,168 @@
+//! Background warm-up of the infrastructure index (issue 14): on a fresh install the index
+//! knows no mail server, so a never-listed or weak-only domain on a known disposable server is
+//! not caught until users happen to look up the strong-listed domains it shares. The warm-up
+//! resolves the MX (and MX addresses) of every strong-listed domain, at a bounded rate, and
+//! records their own (not shared) mail servers as disposable infrastructure, as a lookup of
+//! each would.
+//!
+//! It runs as a Pingora background service, on its own runtime, through the resolver directly
+//! (not the MX cache, whose entries it would evict): it never slows the lookup path. Its
+//! progress (the last name done, in sorted order) is in the state store, so a restart, or any
+//! replica sharing the store, goes on from there. Names added to the lists later that sort
+//! before the cursor are learned when looked up, as before.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+
+use email_verdict_core::{Catalog, Domain};
+
+use crate::clock::Clock;
+use crate::dns::MxResolver;
+use crate::metrics::{Metrics, WarmupOutcome};
+use crate::state::{StateError, StateStore, WarmupProgress};
+use crate::verdicts::OwnInfra;
+
+/// The most time one domain's resolution may take before it counts as failed.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to wait before trying again when the store fails.
+const STORE_RETRY: Duration = Duration::from_secs(10);
+
+pub struct Warmup {
+    catalog: Arc<Catalog>,
+    resolver: Arc<dyn MxResolver>,
+    store: Arc<dyn StateStore>,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+    /// Domains resolved per second, at most.
+    rate: NonZeroU32,
+}
+
+/// The domains the warm-up resolves, sorted: strong-listed entries (a listing that decides on
+/// its own) that are not free webmail or relays, which are never disposable.
+pub fn candidates(catalog: &Catalog) -> Vec<&str> {
+    let mut names: Vec<&str> = catalog
+        .disposable
+        .iter()
+        .filter(|(_, sources)| catalog.is_strong(**sources))
+        .map(|(name, _)| name)
+        .filter(|name| Domain::parse(name).is_ok_and(|d| !catalog.free.contains(&d) && !catalog.relay.contains(&d)))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// How many of the sorted `names` come after `cursor` (all of them for an empty cursor).
+pub fn remaining(names: &[&str], cursor: &str) -> usize {
+    names.len() - names.partition_point(|n| *n <= cursor)
+}
+
+impl Warmup {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        resolver: Arc<dyn MxResolver>,
+        store: Arc<dyn StateStore>,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+        rate: NonZeroU32,
+    ) -> Self {
+        Self { catalog, resolver, store, clock, metrics, rate }
+    }
+
+    /// Resolves and records every candidate after the stored cursor, one per tick of the rate,
+    /// until done or `stop` turns true.
+    pub async fn run(&self, mut stop: ShutdownWatch) {
+        let names = candidates(&self.catalog);
+        let mut progress = loop {
+            match self.store.warmup_progress().await {
+                Ok(p) => break p,
+                Err(e) => {
+                    if self.wait_after_store_error(e, &mut stop).await {
+                        return;
+                    }
+                }
+            }
+        };
+        let start = names.len() - remaining(&names, &progress.cursor);
+        self.metrics.warmup_remaining(names.len() - start);
+        tracing::info!(done = start, total = names.len(), rate = self.rate.get(), "infrastructure warm-up");
+        let mut tick = tokio::time::interval(Duration::from_secs(1) / self.rate.get());
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next = start;
+        while next < names.len() {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => return,
+            }
+            match self.one(names[next], &mut progress).await {
+                Ok(outcome) => {
+                    next += 1;
+                    self.metrics.warmup(outcome, names.len() - next);
+                }
+                // The same name again after a pause: the store is down, the index cannot learn.
+                Err(e) => {
+                    if self.wait_after_store_error(e, &mut stop).await {
+                        return;
+                    }
+                }
+            }
+        }
+        tracing::info!(total = names.len(), learned = progress.learned, "infrastructure warm-up done");
+    }
+
+    /// Resolves `name`, records its own mail servers as disposable infrastructure, and moves
+    /// the stored cursor past it.
+    async fn one(&self, name: &str, progress: &mut WarmupProgress) -> Result<WarmupOutcome, StateError> {
+        let outcome = match self.resolve(name).await {
+            None => WarmupOutcome::Failed,
+            Some((registrable, infra)) if !infra.hosts.is_empty() => {
+                self.store.learn_infra(&registrable, true, &infra.hosts, &infra.ips).await?;
+                WarmupOutcome::Learned
+            }
+            Some(_) => WarmupOutcome::Nothing,
+        };
+        let mut next = progress.clone();
+        next.cursor = name.to_owned();
+        match outcome {
+            WarmupOutcome::Learned => (next.resolved, next.learned) = (next.resolved + 1, next.learned + 1),
+            WarmupOutcome::Nothing => next.resolved += 1,
+            WarmupOutcome::Failed => next.failed += 1,
+        }
+        next.updated_at = self.clock.now_ms().div_euclid(1000);
+        self.store.save_warmup_progress(&next).await?;
+        *progress = next;
+        Ok(outcome)
+    }
+
+    /// The registrable domain of `name` and its own mail servers; `None` when DNS failed.
+    async fn resolve(&self, name: &str) -> Option<(String, OwnInfra)> {
+        let domain = Domain::parse(name).ok()?;
+        let answer = tokio::time::timeout(RESOLVE_TIMEOUT, self.resolver.resolve(&domain)).await.ok()?.ok()?;
+        let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
+        Some((registrable, OwnInfra::of(&self.catalog, &answer.mx)))
+    }
+
+    /// Logs a store failure and waits before the caller retries; true when told to stop.
+    async fn wait_after_store_error(&self, e: StateError, stop: &mut ShutdownWatch) -> bool {
+        self.metrics.store_error();
+        tracing::warn!(error = %e, "infrastructure warm-up: state store failed; retrying");
+        tokio::select! {
+            _ = tokio::time::sleep(STORE_RETRY) => false,
+            _ = stop.changed() => true,
+        }
+    }
+}
+
+#[async_trait]
+impl BackgroundService for Warmup {
+    async fn start(&self, shutdown: ShutdownWatch) {
+        self.run(shutdown).await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! The warm-up against a scripted resolver and a real (SQLite) store.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use email_verdict_core::catalog::Tier;
+use email_verdict_core::{ListKind, MxHost, MxInfo};
+
+use super::*;
+use crate::clock::SystemClock;
+use crate::dns::{DnsFailure, MxAnswer};
+use crate::state::SqliteStore;
+
+/// Answers by name, counting calls; a name not in the script is a DNS failure.
+struct Scripted {
+    answers: HashMap<&'static str, MxInfo>,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl MxResolver for Scripted {
+    async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let mx = self.answers.get(domain.as_str()).cloned().ok_or_else(|| DnsFailure("not scripted".into()))?;
+        Ok(MxAnswer { mx, ttl: Duration::from_secs(60) })
+    }
+}
+
+fn mx(host: &str, ip: &str) -> MxInfo {
+    MxInfo::Mx { hosts: vec![MxHost::new(host, vec![ip.parse::<IpAddr>().unwrap()])] }
+}
+
+fn catalog() -> Catalog {
+    let mut c = Catalog::default();
+    let strong =
+        "a-burner.example\nb-burner.example\nc-shared.example\nd-nomx.example\ne-broken.example\nfree.example\n";
+    c.load_disposable("strong", Tier::Strong, strong).unwrap();
+    c.load_disposable("weak", Tier::Weak, "a-burner.example\nweak-only.example\n").unwrap();
+    c.load(ListKind::Free, "free.example\n");
+    c.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
+    c
+}
+
+fn resolver() -> Arc<Scripted> {
+    let answers = HashMap::from([
+        ("a-burner.example", mx("mx.burner.example", "192.0.2.10")),
+        ("b-burner.example", mx("mx.b-burner.example", "192.0.2.10")),
+        ("c-shared.example", mx("x.shared-mx.example", "192.0.2.40")),
+        ("d-nomx.example", MxInfo::NoMx),
+        ("weak-only.example", mx("mx.weak.example", "192.0.2.50")),
+    ]);
+    Arc::new(Scripted { answers, calls: AtomicUsize::new(0) })
+}
+
+fn store(name: &str) -> Arc<dyn StateStore> {
+    let dir = std::env::temp_dir().join(format!("ev-warmup-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.db");
+    let _ = std::fs::remove_file(&path);
+    Arc::new(SqliteStore::open(&path).unwrap())
+}
+
+fn warmup(store: &Arc<dyn StateStore>, resolver: &Arc<Scripted>) -> Warmup {
+    let rate = NonZeroU32::new(1000).unwrap();
+    Warmup::new(
+        Arc::new(catalog()),
+        resolver.clone(),
+        store.clone(),
+        Arc::new(SystemClock),
+        Arc::new(Metrics::new()),
+        rate,
+    )
+}
+
+async fn run(w: &Warmup) {
+    let (_keep, stop) = tokio::sync::watch::channel(false);
+    w.run(stop).await;
+}
+
+#[test]
+fn candidates_are_the_strong_listed_names_that_can_be_disposable() {
+    let c = catalog();
+    let names = candidates(&c);
+    assert_eq!(
+        names,
+        ["a-burner.example", "b-burner.example", "c-shared.example", "d-nomx.example", "e-broken.example"]
+    );
+    assert_eq!(remaining(&names, ""), 5);
+    assert_eq!(remaining(&names, "b-burner.example"), 3);
+    assert_eq!(remaining(&names, "zzz.example"), 0);
+}
+
+#[tokio::test]
+async fn learns_own_mail_servers_of_strong_listed_names_and_resumes_from_the_store() {
+    let (store, dns) = (store("learn"), resolver());
+    run(&warmup(&store, &dns)).await;
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 5, "weak-only and free names are not resolved");
+    let hosts = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let counts = store
+        .infra_counts(&hosts(&["mx.burner.example", "x.shared-mx.example", "mx.weak.example"]), &hosts(&["192.0.2.10"]))
+        .await
+        .unwrap();
+    let disposable: Vec<u64> = counts.iter().map(|c| c.disposable).collect();
+    assert_eq!(disposable, [1, 0, 0, 2], "own servers learned; shared and weak-only ones never");
+    let p = store.warmup_progress().await.unwrap();
+    assert_eq!((p.cursor.as_str(), p.resolved, p.learned, p.failed), ("e-broken.example", 4, 2, 1));
+    assert!(p.updated_at > 0);
+    // A restart (another Warmup on the same store) does not start over.
+    let again = resolver();
+    run(&warmup(&store, &again)).await;
+    assert_eq!(again.calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn goes_on_after_the_stored_cursor() {
+    let (store, dns) = (store("resume"), resolver());
+    let half = WarmupProgress { cursor: "b-burner.example".into(), resolved: 2, learned: 2, ..Default::default() };
+    store.save_warmup_progress(&half).await.unwrap();
+    run(&warmup(&store, &dns)).await;
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 3);
+    let p = store.warmup_progress().await.unwrap();
+    assert_eq!((p.resolved, p.learned, p.failed), (4, 2, 1));
+}
+
+#[tokio::test]
+async fn stops_when_told() {
+    let (store, dns) = (store("stop"), resolver());
+    let w = Warmup { rate: NonZeroU32::new(1).unwrap(), ..warmup(&store, &dns) };
+    let (tx, stop) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(async move { w.run(stop).await });
+    tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap();
+    assert!(dns.calls.load(Ordering::SeqCst) <= 1, "at most the first name (the first tick is at once)");
+}
