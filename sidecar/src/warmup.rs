@@ -19,12 +19,12 @@ use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use email_verdict_core::{Catalog, Domain};
+use email_verdict_core::{Catalog, Decision, Domain};
 
 use crate::clock::Clock;
 use crate::dns::MxResolver;
 use crate::metrics::{Metrics, WarmupOutcome};
-use crate::state::{StateError, StateStore, WarmupProgress};
+use crate::state::{StateError, StateStore, WarmupProgress, covering_names};
 use crate::verdicts::OwnInfra;
 
 /// The most time one domain's resolution may take before it counts as failed.
@@ -43,14 +43,18 @@ pub struct Warmup {
 }
 
 /// The domains the warm-up resolves, sorted: strong-listed entries (a listing that decides on
-/// its own) that are not free webmail or relays, which are never disposable.
+/// its own) that are not free webmail, relays or on an operator allowlist, which are never
+/// disposable.
 pub fn candidates(catalog: &Catalog) -> Vec<&str> {
     let mut names: Vec<&str> = catalog
         .disposable
         .iter()
         .filter(|(_, sources)| catalog.is_strong(**sources))
         .map(|(name, _)| name)
-        .filter(|name| Domain::parse(name).is_ok_and(|d| !catalog.free.contains(&d) && !catalog.relay.contains(&d)))
+        .filter(|name| {
+            Domain::parse(name)
+                .is_ok_and(|d| ![&catalog.free, &catalog.relay, &catalog.allow].iter().any(|l| l.contains(&d)))
+        })
         .collect();
     names.sort_unstable();
     names
@@ -117,7 +121,10 @@ impl Warmup {
     /// Resolves `name`, records its own mail servers as disposable infrastructure, and moves
     /// the stored cursor past it.
     async fn one(&self, name: &str, progress: &mut WarmupProgress) -> Result<WarmupOutcome, StateError> {
+        // A reviewer's `safe` outweighs the list: such a domain's servers are not disposable.
+        let allowed = self.store.decision(&covering_names(name)).await?.is_some_and(|a| a.decision == Decision::Allow);
         let outcome = match self.resolve(name).await {
+            Some(_) if allowed => WarmupOutcome::Nothing,
             None => WarmupOutcome::Failed,
             Some((registrable, infra)) if !infra.hosts.is_empty() => {
                 self.store.learn_infra(&registrable, true, &infra.hosts, &infra.ips).await?;

@@ -38,6 +38,7 @@ fn catalog() -> Catalog {
     c.load_disposable("strong", Tier::Strong, strong).unwrap();
     c.load_disposable("weak", Tier::Weak, "a-burner.example\nweak-only.example\n").unwrap();
     c.load(ListKind::Free, "free.example\n");
+    c.load(ListKind::Allow, "allowed.example\n");
     c.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
     c
 }
@@ -110,6 +111,24 @@ async fn learns_own_mail_servers_of_strong_listed_names_and_resumes_from_the_sto
     let again = resolver();
     run(&warmup(&store, &again)).await;
     assert_eq!(again.calls.load(Ordering::SeqCst), 0);
+}
+
+/// A reviewer's `safe` on a strong-listed domain (or a parent) keeps its servers out.
+#[tokio::test]
+async fn a_domain_a_reviewer_calls_safe_is_not_learned() {
+    let (store, dns) = (store("allowed"), resolver());
+    let record = crate::state::DecisionRecord {
+        domain: "a-burner.example".into(),
+        decision: Some(Decision::Allow),
+        reviewer: "ana".into(),
+        note: String::new(),
+        at: 1,
+    };
+    store.decide(record).await.unwrap();
+    run(&warmup(&store, &dns)).await;
+    let counts = store.infra_counts(&["mx.burner.example".to_owned()], &[]).await.unwrap();
+    assert_eq!(counts[0].disposable, 0);
+    assert_eq!(store.warmup_progress().await.unwrap().learned, 1, "b-burner.example only");
 }
 
 #[tokio::test]
