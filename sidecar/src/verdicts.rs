@@ -45,6 +45,23 @@ pub struct Verdicts {
     learned: Mutex<LruCache<u64, Instant>>,
 }
 
+/// A verdict with what it was reached from.
+struct Decided {
+    result: VerdictResult,
+    mx: Arc<MxInfo>,
+    signals: Signals,
+    /// Own MX host names or addresses the index knows as disposable infrastructure, each with
+    /// how many disposable domains it serves.
+    infra_matches: Vec<(String, u64)>,
+}
+
+/// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
+pub struct Explained {
+    pub result: VerdictResult,
+    pub mx: Arc<MxInfo>,
+    pub why: Why,
+}
+
 /// How long an infrastructure fact written to the store is not written again by this process.
 const RELEARN_AFTER: Duration = Duration::from_secs(600);
 /// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
@@ -97,21 +114,27 @@ impl Verdicts {
 
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
     pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<VerdictResult, LookupError> {
-        Ok(self.decided(input, decision).await?.0)
+        Ok(self.decided(input, decision).await?.result)
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
     /// each MX host's addresses; the JSON API shows only what the verdict carries).
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let decision = self.decision(input.domain()).await?;
-        self.decided(input, decision).await
+        let d = self.decided(input, decision).await?;
+        Ok((d.result, d.mx))
     }
 
-    async fn decided(
-        &self,
-        input: &LookupInput,
-        decision: Option<Decision>,
-    ) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
+    /// Like [`verdict_with_mx`](Self::verdict_with_mx), with why the verdict is what it is
+    /// (for the public page; never part of the JSON record).
+    pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
+        let applied = self.applied_decision(input.domain()).await?;
+        let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
+        let why = Why::new(&self.catalog, input.domain(), &d.signals, applied, d.infra_matches);
+        Ok(Explained { result: d.result, mx: d.mx, why })
+    }
+
+    async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
         let domain = input.domain();
         let lookup = self.mx.lookup(domain).await?;
         let mut signals = self.catalog.signals(domain, &lookup.mx, decision);
@@ -119,14 +142,21 @@ impl Verdicts {
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
             signals.parent_mail = self.mail_goes_to_parent(domain, &infra).await?;
         }
+        let mut infra_matches = Vec::new();
         if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
             let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await.map_err(|e| self.store_failed(e))?;
-            signals.mx_ip_match = counts.iter().any(|c| c.disposable >= self.threshold && c.legitimate == 0);
+            let values = infra.hosts.iter().chain(&infra.ips);
+            infra_matches = values
+                .zip(&counts)
+                .filter(|(_, c)| c.disposable >= self.threshold && c.legitimate == 0)
+                .map(|(v, c)| (v.clone(), c.disposable))
+                .collect();
+            signals.mx_ip_match = !infra_matches.is_empty();
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
         self.metrics.verdict(result.verdict);
         self.record(domain, &signals, &result, infra);
-        Ok((result, lookup.mx))
+        Ok(Decided { result, mx: lookup.mx, signals, infra_matches })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -234,6 +264,10 @@ impl Verdicts {
 fn needs_infra_check(s: &Signals) -> bool {
     !(s.free || s.relay || s.listing_decides() || s.shared_mx || s.decision.is_some())
 }
+
+mod why;
+
+pub use why::{Why, WhyDecision, WhyListing};
 
 #[cfg(test)]
 mod tests;

@@ -305,3 +305,49 @@ fn warmup_catches_a_weak_only_name_on_a_fresh_install() {
     let after = status()["done"].as_u64().unwrap_or(0);
     assert!(after >= before, "a restart goes on from the stored cursor: {before} then {after}");
 }
+
+/// The `data-why` keys of a domain's public page in `lang`, and the page.
+fn why_on_page(sc: &Sidecar, lang: &str, domain: &str) -> (Vec<String>, String) {
+    let resp = Request::get(&format!("/{lang}/domain/{domain}")).send(sc.addr());
+    assert_eq!(resp.status, 200, "{resp}");
+    let html = resp.text();
+    let keys = html.split("data-why=\"").skip(1).filter_map(|s| s.split('"').next()).map(str::to_owned).collect();
+    (keys, html)
+}
+
+/// Issue 14: the public page says why, in every language: the sources and their tier, the
+/// parent listing, the reviewer's decision (and on which name), or that nothing marks it.
+#[test]
+fn public_page_says_why() {
+    let (sc, _nsd) = start();
+    for lang in ["en", "de", "fr", "es", "pt", "ja"] {
+        let (keys, html) = why_on_page(&sc, lang, "firemail.cc");
+        assert_eq!(keys, ["listed_weak"], "{lang}");
+        assert!(html.contains("mailchecker ("), "{lang}: the source is named with its tier");
+        assert!(!html.contains("why_listed_weak"), "{lang}: a message for the key exists");
+    }
+    let (keys, html) = why_on_page(&sc, "en", "mailinator.com");
+    assert_eq!(keys, ["listed_strong"]);
+    assert!(html.contains("disposable-email-domains (reviewed list), fakefilter (reviewed list), mailchecker (unreviewed list)"));
+    assert_eq!(why_on_page(&sc, "en", "x7.mailinator.com").0, ["parent_same_mail"]);
+    assert_eq!(why_on_page(&sc, "en", "corp.mailinator.com").0, ["parent_own_mail"]);
+    assert_eq!(why_on_page(&sc, "en", "gmail.com").0, ["free"]);
+    assert_eq!(why_on_page(&sc, "en", "ownmail.example").0, ["nothing"]);
+    sc.cli().run(&["review", "set", "rtdisp.example", "disposable"]).expect_code(0, "set");
+    let (keys, html) = why_on_page(&sc, "en", "sub.rtdisp.example");
+    assert_eq!(keys, ["decision_block"]);
+    assert!(html.contains("A reviewer decided that rtdisp.example is disposable."), "{html}");
+}
+
+/// Issue 14: a page for a domain caught by its mail server names the server.
+#[test]
+fn public_page_names_the_mail_server_that_links_a_domain_to_disposable_ones() {
+    let (sc, _nsd) = start();
+    for listed in ["mailinator.com", "guerrillamail.com"] {
+        sc.lookup_ok(listed);
+    }
+    lookup_until(&sc, "tempemailco.com", "mx_ip_match on tempemailco.com", |r| r["mx_ip_match"] == true);
+    let (keys, html) = why_on_page(&sc, "en", "tempemailco.com");
+    assert_eq!(keys, ["listed_weak", "infra"]);
+    assert!(html.contains("Its mail server 192.0.2.10 also serves 2 domains known to be disposable."), "{html}");
+}

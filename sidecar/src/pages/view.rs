@@ -7,11 +7,15 @@ use std::net::IpAddr;
 
 use email_verdict_core::{Catalog, Domain, MxInfo, VerdictResult};
 use serde::Serialize;
+pub use why::{WhyLine, why_lines};
 
 use super::Pages;
 use super::i18n;
 use super::ipdata::IpInfo;
 use super::lang::Lang;
+use crate::verdicts::Why;
+
+mod why;
 
 /// What every public page shows around its content.
 #[derive(Debug, Serialize)]
@@ -107,6 +111,8 @@ pub struct DomainView {
     pub cached: bool,
     pub recheck_action: String,
     pub recheck_hours: u64,
+    /// Why the verdict is what it is, one message per fact.
+    pub why: Vec<WhyLine>,
 }
 
 #[derive(Debug, Serialize)]
@@ -140,6 +146,7 @@ pub struct Facts<'a> {
     pub rechecked: bool,
     pub result: &'a VerdictResult,
     pub mx: &'a MxInfo,
+    pub why: &'a Why,
 }
 
 pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> DomainView {
@@ -156,6 +163,7 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
         queued,
         provider,
         provider_key: if r.has_mx { "provider_own" } else { "provider_none" },
+        why: why_lines(f.lang, r, f.why, catalog.relay.contains(f.domain)),
         service: service(catalog, f.domain, r),
         flags: flags(r),
         mx: mx_rows(pages, f.mx, f.lang).await,
