@@ -328,7 +328,9 @@ fn public_page_says_why() {
     }
     let (keys, html) = why_on_page(&sc, "en", "mailinator.com");
     assert_eq!(keys, ["listed_strong"]);
-    assert!(html.contains("disposable-email-domains (reviewed list), fakefilter (reviewed list), mailchecker (unreviewed list)"));
+    assert!(html.contains(
+        "disposable-email-domains (reviewed list), fakefilter (reviewed list), mailchecker (unreviewed list)"
+    ));
     assert_eq!(why_on_page(&sc, "en", "x7.mailinator.com").0, ["parent_same_mail"]);
     assert_eq!(why_on_page(&sc, "en", "corp.mailinator.com").0, ["parent_own_mail"]);
     assert_eq!(why_on_page(&sc, "en", "gmail.com").0, ["free"]);
