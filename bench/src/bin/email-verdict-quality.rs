@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use email_verdict_bench::quality::labels::{self, Inputs, Set, Sizes};
 use email_verdict_bench::quality::sources::{self, Tier};
-use email_verdict_bench::quality::{Options, Subject, measure, report, zone};
+use email_verdict_bench::quality::{Options, Subject, WarmUp, measure, report, zone};
 use email_verdict_bench::report::{Report, count};
 use email_verdict_tests::{Nsd, TestDir, workspace_root};
 
@@ -28,6 +28,15 @@ struct Args {
     /// Extra `serve` argument for the after build (repeatable).
     #[arg(long = "after-arg", allow_hyphen_values = true)]
     after_args: Vec<String>,
+    /// How the before build's infrastructure index is warmed.
+    #[arg(long, value_enum, default_value_t = Warm::StrongFirst)]
+    before_warm_up: Warm,
+    /// How the after build's infrastructure index is warmed.
+    #[arg(long, value_enum, default_value_t = Warm::Builtin)]
+    after_warm_up: Warm,
+    /// `--warmup-rate` of a build warmed by its own warm-up (domains a second).
+    #[arg(long, default_value_t = 5000)]
+    warmup_rate: u32,
     /// The shipped lists [default: data/].
     #[arg(long)]
     data: Option<PathBuf>,
@@ -65,6 +74,24 @@ struct Args {
     /// Where the results go (also printed) [default: target/quality/results.md].
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+/// How a build's infrastructure index learns disposable mail servers before the lookups.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Warm {
+    /// The sidecar's own background warm-up, waited for.
+    Builtin,
+    /// The strong-listed names looked up first (a build without a warm-up).
+    StrongFirst,
+}
+
+impl Warm {
+    fn with_rate(self, rate: u32) -> WarmUp {
+        match self {
+            Warm::Builtin => WarmUp::Builtin { rate },
+            Warm::StrongFirst => WarmUp::StrongFirst,
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -111,8 +138,7 @@ fn main() -> anyhow::Result<()> {
         "Sampling: seed {}, {} strong-listed names in clusters of {} per MX host, {} weak-only names per \
          strong cluster's host, {} weak-only names on their own clusters' hosts, {} subdomains of strong-listed names of each \
          synthetic kind; academic: {}. Each build: \
-         fresh SQLite state, the strong-listed names looked up first (what a fresh install's infrastructure \
-         index learns from), then the rest in a fixed mixed order.\n",
+         fresh SQLite state; how its infrastructure index was warmed is said under the table.\n",
         args.seed,
         args.strong,
         sizes.cluster,
@@ -133,10 +159,12 @@ fn main() -> anyhow::Result<()> {
     let opts = Options { threads: args.threads, keys: args.keys, seed: args.seed };
     let mut subjects = Vec::new();
     if let Some(bin) = &args.before {
-        subjects.push(Subject { label: "before".into(), bin: absolute(bin)?, args: args.before_args.clone() });
+        let warm_up = args.before_warm_up.with_rate(args.warmup_rate);
+        subjects.push(Subject { label: "before".into(), bin: absolute(bin)?, args: args.before_args.clone(), warm_up });
     }
     let after = args.after.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
-    subjects.push(Subject { label: "after".into(), bin: absolute(&after)?, args: args.after_args.clone() });
+    let warm_up = args.after_warm_up.with_rate(args.warmup_rate);
+    subjects.push(Subject { label: "after".into(), bin: absolute(&after)?, args: args.after_args.clone(), warm_up });
     let runs = subjects.iter().map(|s| measure(nsd.addr(), s, &set, &opts)).collect::<anyhow::Result<Vec<_>>>()?;
     report.add(&report::table(&set, &runs));
     let sizes_line: Vec<String> = Set::ALL.iter().map(|s| format!("{}: {}", s.title(), set.count(*s))).collect();

@@ -97,10 +97,11 @@ fn details(set: &Labelled, runs: &[Run]) -> String {
         let met = |ok: bool| if ok { "met" } else { "NOT met" };
         let _ = writeln!(
             out,
-            "**{}** ({:.0} s): no legitimate name blocked: {}; strong-listed recall 100 %: {}; \
+            "**{}** (warm-up: {}; lookups: {:.0} s): no legitimate name blocked: {}; strong-listed recall 100 %: {}; \
              weak-only on disposable mail servers all caught: {} ({} of them with `mx_ip_match`). \
              Weak-only names on their own servers answered `safe` with `review_required`: {} of {}.\n",
             r.label,
+            r.warm_up,
             r.seconds,
             met(legit.blocked == 0 && legit.answered == legit.names),
             met(strong.blocked == strong.names),
@@ -150,7 +151,7 @@ mod tests {
 
     fn run(label: &str, blocked: &[bool]) -> Run {
         let outcomes = blocked.iter().map(|&b| Outcome { status: 200, disposable: b, ..Outcome::default() }).collect();
-        Run { label: label.into(), outcomes, seconds: 1.0 }
+        Run { label: label.into(), outcomes, seconds: 1.0, warm_up: "none".into() }
     }
 
     #[test]
@@ -173,8 +174,8 @@ mod tests {
             line("| **strong-listed"),
             "| **strong-listed: recall** | 1 | 0 | 1 (100.00 %) | 1 (100.00 %) | +0.00 |"
         );
-        assert!(t.contains("**before** (1 s): no legitimate name blocked: NOT met"), "{t}");
-        assert!(t.contains("**after** (1 s): no legitimate name blocked: met"), "{t}");
+        assert!(t.contains("**before** (warm-up: none; lookups: 1 s): no legitimate name blocked: NOT met"), "{t}");
+        assert!(t.contains("**after** (warm-up: none; lookups: 1 s): no legitimate name blocked: met"), "{t}");
         assert!(t.contains("Blocked by before, legitimate: named hard cases (issue 14, cock.li): `hush.com`."), "{t}");
     }
 
