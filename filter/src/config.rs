@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use email_verdict_core::DomainSet;
+
 use crate::cache::VerdictCache;
+use crate::fallback;
 use crate::signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -100,6 +103,8 @@ pub struct PluginConfig {
     pub failure_mode: Policy,
     #[serde(default = "default_failure_status")]
     pub failure_status: u64,
+    #[serde(default = "yes")]
+    pub local_fallback: bool,
     #[serde(default)]
     pub cache: CacheConfig,
     #[serde(default = "default_max_body_bytes")]
@@ -215,6 +220,9 @@ impl Default for CacheConfig {
     }
 }
 
+fn yes() -> bool {
+    true
+}
 fn allow() -> Policy {
     Policy::Allow
 }
@@ -319,6 +327,9 @@ pub struct FilterConfig {
     pub on_unreadable_body: Policy,
     pub failure_mode: Policy,
     pub failure_status: u16,
+    /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
+    /// `None` when `local_fallback` is false.
+    pub local_lists: Option<&'static DomainSet>,
     /// `None` when `cache.ttl_seconds` is 0.
     pub cache: Option<VerdictCache>,
     pub max_body_bytes: usize,
@@ -402,6 +413,7 @@ impl PluginConfig {
             on_unreadable_body: self.on_unreadable_body,
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
+            local_lists: self.local_fallback.then(fallback::strong),
             cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
         })

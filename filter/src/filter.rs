@@ -22,9 +22,12 @@ use crate::cache::Lookup;
 use crate::config::{FilterConfig, Mode, Policy};
 use crate::decision::{self, Bypass, CalloutOutcome, LocalReply, VerdictSummary};
 use crate::extract::{self, BodyKind, Extracted, Unusable};
+use crate::fallback;
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
+/// The flags header of a verdict the filter made itself from its embedded lists.
+pub const LOCAL_FALLBACK_FLAG: &str = "local_fallback";
 
 #[derive(Debug)]
 enum State {
@@ -280,7 +283,7 @@ impl<H: Host> Ctx<'_, H> {
             Err(e) => {
                 let message = format!("callout to cluster {} failed for {domain}: {e}", sidecar.cluster);
                 self.log(LogLevel::Warn, &message);
-                self.fail(Bypass::SidecarError)
+                self.no_verdict(&domain, Bypass::SidecarError)
             }
         }
     }
@@ -295,7 +298,7 @@ impl<H: Host> Ctx<'_, H> {
             CalloutOutcome::Failed(bypass) => {
                 let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
                 self.log(LogLevel::Warn, &format!("sidecar answered {status} for {domain}: {}", bypass.as_str()));
-                self.fail(bypass)
+                self.no_verdict(domain, bypass)
             }
         }
     }
@@ -310,15 +313,33 @@ impl<H: Host> Ctx<'_, H> {
 
     /// A verdict: block a disposable address in block mode, otherwise flag and go on.
     fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary) -> Step {
+        self.judged(domain, summary.disposable, &summary.flags.header_value())
+    }
+
+    /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
+    /// same (flagged `local_fallback`, never cached); any other goes to `failure_mode`.
+    fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Step {
+        if self.config.local_lists.is_some_and(|lists| fallback::is_listed(lists, domain)) {
+            self.host.increment(Counter::LocalDecisions);
+            self.log(
+                LogLevel::Info,
+                &format!("{domain} is on the embedded strong lists: disposable without the sidecar"),
+            );
+            return self.judged(domain, true, LOCAL_FALLBACK_FLAG);
+        }
+        self.fail(bypass)
+    }
+
+    fn judged(&mut self, domain: &Domain, disposable: bool, flags: &str) -> Step {
         self.host.increment(Counter::Checked);
-        if summary.disposable && self.config.mode == Mode::Block {
+        if disposable && self.config.mode == Mode::Block {
             self.host.increment(Counter::Blocked);
             let config = self.config;
             return self.respond(&LocalReply::blocked(config.block_status, &config.block_body));
         }
         let names = &self.config.flag_headers;
-        let flags = summary.flags.header_value();
-        let set = [(&names.verdict, summary.verdict_name()), (&names.domain, domain.as_str()), (&names.flags, &flags)]
+        let verdict = if disposable { "disposable" } else { "safe" };
+        let set = [(&names.verdict, verdict), (&names.domain, domain.as_str()), (&names.flags, flags)]
             .into_iter()
             .try_for_each(|(name, value)| self.host.set_request_header(name, value));
         match set {

@@ -76,10 +76,11 @@ pub enum Counter {
     InvalidEmail,
     BodyTooLarge,
     UnreadableBody,
+    LocalDecisions,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 11] = [
+    pub const ALL: [Counter; 12] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -91,6 +92,7 @@ impl Counter {
         Counter::InvalidEmail,
         Counter::BodyTooLarge,
         Counter::UnreadableBody,
+        Counter::LocalDecisions,
     ];
 
     /// The metric name defined in Envoy.
@@ -107,6 +109,7 @@ impl Counter {
             Counter::InvalidEmail => "email_verdict.invalid_email",
             Counter::BodyTooLarge => "email_verdict.body_too_large",
             Counter::UnreadableBody => "email_verdict.unreadable_body",
+            Counter::LocalDecisions => "email_verdict.local_decisions",
         }
     }
 

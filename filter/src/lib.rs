@@ -18,6 +18,7 @@ pub mod cache;
 pub mod config;
 pub mod decision;
 pub mod extract;
+pub mod fallback;
 pub mod filter;
 pub mod host;
 pub mod signup_path;

@@ -69,6 +69,20 @@ fn minimal_config_gets_the_contract_defaults() {
     assert_eq!(c.failure_status, 503);
     assert_eq!(c.cache, VerdictCache::new(300, 10_000));
     assert_eq!(c.max_body_bytes, 65_536);
+    assert_eq!(c.on_unreadable_body, Policy::Deny);
+    assert!(c.local_lists.is_some_and(|l| l.len() > 10_000), "local_fallback defaults to true");
+}
+
+#[test]
+fn local_fallback_and_on_unreadable_body() {
+    let c = load(&with("/local_fallback", json!(false))).unwrap();
+    assert!(c.local_lists.is_none());
+    let c = load(&with("/on_unreadable_body", json!("allow"))).unwrap();
+    assert_eq!(c.on_unreadable_body, Policy::Allow);
+    let err = load(&with("/local_fallback", json!("yes"))).unwrap_err().to_string();
+    assert!(err.starts_with("local_fallback: invalid type"), "{err}");
+    let err = load(&with("/on_unreadable_body", json!("maybe"))).unwrap_err().to_string();
+    assert!(err.starts_with("on_unreadable_body: unknown variant"), "{err}");
 }
 
 #[test]

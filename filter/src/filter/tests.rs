@@ -313,7 +313,7 @@ fn sidecar_failures_follow_failure_mode() {
         // allow (the default): through, with the bypass header.
         let h = Harness::new(json!({}));
         let mut f = h.filter();
-        let mut host = json_signup(&h, "a@mailinator.com");
+        let mut host = json_signup(&h, "a@unlisted.example");
         send(&mut f, &mut host);
         answer(&mut f, &mut host, response.clone());
         assert!(host.sent.is_empty(), "{bypass}");
@@ -325,7 +325,7 @@ fn sidecar_failures_follow_failure_mode() {
         // deny: failure_status with verdict_unavailable.
         let h = Harness::new(json!({ "failure_mode": "deny", "failure_status": 502 }));
         let mut f = h.filter();
-        let mut host = json_signup(&h, "a@mailinator.com");
+        let mut host = json_signup(&h, "a@unlisted.example");
         send(&mut f, &mut host);
         answer(&mut f, &mut host, response.clone());
         let sent = only_sent(&host);
@@ -340,7 +340,7 @@ fn a_failed_dispatch_takes_the_failure_path_at_once() {
     for (mode, expected) in [("allow", None), ("deny", Some(503))] {
         let h = Harness::new(json!({ "failure_mode": mode }));
         let mut f = h.filter();
-        let mut host = json_signup(&h, "a@mailinator.com");
+        let mut host = json_signup(&h, "a@unlisted.example");
         host.fail.dispatch = true;
         let (_, body) = send(&mut f, &mut host);
         assert_eq!(host.sent.first().map(|s| s.status), expected);
@@ -353,6 +353,61 @@ fn a_failed_dispatch_takes_the_failure_path_at_once() {
         assert_eq!(host.count(Counter::Callouts), 0);
         assert!(host.logs.borrow().iter().any(|(l, m)| *l == LogLevel::Warn && m.contains("proxy_http_call")));
     }
+}
+
+/// Issue 13 item 4: a sidecar that gives no verdict (the gateway key's burst or quota spent, an
+/// error, a timeout, a failed dispatch) no longer lets a name on the strong lists through.
+#[test]
+fn without_a_verdict_strong_listed_names_are_decided_locally() {
+    let failures = [
+        error_response(429, "rate_limit_exceeded"),
+        error_response(402, "quota_exceeded"),
+        error_response(401, "api_key_invalid"),
+        error_response(500, "internal_error"),
+        crate::host::CalloutResponse { status: Some(504), body: Vec::new() },
+    ];
+    for response in &failures {
+        for failure_mode in ["allow", "deny"] {
+            // block mode: refused as disposable (also under failure_mode deny: a better answer).
+            let h = Harness::new(json!({ "failure_mode": failure_mode }));
+            let mut f = h.filter();
+            let mut host = json_signup(&h, "a@sub.Mailinator.com");
+            send(&mut f, &mut host);
+            answer(&mut f, &mut host, response.clone());
+            let sent = only_sent(&host);
+            assert_eq!(sent.status, 403, "{response:?} {failure_mode}");
+            let counts =
+                (host.count(Counter::LocalDecisions), host.count(Counter::Blocked), host.count(Counter::Bypassed));
+            assert_eq!(counts, (1, 1, 0));
+            assert!(h.store.borrow().is_empty(), "a local decision is never cached");
+        }
+        // flag mode: through, flagged disposable, marked as the filter's own decision.
+        let h = Harness::new(json!({ "mode": "flag" }));
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@mailinator.com");
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, response.clone());
+        assert_eq!(host.resumed, 1);
+        assert_eq!(host.header("x-email-verdict").as_deref(), Some("disposable"));
+        assert_eq!(host.header("x-email-domain").as_deref(), Some("mailinator.com"));
+        assert_eq!(host.header("x-email-flags").as_deref(), Some("local_fallback"));
+        assert_no_flag_headers_but(&host, &["x-email-verdict", "x-email-domain", "x-email-flags"]);
+    }
+    // A failed dispatch too.
+    let h = Harness::new(json!({}));
+    let mut host = json_signup(&h, "a@mailinator.com");
+    host.fail.dispatch = true;
+    send(&mut h.filter(), &mut host);
+    assert_eq!(only_sent(&host).status, 403);
+    // Switched off: failure_mode as before.
+    let h = Harness::new(json!({ "local_fallback": false }));
+    assert!(h.config.local_lists.is_none());
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@mailinator.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, error_response(429, "rate_limit_exceeded"));
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_rejected"));
+    assert_eq!(host.count(Counter::LocalDecisions), 0);
 }
 
 #[test]

@@ -107,9 +107,13 @@ fn real_verdict(o: &Outcome, at_app: Option<&Recorded>) -> Result<(), String> {
     }
 }
 
-/// allow: at the app with the bypass header and no verdict. deny: failure_status 503 with
-/// `verdict_unavailable`, never at the app.
+/// A disposable (strong-listed) signup is still blocked: the filter decides it from its embedded
+/// lists (local_fallback). Any other: allow, at the app with the bypass header and no verdict;
+/// deny, failure_status 503 with `verdict_unavailable`, never at the app.
 fn failure_answer(o: &Outcome, at_app: Option<&Recorded>, mode: &str) -> Result<(), String> {
+    if o.tag == "disposable" {
+        return real_verdict(o, at_app);
+    }
     let r = o.response().ok_or("no answer")?;
     let ok = match (mode, r.status, at_app) {
         ("allow", 200, Some(req)) => {
