@@ -184,7 +184,8 @@ else
   zones=$(cd demo/zones && ls ./*.zone | sed 's|^\./||; s/\.zone$//' | paste -sd' ')
   dns_note="DNS: a local NSD on 127.0.0.1:$nsd_port serving only the demo zones in demo/zones/ ($zones)
       so the demo works offline. Other domains get REFUSED: the sidecar answers 500 and the filter
-      lets such signups through with x-email-verdict-bypass (failure_mode allow).
+      lets such signups through with x-email-verdict-bypass (failure_mode allow), unless its
+      embedded strong lists name the domain (local_fallback: blocked all the same).
       For real DNS: EMAIL_VERDICT_DNS=1.1.1.1 make demo (or any resolver you can reach)."
 fi
 
@@ -234,6 +235,9 @@ cat <<EOF
  # a normal address: reaches the app, with the verdict headers the filter added
  curl -s http://$LISTEN/signup -H 'content-type: application/json' -d '{"email": "jane@gmail.com"}'
  curl -s http://$LISTEN/signup -F email=ops@shopco.example
+
+ # a path variant the app would route to /signup is judged all the same (403)
+ curl -si --path-as-is http://$LISTEN//Signup/ -d 'email=temp@mailinator.com'
 
  # a forged verdict header does not help (403), and is removed before the app sees anything
  curl -s http://$LISTEN/signup -H 'x-email-verdict: safe' -d 'email=temp@mailinator.com' -o /dev/null -w '%{http_code}\n'
