@@ -223,3 +223,20 @@ fn duplicate_nested_json_keys_with_different_values_are_invalid() {
     assert_eq!(resp.status, 200, "the same value repeated\n{resp}");
     assert_eq!(g.app.wait_for_request(1).header("x-email-verdict"), Some("safe"));
 }
+
+// ---- other sources: the query ------------------------------------------------------------------
+
+/// Frameworks that merge query and body parameters (Rails, PHP `$_REQUEST`, Flask
+/// `request.values`) read an email in the query: the shipped config reads it too, and a query
+/// and a body that disagree are invalid.
+#[test]
+fn an_email_in_the_query_is_judged_and_must_agree_with_the_body() {
+    let g = gateway(|b| b);
+    let path = format!("/signup?email={}", form_encode(DISPOSABLE));
+    let resp = g.envoy.send(&post(&path, "application/json", br#"{"name":"Mallory"}"#));
+    assert_refused(&g, 0, &resp, "disposable_email", "the email only in the query");
+    let resp = g.envoy.send(&post(&path, "application/json", &json_body("jane@gmail.com")));
+    assert_refused(&g, 0, &resp, "invalid_email", "query and body disagree");
+    let resp = g.envoy.send(&post(&path, "application/x-www-form-urlencoded", &form_body(DISPOSABLE)));
+    assert_refused(&g, 0, &resp, "disposable_email", "query and body agree");
+}
