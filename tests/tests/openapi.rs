@@ -30,6 +30,8 @@ fn generated_requests_get_no_5xx_and_match_the_schema() {
     let spec = workspace_root().join("docs/openapi.yaml");
     let out = Command::new(bin)
         .current_dir(sc.dir()) // its cache and reports stay in the test's directory
+        .arg("--config-file")
+        .arg(workspace_root().join("tests/schemathesis.toml"))
         .arg("run")
         .arg(&spec)
         .args(["--url", &format!("http://{}", sc.addr())])

@@ -57,10 +57,21 @@ struct KeyRow {
 #[derive(Serialize)]
 struct ReviewRow {
     domain: String,
-    reason: &'static str,
+    why: String,
     first_seen: String,
     last_seen: String,
     lookups: u64,
+}
+
+/// The queue reason in words, with the sources or the listed parent behind it.
+fn why_queued(item: &crate::state::ReviewItem) -> String {
+    use crate::state::ReviewReason;
+    match item.reason {
+        ReviewReason::NoMx => "no MX".to_owned(),
+        ReviewReason::Ambiguous => "nothing marks it".to_owned(),
+        ReviewReason::WeakListing => format!("listed only by the unreviewed source: {}", item.sources.join(", ")),
+        ReviewReason::ParentListing => format!("its parent {} is listed, its mail goes elsewhere", item.listed_as),
+    }
 }
 
 pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
@@ -84,7 +95,7 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
             .iter()
             .map(|i| ReviewRow {
                 domain: i.domain.clone(),
-                reason: i.reason.as_str(),
+                why: why_queued(i),
                 first_seen: rfc3339(i.first_seen),
                 last_seen: rfc3339(i.last_seen),
                 lookups: i.lookups,
