@@ -134,10 +134,8 @@ impl SqliteStore {
         check_writable(path)?;
         let conn = Connection::open(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(unavailable)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        migrate(&conn)?;
+        prepare(&conn)?;
         let (jobs, queue) = mpsc::channel::<Job>();
         // The thread ends, closing the connection, when the store (the last sender) is dropped.
         std::thread::Builder::new()
@@ -181,25 +179,49 @@ impl SqliteStore {
     }
 }
 
+/// WAL mode and the schema, tried again while another process holds the file: switching a new
+/// file to WAL can answer "database is locked" at once, without waiting out the busy timeout,
+/// when two processes open it together (two `keys create` on a new file).
+fn prepare(conn: &Connection) -> Result<(), StateError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let attempt = conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|()| migrate(conn));
+        match attempt {
+            Ok(schema) => return schema,
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(unavailable(e)),
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
 /// Applies the migrations not yet applied, all in one `BEGIN IMMEDIATE` transaction that reads
-/// `user_version` first: two processes opening a new file at once (two `keys create`) take turns,
-/// and the second finds the schema done instead of creating it again.
-fn migrate(conn: &Connection) -> Result<(), StateError> {
-    let tx =
-        rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate).map_err(unavailable)?;
-    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(unavailable)?;
+/// `user_version` first: two processes opening a new file at once take turns, and the second
+/// finds the schema done instead of creating it again. The outer error is SQLite's (retried
+/// when busy), the inner one a schema newer than this binary.
+fn migrate(conn: &Connection) -> rusqlite::Result<Result<(), StateError>> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let version = usize::try_from(version).unwrap_or(usize::MAX);
     if version > MIGRATIONS.len() {
-        return Err(StateError::Invalid(format!("schema version {version} is newer than this binary")));
+        return Ok(Err(StateError::Invalid(format!("schema version {version} is newer than this binary"))));
     }
-    if version == MIGRATIONS.len() {
-        return Ok(());
+    if version < MIGRATIONS.len() {
+        for sql in &MIGRATIONS[version..] {
+            tx.execute_batch(sql)?;
+        }
+        tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+        tx.commit()?;
     }
-    for sql in &MIGRATIONS[version..] {
-        tx.execute_batch(sql).map_err(unavailable)?;
-    }
-    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(unavailable)?;
-    tx.commit().map_err(unavailable)
+    Ok(Ok(()))
 }
 
 pub(super) fn unavailable(e: impl std::fmt::Display) -> StateError {
