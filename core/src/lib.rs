@@ -2,8 +2,9 @@
 //!
 //! Holds everything that decides *what* a verdict is, and nothing that does I/O:
 //! input parsing and normalization ([`input`], [`domain`], [`email`]), list matching bounded by
-//! the Public Suffix List ([`lists`]), the verdict rules of the spec ([`verdict`]) and the JSON
-//! types of `/api/v1` ([`api`]).
+//! the Public Suffix List ([`lists`]), the verdict rules of the spec ([`verdict`]), the JSON
+//! types of `/api/v1` ([`api`]), and what a gateway does with a signup request ([`signup`]:
+//! finding the email, the enforcement settings, the answers), shared by the filter and ext_authz.
 //!
 //! Invariants: no tokio, pingora, hickory or proxy-wasm here (the filter compiles this crate to
 //! wasm); no panics on any input; every `Domain` is ASCII, lowercase, without a trailing dot.
@@ -14,6 +15,7 @@ pub mod domain;
 pub mod email;
 pub mod input;
 pub mod lists;
+pub mod signup;
 pub mod verdict;
 
 pub use api::{ErrorBody, ErrorCode, InputType, LookupResponse, VerdictResult};

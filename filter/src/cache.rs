@@ -9,7 +9,7 @@
 
 use email_verdict_core::Domain;
 
-use crate::decision::{Flags, VerdictSummary};
+use email_verdict_core::signup::{Flags, VerdictSummary};
 use crate::host::HostError;
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
@@ -134,7 +134,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::decision::Flag;
+    use email_verdict_core::signup::Flag;
 
     /// Shared data as Envoy keeps it: a version per key, bumped on every write.
     #[derive(Default)]

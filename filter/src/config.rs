@@ -7,9 +7,12 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use email_verdict_core::DomainSet;
+use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
+use email_verdict_core::signup::{
+    BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+};
 
 use crate::cache::VerdictCache;
 use crate::fallback;
@@ -19,41 +22,6 @@ const MAX_TIMEOUT_MS: u64 = 60_000;
 const MAX_ENTRIES: u64 = 1_000_000;
 const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
 
-/// Headers the filter must never strip or overwrite: naming one as a flag header would remove it
-/// from every request (the filter strips client copies of the flag headers) or corrupt framing.
-const RESERVED_HEADERS: &[&str] = &[
-    "authorization",
-    "connection",
-    "content-encoding",
-    "content-length",
-    "content-type",
-    "cookie",
-    "expect",
-    "host",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "transfer-encoding",
-    "upgrade",
-];
-
-/// A configuration Envoy must reject, with the field it is about.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// Not JSON, an unknown field, a wrong type (the message starts with the field's path).
-    #[error("{0}")]
-    Syntax(String),
-    /// A value out of range or inconsistent with another.
-    #[error("{field}: {message}")]
-    Invalid { field: String, message: String },
-}
-
-impl ConfigError {
-    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid { field: field.into(), message: message.into() }
-    }
-}
-
 /// Why an environment variable could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvError {
@@ -62,24 +30,9 @@ pub enum EnvError {
     Unsupported,
 }
 
-/// `block` answers disposable signups with `block_response`; `flag` only adds the headers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    #[default]
-    Block,
-    Flag,
-}
-
-/// `allow` lets the request through with the bypass header; `deny` answers it with an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    Allow,
-    Deny,
-}
-
-/// The JSON document, field for field.
+/// The JSON document, field for field. `email` .. `on_unreadable_body` are core's
+/// [`EnforcementConfig`] (shared with the sidecar's ext_authz endpoint), written out here because
+/// serde cannot flatten a struct that refuses unknown fields.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginConfig {
@@ -93,13 +46,13 @@ pub struct PluginConfig {
     pub block_response: BlockResponse,
     #[serde(default)]
     pub flag_headers: FlagHeaders,
-    #[serde(default = "allow")]
+    #[serde(default = "Policy::allow")]
     pub on_missing_email: Policy,
-    #[serde(default = "deny")]
+    #[serde(default = "Policy::deny")]
     pub on_invalid_email: Policy,
-    #[serde(default = "deny")]
+    #[serde(default = "Policy::deny")]
     pub on_unreadable_body: Policy,
-    #[serde(default = "allow")]
+    #[serde(default = "Policy::allow")]
     pub failure_mode: Policy,
     #[serde(default = "default_failure_status")]
     pub failure_status: u64,
@@ -109,6 +62,8 @@ pub struct PluginConfig {
     pub cache: CacheConfig,
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: u64,
+    #[serde(default = "yes")]
+    pub hold_headers: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -135,76 +90,6 @@ pub struct SignupRoute {
     pub path_prefix: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EmailSources {
-    #[serde(default)]
-    pub headers: Vec<String>,
-    #[serde(default)]
-    pub query_params: Vec<String>,
-    #[serde(default = "default_json_pointers")]
-    pub json_pointers: Vec<String>,
-    #[serde(default = "default_form_fields")]
-    pub form_fields: Vec<String>,
-}
-
-impl Default for EmailSources {
-    fn default() -> Self {
-        Self {
-            headers: Vec::new(),
-            query_params: Vec::new(),
-            json_pointers: default_json_pointers(),
-            form_fields: default_form_fields(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BlockResponse {
-    #[serde(default = "default_block_status")]
-    pub status: u64,
-    #[serde(default = "default_block_body")]
-    pub body: Value,
-}
-
-impl Default for BlockResponse {
-    fn default() -> Self {
-        Self { status: default_block_status(), body: default_block_body() }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlagHeaders {
-    #[serde(default = "default_verdict_header")]
-    pub verdict: String,
-    #[serde(default = "default_domain_header")]
-    pub domain: String,
-    #[serde(default = "default_flags_header")]
-    pub flags: String,
-    #[serde(default = "default_bypass_header")]
-    pub bypass: String,
-}
-
-impl Default for FlagHeaders {
-    fn default() -> Self {
-        Self {
-            verdict: default_verdict_header(),
-            domain: default_domain_header(),
-            flags: default_flags_header(),
-            bypass: default_bypass_header(),
-        }
-    }
-}
-
-impl FlagHeaders {
-    /// The four names, for stripping client copies.
-    pub fn all(&self) -> [&str; 4] {
-        [&self.verdict, &self.domain, &self.flags, &self.bypass]
-    }
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
@@ -223,12 +108,6 @@ impl Default for CacheConfig {
 fn yes() -> bool {
     true
 }
-fn allow() -> Policy {
-    Policy::Allow
-}
-fn deny() -> Policy {
-    Policy::Deny
-}
 fn default_failure_status() -> u64 {
     503
 }
@@ -239,33 +118,6 @@ fn default_max_body_bytes() -> u64 {
 /// which a shorter timeout would turn into a bypass; a signup form can wait that long.
 fn default_timeout_ms() -> u64 {
     1000
-}
-fn default_json_pointers() -> Vec<String> {
-    vec!["/email".to_owned()]
-}
-fn default_form_fields() -> Vec<String> {
-    vec!["email".to_owned()]
-}
-fn default_block_status() -> u64 {
-    403
-}
-fn default_block_body() -> Value {
-    serde_json::json!({
-        "error": "disposable_email",
-        "message": "Please sign up with a permanent email address.",
-    })
-}
-fn default_verdict_header() -> String {
-    "x-email-verdict".to_owned()
-}
-fn default_domain_header() -> String {
-    "x-email-domain".to_owned()
-}
-fn default_flags_header() -> String {
-    "x-email-flags".to_owned()
-}
-fn default_bypass_header() -> String {
-    "x-email-verdict-bypass".to_owned()
 }
 fn default_ttl_seconds() -> u64 {
     300
@@ -316,15 +168,8 @@ pub struct Sidecar {
 pub struct FilterConfig {
     pub sidecar: Sidecar,
     pub routes: Vec<Route>,
-    pub email: EmailSources,
-    pub mode: Mode,
-    pub block_status: u16,
-    /// `block_response.body`, serialized once.
-    pub block_body: Vec<u8>,
-    pub flag_headers: FlagHeaders,
-    pub on_missing_email: Policy,
-    pub on_invalid_email: Policy,
-    pub on_unreadable_body: Policy,
+    /// Where the email is, block or flag, and the answers: shared with ext_authz.
+    pub enforce: Enforcement,
     pub failure_mode: Policy,
     pub failure_status: u16,
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
@@ -333,6 +178,9 @@ pub struct FilterConfig {
     /// `None` when `cache.ttl_seconds` is 0.
     pub cache: Option<VerdictCache>,
     pub max_body_bytes: usize,
+    /// False: block-only, the request headers go upstream at once (`CONFIG.md`, "Without the
+    /// header hold"); nothing can be added to them.
+    pub hold_headers: bool,
 }
 
 impl FilterConfig {
@@ -355,24 +203,33 @@ impl FilterConfig {
 impl PluginConfig {
     /// Parses the JSON document; unknown fields and wrong types are errors naming the field.
     pub fn parse(bytes: &[u8]) -> Result<Self, ConfigError> {
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(ConfigError::Syntax(
-                "the plugin configuration is empty; sidecar and signup_routes are required".to_owned(),
-            ));
+        parse_json(bytes, "the plugin configuration is empty; sidecar and signup_routes are required")
+    }
+
+    /// The fields shared with ext_authz.
+    fn enforcement(&self) -> EnforcementConfig {
+        EnforcementConfig {
+            email: self.email.clone(),
+            mode: self.mode,
+            block_response: self.block_response.clone(),
+            flag_headers: self.flag_headers.clone(),
+            on_missing_email: self.on_missing_email,
+            on_invalid_email: self.on_invalid_email,
+            on_unreadable_body: self.on_unreadable_body,
         }
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let config: Self = serde_path_to_error::deserialize(&mut de).map_err(syntax_error)?;
-        de.end().map_err(|e| ConfigError::Syntax(e.to_string()))?;
-        Ok(config)
     }
 
     /// Checks every value that needs no environment.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_sidecar()?;
         self.validate_routes()?;
-        self.validate_email()?;
-        self.validate_headers()?;
-        check_status("block_response.status", self.block_response.status)?;
+        self.enforcement().validate()?;
+        if !self.hold_headers && self.mode == Mode::Flag {
+            return Err(ConfigError::invalid(
+                "hold_headers",
+                "false works only with mode \"block\": the flag headers cannot be added once the request headers have gone upstream",
+            ));
+        }
         check_status("failure_status", self.failure_status)?;
         check_range("cache.max_entries", self.cache.max_entries, 1, MAX_ENTRIES)?;
         check_range("max_body_bytes", self.max_body_bytes, 1, MAX_BODY_BYTES)?;
@@ -383,6 +240,7 @@ impl PluginConfig {
     pub fn resolve(self, env: &dyn Fn(&str) -> Result<String, EnvError>) -> Result<FilterConfig, ConfigError> {
         self.validate()?;
         let key = self.api_key(env)?;
+        let enforce = self.enforcement().resolve()?;
         let sidecar = Sidecar {
             authority: self.sidecar.authority.clone().unwrap_or_else(|| self.sidecar.cluster.clone()),
             cluster: self.sidecar.cluster,
@@ -390,32 +248,16 @@ impl PluginConfig {
             authorization: format!("Bearer {key}"),
         };
         let routes = self.signup_routes.into_iter().map(route).collect();
-        let block_body = serde_json::to_vec(&self.block_response.body)
-            .map_err(|e| ConfigError::invalid("block_response.body", e.to_string()))?;
-        let mut email = self.email;
-        email.headers.iter_mut().for_each(|h| h.make_ascii_lowercase());
-        let mut flag_headers = self.flag_headers;
-        for name in
-            [&mut flag_headers.verdict, &mut flag_headers.domain, &mut flag_headers.flags, &mut flag_headers.bypass]
-        {
-            name.make_ascii_lowercase();
-        }
         Ok(FilterConfig {
             sidecar,
             routes,
-            email,
-            mode: self.mode,
-            block_status: to_u16(self.block_response.status),
-            block_body,
-            flag_headers,
-            on_missing_email: self.on_missing_email,
-            on_invalid_email: self.on_invalid_email,
-            on_unreadable_body: self.on_unreadable_body,
+            enforce,
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
             local_lists: self.local_fallback.then(fallback::strong),
             cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
+            hold_headers: self.hold_headers,
         })
     }
 
@@ -474,55 +316,6 @@ impl PluginConfig {
         Ok(())
     }
 
-    fn validate_email(&self) -> Result<(), ConfigError> {
-        let e = &self.email;
-        if e.headers.is_empty() && e.query_params.is_empty() && e.json_pointers.is_empty() && e.form_fields.is_empty() {
-            return Err(ConfigError::invalid(
-                "email",
-                "at least one of headers, query_params, json_pointers, form_fields must name a source",
-            ));
-        }
-        for (i, h) in e.headers.iter().enumerate() {
-            check_header_name(&format!("email.headers[{i}]"), h)?;
-            if self.flag_headers.all().iter().any(|f| f.eq_ignore_ascii_case(h)) {
-                return Err(ConfigError::invalid(
-                    format!("email.headers[{i}]"),
-                    "must not be one of flag_headers (those are stripped from every request)",
-                ));
-            }
-        }
-        for (i, p) in e.json_pointers.iter().enumerate() {
-            if !(p.is_empty() || p.starts_with('/')) {
-                return Err(ConfigError::invalid(
-                    format!("email.json_pointers[{i}]"),
-                    "must be an RFC 6901 pointer: empty or starting with '/'",
-                ));
-            }
-        }
-        for (list, names) in [("query_params", &e.query_params), ("form_fields", &e.form_fields)] {
-            if let Some(i) = names.iter().position(String::is_empty) {
-                return Err(ConfigError::invalid(format!("email.{list}[{i}]"), "must not be empty"));
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_headers(&self) -> Result<(), ConfigError> {
-        let f = &self.flag_headers;
-        let named = [("verdict", &f.verdict), ("domain", &f.domain), ("flags", &f.flags), ("bypass", &f.bypass)];
-        for (i, (field, name)) in named.iter().enumerate() {
-            let path = format!("flag_headers.{field}");
-            check_header_name(&path, name)?;
-            if RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(name)) {
-                return Err(ConfigError::invalid(path, "must not be a header the proxy or the app relies on"));
-            }
-            if named[..i].iter().any(|(_, other)| other.eq_ignore_ascii_case(name)) {
-                return Err(ConfigError::invalid(path, "must differ from the other flag headers"));
-            }
-        }
-        Ok(())
-    }
-
     fn api_key(&self, env: &dyn Fn(&str) -> Result<String, EnvError>) -> Result<String, ConfigError> {
         if let Some(key) = &self.sidecar.api_key {
             return Ok(key.clone());
@@ -546,22 +339,6 @@ impl PluginConfig {
     }
 }
 
-/// `path: message`, where serde's own path stops at the parent of a missing or duplicate field
-/// (`sidecar: missing field `cluster``) and is completed to name the field itself.
-fn syntax_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
-    let message = e.inner().to_string();
-    let mut field = e.path().to_string();
-    if field == "." {
-        field.clear();
-    }
-    for prefix in ["missing field `", "duplicate field `"] {
-        if let Some((name, _)) = message.strip_prefix(prefix).and_then(|rest| rest.split_once('`')) {
-            field = if field.is_empty() { name.to_owned() } else { format!("{field}.{name}") };
-        }
-    }
-    ConfigError::Syntax(if field.is_empty() { message } else { format!("{field}: {message}") })
-}
-
 fn route(r: SignupRoute) -> Route {
     let path = match (r.path, r.path_prefix) {
         (Some(p), _) => PathMatch::Exact(signup_path::normalize(&p)),
@@ -570,21 +347,8 @@ fn route(r: SignupRoute) -> Route {
     Route { method: r.method.to_ascii_uppercase(), path }
 }
 
-fn check_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
-    if (min..=max).contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError::invalid(field, format!("must be {min}..={max}")))
-    }
-}
 
-fn check_status(field: &str, status: u64) -> Result<(), ConfigError> {
-    check_range(field, status, 400, 599)
-}
 
-fn to_u16(n: u64) -> u16 {
-    u16::try_from(n).unwrap_or(u16::MAX)
-}
 
 fn check_api_key(field: &str, key: &str) -> Result<(), ConfigError> {
     if key.is_empty() || !key.bytes().all(is_visible_ascii) {
@@ -593,17 +357,7 @@ fn check_api_key(field: &str, key: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn check_header_name(field: &str, name: &str) -> Result<(), ConfigError> {
-    if name.is_empty() || !name.bytes().all(is_tchar) {
-        return Err(ConfigError::invalid(field, "must be an HTTP header name (letters, digits, '-', ...)"));
-    }
-    Ok(())
-}
 
-/// RFC 9110 `tchar`: what header names and methods are made of.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
 
 fn is_visible_ascii(b: u8) -> bool {
     (0x21..=0x7e).contains(&b)

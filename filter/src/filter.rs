@@ -12,16 +12,20 @@
 //! full is `on_unreadable_body`, not a missing email.
 //! Client copies of the four flag headers are stripped from every request first. Request
 //! headers can still be changed in the body phase because Envoy runs the filter with
-//! `allow_on_headers_stop_iteration: true`.
+//! `allow_on_headers_stop_iteration: true`. Without it (`hold_headers: false`, block only) the
+//! headers go upstream at once and the body is held until the verdict: a blocked signup never
+//! reaches the app complete, and nothing is added to the headers.
 
 use std::rc::Rc;
 
 use email_verdict_core::{Domain, EmailAddress};
 
 use crate::cache::Lookup;
-use crate::config::{FilterConfig, Mode, Policy};
-use crate::decision::{self, Bypass, CalloutOutcome, LocalReply, VerdictSummary};
-use crate::extract::{self, BodyKind, Extracted, Unusable};
+use email_verdict_core::signup::extract::{self, BodyKind, Extracted, Unusable};
+use email_verdict_core::signup::{Bypass, LocalReply, Mode, Policy, VerdictSummary};
+
+use crate::config::FilterConfig;
+use crate::decision::{self, CalloutOutcome};
 use crate::fallback;
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
@@ -152,7 +156,11 @@ impl RequestFilter {
         let (state, action) = match step {
             Step::Proceed => (State::Passthrough, Action::Continue),
             Step::Responded => (State::Responded, Action::Pause),
-            Step::AwaitBody { kind, early } => (State::AwaitingBody { kind, early }, Action::Pause),
+            // Without the header hold a pause here would stall the stream: the body is held instead.
+            Step::AwaitBody { kind, early } => {
+                let action = if self.config.hold_headers { Action::Pause } else { Action::Continue };
+                (State::AwaitingBody { kind, early }, action)
+            }
             Step::AwaitVerdict { token, domain, cas } => (State::AwaitingVerdict { token, domain, cas }, Action::Pause),
         };
         self.state = state;
@@ -171,7 +179,7 @@ impl<H: Host> Ctx<'_, H> {
     /// when the headers could not be read); all are tried, the first error returned.
     fn strip_flag_headers(&mut self, present: Option<&RequestHeaders>) -> Result<(), HostError> {
         let mut result = Ok(());
-        for name in self.config.flag_headers.all() {
+        for name in self.config.enforce.flag_headers.all() {
             if present.is_some_and(|h| h.first(name).is_none()) {
                 continue;
             }
@@ -185,7 +193,7 @@ impl<H: Host> Ctx<'_, H> {
     /// A signup's headers: the email from the headers and the query; with a body, wait for it
     /// (an email there must agree with them, and a body nothing reads may hold one).
     fn signup_headers(&mut self, headers: &RequestHeaders, path: &str, end_of_stream: bool) -> Step {
-        let sources = &self.config.email;
+        let sources = &self.config.enforce.email;
         let early = extract::from_headers(|name| headers.values(name), &sources.headers)
             .and(extract::from_query(path, &sources.query_params));
         let length = declared_length(headers);
@@ -216,7 +224,7 @@ impl<H: Host> Ctx<'_, H> {
         if body.len() > max {
             return self.body_too_large();
         }
-        let found = extract::from_body(kind, &body, &self.config.email);
+        let found = extract::from_body(kind, &body, &self.config.enforce.email);
         self.extracted(early.and(found))
     }
 
@@ -332,12 +340,15 @@ impl<H: Host> Ctx<'_, H> {
 
     fn judged(&mut self, domain: &Domain, disposable: bool, flags: &str) -> Step {
         self.host.increment(Counter::Checked);
-        if disposable && self.config.mode == Mode::Block {
+        let enforce = &self.config.enforce;
+        if disposable && enforce.mode == Mode::Block {
             self.host.increment(Counter::Blocked);
-            let config = self.config;
-            return self.respond(&LocalReply::blocked(config.block_status, &config.block_body));
+            return self.respond(&LocalReply::blocked(enforce.block_status, &enforce.block_body));
         }
-        let names = &self.config.flag_headers;
+        if !self.config.hold_headers {
+            return Step::Proceed; // the headers have gone upstream
+        }
+        let names = &self.config.enforce.flag_headers;
         let verdict = if disposable { "disposable" } else { "safe" };
         let set = [(&names.verdict, verdict), (&names.domain, domain.as_str()), (&names.flags, flags)]
             .into_iter()
@@ -353,7 +364,7 @@ impl<H: Host> Ctx<'_, H> {
 
     fn missing(&mut self) -> Step {
         self.host.increment(Counter::NoEmail);
-        match self.config.on_missing_email {
+        match self.config.enforce.on_missing_email {
             Policy::Allow => self.bypass(Bypass::NoEmail),
             Policy::Deny => self.respond(&LocalReply::MISSING_EMAIL),
         }
@@ -361,7 +372,7 @@ impl<H: Host> Ctx<'_, H> {
 
     fn unreadable(&mut self) -> Step {
         self.host.increment(Counter::UnreadableBody);
-        match self.config.on_unreadable_body {
+        match self.config.enforce.on_unreadable_body {
             Policy::Allow => self.bypass(Bypass::UnreadableBody),
             Policy::Deny => self.respond(&LocalReply::UNREADABLE_BODY),
         }
@@ -369,7 +380,7 @@ impl<H: Host> Ctx<'_, H> {
 
     fn invalid(&mut self) -> Step {
         self.host.increment(Counter::InvalidEmail);
-        match self.config.on_invalid_email {
+        match self.config.enforce.on_invalid_email {
             Policy::Allow => self.bypass(Bypass::InvalidEmail),
             Policy::Deny => self.respond(&LocalReply::INVALID_EMAIL),
         }
@@ -396,7 +407,10 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     fn bypass(&mut self, bypass: Bypass) -> Step {
-        if let Err(e) = self.host.set_request_header(&self.config.flag_headers.bypass, bypass.as_str()) {
+        if !self.config.hold_headers {
+            return Step::Proceed; // the headers have gone upstream
+        }
+        if let Err(e) = self.host.set_request_header(&self.config.enforce.flag_headers.bypass, bypass.as_str()) {
             self.log(LogLevel::Error, &format!("could not add the bypass header: {e}"));
         }
         Step::Proceed

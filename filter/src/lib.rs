@@ -17,7 +17,6 @@ pub mod abi;
 pub mod cache;
 pub mod config;
 pub mod decision;
-pub mod extract;
 pub mod fallback;
 pub mod filter;
 pub mod host;
@@ -29,6 +28,7 @@ mod mock_host;
 #[cfg(target_arch = "wasm32")]
 mod wasm_host;
 
-pub use config::{ConfigError, FilterConfig};
+pub use config::FilterConfig;
+pub use email_verdict_core::signup::ConfigError;
 pub use filter::RequestFilter;
 pub use host::{Action, Counter, Host, HostError};

@@ -57,19 +57,19 @@ fn minimal_config_gets_the_contract_defaults() {
             authorization: "Bearer ev_k".into(),
         }
     );
-    assert_eq!(c.email, EmailSources::default());
-    assert_eq!(c.email.json_pointers, ["/email"]);
-    assert_eq!(c.email.form_fields, ["email"]);
-    assert_eq!(c.mode, Mode::Block);
-    assert_eq!(c.block_status, 403);
-    let body: Value = serde_json::from_slice(&c.block_body).unwrap();
+    assert_eq!(c.enforce.email, EmailSources::default());
+    assert_eq!(c.enforce.email.json_pointers, ["/email"]);
+    assert_eq!(c.enforce.email.form_fields, ["email"]);
+    assert_eq!(c.enforce.mode, Mode::Block);
+    assert_eq!(c.enforce.block_status, 403);
+    let body: Value = serde_json::from_slice(&c.enforce.block_body).unwrap();
     assert_eq!(body, json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."}));
-    assert_eq!(c.flag_headers.all(), ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]);
-    assert_eq!((c.on_missing_email, c.on_invalid_email, c.failure_mode), (Policy::Allow, Policy::Deny, Policy::Allow));
+    assert_eq!(c.enforce.flag_headers.all(), ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]);
+    assert_eq!((c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode), (Policy::Allow, Policy::Deny, Policy::Allow));
     assert_eq!(c.failure_status, 503);
     assert_eq!(c.cache, VerdictCache::new(300, 10_000));
     assert_eq!(c.max_body_bytes, 65_536);
-    assert_eq!(c.on_unreadable_body, Policy::Deny);
+    assert_eq!(c.enforce.on_unreadable_body, Policy::Deny);
     assert!(c.local_lists.is_some_and(|l| l.len() > 10_000), "local_fallback defaults to true");
 }
 
@@ -78,7 +78,7 @@ fn local_fallback_and_on_unreadable_body() {
     let c = load(&with("/local_fallback", json!(false))).unwrap();
     assert!(c.local_lists.is_none());
     let c = load(&with("/on_unreadable_body", json!("allow"))).unwrap();
-    assert_eq!(c.on_unreadable_body, Policy::Allow);
+    assert_eq!(c.enforce.on_unreadable_body, Policy::Allow);
     let err = load(&with("/local_fallback", json!("yes"))).unwrap_err().to_string();
     assert!(err.starts_with("local_fallback: invalid type"), "{err}");
     let err = load(&with("/on_unreadable_body", json!("maybe"))).unwrap_err().to_string();
@@ -203,10 +203,10 @@ fn values_are_normalized() {
     });
     let c = load(&doc).unwrap();
     assert_eq!(c.sidecar.authority, "outbound|8080||ev.ns.svc.cluster.local");
-    assert_eq!(c.email.headers, ["x-email"]);
-    assert_eq!(c.email.json_pointers, ["/email"], "unlisted sources keep their defaults");
-    assert_eq!(c.flag_headers.verdict, "x-verdict");
-    assert_eq!(c.block_body, b"null");
+    assert_eq!(c.enforce.email.headers, ["x-email"]);
+    assert_eq!(c.enforce.email.json_pointers, ["/email"], "unlisted sources keep their defaults");
+    assert_eq!(c.enforce.flag_headers.verdict, "x-verdict");
+    assert_eq!(c.enforce.block_body, b"null");
     assert_eq!(c.cache, None);
     assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
     assert_eq!(c.routes[0], Route { method: "POST".into(), path: PathMatch::Exact("/signup".into()) });

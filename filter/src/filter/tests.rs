@@ -538,3 +538,4 @@ fn international_domains_are_normalized_before_the_callout() {
 }
 
 mod email;
+mod header_hold;

@@ -11,14 +11,14 @@
 //! - a body that cannot be read in full (malformed, over a limit, encoded, of a type no
 //!   configured source reads) is [`Extracted::Unreadable`], never "no email": an app may read it.
 //!
-//! Parsing never panics, whatever the input. No proxy-wasm types here (this may move to `core`).
+//! Parsing never panics, whatever the input. No proxy-wasm types here: the filter and the sidecar's ext_authz endpoint both use it.
 
 mod json;
 mod multipart;
 
 pub use multipart::{MAX_HEADERS, MAX_PARTS};
 
-use crate::config::EmailSources;
+use super::settings::EmailSources;
 
 /// What a source gave.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! (blank values count as absent).
 #![no_main]
 
-use email_verdict_filter::config::EmailSources;
-use email_verdict_filter::extract::{self, BodyKind, Extracted};
+use email_verdict_core::signup::EmailSources;
+use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,0 +1,13 @@
+//! What an enforcement point does with a signup request, shared by the Envoy filter and the
+//! sidecar's ext_authz endpoint so that both read the same email from the same request and
+//! answer the same way: the shared settings ([`settings`]), finding the email ([`extract`]), and
+//! what a verdict or its absence looks like on the request ([`outcome`]).
+
+pub mod extract;
+pub mod outcome;
+pub mod settings;
+
+pub use outcome::{Bypass, Flag, Flags, LocalReply, VerdictSummary};
+pub use settings::{
+    BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+};

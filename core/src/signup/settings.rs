@@ -1,0 +1,400 @@
+//! The enforcement settings both enforcement points share, field for field as
+//! `filter/CONFIG.md` gives them: where the email is, block or flag, the block response, the
+//! flag headers and what to do without a usable email. The filter's plugin configuration holds
+//! them beside its own fields; the sidecar's `--ext-authz-config` file holds only them. One type,
+//! one set of defaults, one validation, so both say the same thing about the same mistake.
+//!
+//! Every error names the field it is about (`flag_headers.flags: must not be a header ...`).
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Headers an enforcement point must never strip or overwrite: naming one as a flag header would
+/// remove it from every request (client copies of the flag headers are stripped) or corrupt framing.
+const RESERVED_HEADERS: &[&str] = &[
+    "authorization",
+    "connection",
+    "content-encoding",
+    "content-length",
+    "content-type",
+    "cookie",
+    "expect",
+    "host",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// A configuration that must be refused, with the field it is about.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Not JSON, an unknown field, a wrong type (the message starts with the field's path).
+    #[error("{0}")]
+    Syntax(String),
+    /// A value out of range or inconsistent with another.
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+}
+
+impl ConfigError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid { field: field.into(), message: message.into() }
+    }
+}
+
+/// `block` answers disposable signups with `block_response`; `flag` only adds the headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Block,
+    Flag,
+}
+
+/// `allow` lets the request through with the bypass header; `deny` answers it with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Allow,
+    Deny,
+}
+
+impl Policy {
+    /// Serde's default for `on_missing_email` and `failure_mode`.
+    pub fn allow() -> Self {
+        Self::Allow
+    }
+    /// Serde's default for `on_invalid_email` and `on_unreadable_body`.
+    pub fn deny() -> Self {
+        Self::Deny
+    }
+}
+
+/// Where the email is; every source is read and they must agree (`extract`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailSources {
+    #[serde(default)]
+    pub headers: Vec<String>,
+    #[serde(default)]
+    pub query_params: Vec<String>,
+    #[serde(default = "default_json_pointers")]
+    pub json_pointers: Vec<String>,
+    #[serde(default = "default_form_fields")]
+    pub form_fields: Vec<String>,
+}
+
+impl Default for EmailSources {
+    fn default() -> Self {
+        Self {
+            headers: Vec::new(),
+            query_params: Vec::new(),
+            json_pointers: default_json_pointers(),
+            form_fields: default_form_fields(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockResponse {
+    #[serde(default = "default_block_status")]
+    pub status: u64,
+    #[serde(default = "default_block_body")]
+    pub body: Value,
+}
+
+impl Default for BlockResponse {
+    fn default() -> Self {
+        Self { status: default_block_status(), body: default_block_body() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagHeaders {
+    #[serde(default = "default_verdict_header")]
+    pub verdict: String,
+    #[serde(default = "default_domain_header")]
+    pub domain: String,
+    #[serde(default = "default_flags_header")]
+    pub flags: String,
+    #[serde(default = "default_bypass_header")]
+    pub bypass: String,
+}
+
+impl Default for FlagHeaders {
+    fn default() -> Self {
+        Self {
+            verdict: default_verdict_header(),
+            domain: default_domain_header(),
+            flags: default_flags_header(),
+            bypass: default_bypass_header(),
+        }
+    }
+}
+
+impl FlagHeaders {
+    /// The four names, for stripping client copies.
+    pub fn all(&self) -> [&str; 4] {
+        [&self.verdict, &self.domain, &self.flags, &self.bypass]
+    }
+}
+
+/// The shared fields as a document (the sidecar's `--ext-authz-config` file is exactly this).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnforcementConfig {
+    #[serde(default)]
+    pub email: EmailSources,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub block_response: BlockResponse,
+    #[serde(default)]
+    pub flag_headers: FlagHeaders,
+    #[serde(default = "Policy::allow")]
+    pub on_missing_email: Policy,
+    #[serde(default = "Policy::deny")]
+    pub on_invalid_email: Policy,
+    #[serde(default = "Policy::deny")]
+    pub on_unreadable_body: Policy,
+}
+
+impl Default for EnforcementConfig {
+    fn default() -> Self {
+        Self {
+            email: EmailSources::default(),
+            mode: Mode::default(),
+            block_response: BlockResponse::default(),
+            flag_headers: FlagHeaders::default(),
+            on_missing_email: Policy::allow(),
+            on_invalid_email: Policy::deny(),
+            on_unreadable_body: Policy::deny(),
+        }
+    }
+}
+
+impl EnforcementConfig {
+    /// Parses and validates a document of these fields alone.
+    pub fn from_json(bytes: &[u8]) -> Result<Enforcement, ConfigError> {
+        parse_json::<Self>(bytes, "the configuration is empty; write {} for the defaults")?.resolve()
+    }
+
+    /// Checks every value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_email()?;
+        self.validate_headers()?;
+        check_status("block_response.status", self.block_response.status)
+    }
+
+    /// Validates and builds what an enforcement point runs with (header names lowercase, the
+    /// block body serialized once).
+    pub fn resolve(self) -> Result<Enforcement, ConfigError> {
+        self.validate()?;
+        let block_body = serde_json::to_vec(&self.block_response.body)
+            .map_err(|e| ConfigError::invalid("block_response.body", e.to_string()))?;
+        let mut email = self.email;
+        email.headers.iter_mut().for_each(|h| h.make_ascii_lowercase());
+        let mut flag_headers = self.flag_headers;
+        for name in
+            [&mut flag_headers.verdict, &mut flag_headers.domain, &mut flag_headers.flags, &mut flag_headers.bypass]
+        {
+            name.make_ascii_lowercase();
+        }
+        Ok(Enforcement {
+            email,
+            mode: self.mode,
+            block_status: to_u16(self.block_response.status),
+            block_body,
+            flag_headers,
+            on_missing_email: self.on_missing_email,
+            on_invalid_email: self.on_invalid_email,
+            on_unreadable_body: self.on_unreadable_body,
+        })
+    }
+
+    fn validate_email(&self) -> Result<(), ConfigError> {
+        let e = &self.email;
+        if e.headers.is_empty() && e.query_params.is_empty() && e.json_pointers.is_empty() && e.form_fields.is_empty() {
+            return Err(ConfigError::invalid(
+                "email",
+                "at least one of headers, query_params, json_pointers, form_fields must name a source",
+            ));
+        }
+        for (i, h) in e.headers.iter().enumerate() {
+            check_header_name(&format!("email.headers[{i}]"), h)?;
+            if self.flag_headers.all().iter().any(|f| f.eq_ignore_ascii_case(h)) {
+                return Err(ConfigError::invalid(
+                    format!("email.headers[{i}]"),
+                    "must not be one of flag_headers (those are stripped from every request)",
+                ));
+            }
+        }
+        for (i, p) in e.json_pointers.iter().enumerate() {
+            if !(p.is_empty() || p.starts_with('/')) {
+                return Err(ConfigError::invalid(
+                    format!("email.json_pointers[{i}]"),
+                    "must be an RFC 6901 pointer: empty or starting with '/'",
+                ));
+            }
+        }
+        for (list, names) in [("query_params", &e.query_params), ("form_fields", &e.form_fields)] {
+            if let Some(i) = names.iter().position(String::is_empty) {
+                return Err(ConfigError::invalid(format!("email.{list}[{i}]"), "must not be empty"));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_headers(&self) -> Result<(), ConfigError> {
+        let f = &self.flag_headers;
+        let named = [("verdict", &f.verdict), ("domain", &f.domain), ("flags", &f.flags), ("bypass", &f.bypass)];
+        for (i, (field, name)) in named.iter().enumerate() {
+            let path = format!("flag_headers.{field}");
+            check_header_name(&path, name)?;
+            if RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+                return Err(ConfigError::invalid(path, "must not be a header the proxy or the app relies on"));
+            }
+            if named[..i].iter().any(|(_, other)| other.eq_ignore_ascii_case(name)) {
+                return Err(ConfigError::invalid(path, "must differ from the other flag headers"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The validated shared settings an enforcement point runs with (header names lowercase).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    pub email: EmailSources,
+    pub mode: Mode,
+    pub block_status: u16,
+    /// `block_response.body`, serialized once.
+    pub block_body: Vec<u8>,
+    pub flag_headers: FlagHeaders,
+    pub on_missing_email: Policy,
+    pub on_invalid_email: Policy,
+    pub on_unreadable_body: Policy,
+}
+
+/// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is
+/// the message for a document of only whitespace.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], empty: &str) -> Result<T, ConfigError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ConfigError::Syntax(empty.to_owned()));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(syntax_error)?;
+    de.end().map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    Ok(value)
+}
+
+/// `path: message`, where serde's own path stops at the parent of a missing or duplicate field
+/// (`sidecar: missing field `cluster``) and is completed to name the field itself.
+fn syntax_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
+    let message = e.inner().to_string();
+    let mut field = e.path().to_string();
+    if field == "." {
+        field.clear();
+    }
+    for prefix in ["missing field `", "duplicate field `"] {
+        if let Some((name, _)) = message.strip_prefix(prefix).and_then(|rest| rest.split_once('`')) {
+            field = if field.is_empty() { name.to_owned() } else { format!("{field}.{name}") };
+        }
+    }
+    ConfigError::Syntax(if field.is_empty() { message } else { format!("{field}: {message}") })
+}
+
+pub fn check_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(field, format!("must be {min}..={max}")))
+    }
+}
+
+pub fn check_status(field: &str, status: u64) -> Result<(), ConfigError> {
+    check_range(field, status, 400, 599)
+}
+
+pub fn to_u16(n: u64) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+pub fn check_header_name(field: &str, name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() || !name.bytes().all(is_tchar) {
+        return Err(ConfigError::invalid(field, "must be an HTTP header name (letters, digits, '-', ...)"));
+    }
+    Ok(())
+}
+
+/// RFC 9110 `tchar`: what header names and methods are made of.
+pub fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn default_json_pointers() -> Vec<String> {
+    vec!["/email".to_owned()]
+}
+fn default_form_fields() -> Vec<String> {
+    vec!["email".to_owned()]
+}
+fn default_block_status() -> u64 {
+    403
+}
+fn default_block_body() -> Value {
+    serde_json::json!({
+        "error": "disposable_email",
+        "message": "Please sign up with a permanent email address.",
+    })
+}
+fn default_verdict_header() -> String {
+    "x-email-verdict".to_owned()
+}
+fn default_domain_header() -> String {
+    "x-email-domain".to_owned()
+}
+fn default_flags_header() -> String {
+    "x-email-flags".to_owned()
+}
+fn default_bypass_header() -> String {
+    "x-email-verdict-bypass".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_object_gets_the_filter_defaults() {
+        let e = EnforcementConfig::from_json(b"{}").unwrap();
+        assert_eq!(e.email.json_pointers, ["/email"]);
+        assert_eq!(e.email.form_fields, ["email"]);
+        assert_eq!((e.mode, e.block_status), (Mode::Block, 403));
+        assert_eq!(e.flag_headers.all(), ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]);
+        assert_eq!((e.on_missing_email, e.on_invalid_email, e.on_unreadable_body), (Policy::Allow, Policy::Deny, Policy::Deny));
+        let body: Value = serde_json::from_slice(&e.block_body).unwrap();
+        assert_eq!(body["error"], "disposable_email");
+    }
+
+    #[test]
+    fn mistakes_name_their_field() {
+        let cases = [
+            (&b""[..], "the configuration is empty"),
+            (b"{\"mode\":\"shadow\"}", "mode: unknown variant `shadow`"),
+            (b"{\"sidecar\":{}}", "sidecar: unknown field `sidecar`"),
+            (b"{\"email\":{\"headers\":[\"X-Email-Flags\"]}}", "email.headers[0]: must not be one of flag_headers"),
+            (b"{\"flag_headers\":{\"flags\":\"cookie\"}}", "flag_headers.flags: must not be a header"),
+            (b"{\"block_response\":{\"status\":200}}", "block_response.status: must be 400..=599"),
+            (b"{} {}", "trailing characters"),
+        ];
+        for (doc, expected) in cases {
+            let err = EnforcementConfig::from_json(doc).unwrap_err().to_string();
+            assert!(err.starts_with(expected), "{}: {err}", String::from_utf8_lossy(doc));
+        }
+    }
+}
