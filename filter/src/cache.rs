@@ -9,8 +9,8 @@
 
 use email_verdict_core::Domain;
 
-use email_verdict_core::signup::{Flags, VerdictSummary};
 use crate::host::HostError;
+use email_verdict_core::signup::{Flags, VerdictSummary};
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
 const FORMAT: &str = "ev1";

@@ -347,17 +347,12 @@ fn route(r: SignupRoute) -> Route {
     Route { method: r.method.to_ascii_uppercase(), path }
 }
 
-
-
-
 fn check_api_key(field: &str, key: &str) -> Result<(), ConfigError> {
     if key.is_empty() || !key.bytes().all(is_visible_ascii) {
         return Err(ConfigError::invalid(field, "the API key must be non-empty visible ASCII"));
     }
     Ok(())
 }
-
-
 
 fn is_visible_ascii(b: u8) -> bool {
     (0x21..=0x7e).contains(&b)

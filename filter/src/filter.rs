@@ -22,7 +22,7 @@ use email_verdict_core::{Domain, EmailAddress};
 
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted, Unusable};
-use email_verdict_core::signup::{Bypass, LocalReply, Mode, Policy, VerdictSummary};
+use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
 
 use crate::config::FilterConfig;
 use crate::decision::{self, CalloutOutcome};
@@ -30,8 +30,6 @@ use crate::fallback;
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
-/// The flags header of a verdict the filter made itself from its embedded lists.
-pub const LOCAL_FALLBACK_FLAG: &str = "local_fallback";
 
 #[derive(Debug)]
 enum State {
@@ -201,12 +199,7 @@ impl<H: Host> Ctx<'_, H> {
             return self.extracted(early);
         }
         let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"), sources);
-        let decided = match (&early, &kind) {
-            (Extracted::Invalid(_) | Extracted::Unreadable(_), _) => true, // whatever the body holds
-            (Extracted::Email(_), BodyKind::Unread(_)) => true,            // the email is where it was configured to be
-            _ => false,
-        };
-        if decided {
+        if !kind.needed_after(&early) {
             return self.extracted(early);
         }
         if length.is_some_and(|len| len > self.config.max_body_bytes as u64) {

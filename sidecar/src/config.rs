@@ -10,6 +10,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use email_verdict_core::signup::{Enforcement, EnforcementConfig};
+
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::OperatorLists;
 use crate::pages::PageSettings;
@@ -83,6 +85,10 @@ pub struct ServeArgs {
     /// closed) [default: 30]
     #[arg(long, env = "EMAIL_VERDICT_HEADER_TIMEOUT", value_name = "SECS")]
     pub header_timeout: Option<u64>,
+    /// JSON: the filter's settings that apply to /ext_authz (email, mode, block_response,
+    /// flag_headers, on_missing_email, on_invalid_email, on_unreadable_body) [default: their defaults]
+    #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
+    pub ext_authz_config: Option<PathBuf>,
     /// Worker threads [default: number of CPUs]
     #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
     pub threads: Option<usize>,
@@ -145,6 +151,8 @@ pub struct ServeConfig {
     pub threads: usize,
     pub log_format: LogFormat,
     pub pages: PageSettings,
+    /// How `/ext_authz` finds the email and answers.
+    pub ext_authz: Enforcement,
     /// Take the listeners over from the running process (Pingora's graceful upgrade).
     pub upgrade: bool,
 }
@@ -188,6 +196,7 @@ impl ServeArgs {
             0 => return Err(usage_error("--header-timeout must be at least 1 second")),
             secs => Duration::from_secs(secs),
         };
+        let ext_authz = ext_authz_settings(merged.ext_authz_config.as_deref())?;
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen,
@@ -218,6 +227,7 @@ impl ServeArgs {
                 .max(1),
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
             pages,
+            ext_authz,
             upgrade: merged.upgrade,
         })
     }
@@ -247,6 +257,7 @@ impl ServeArgs {
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
             warmup_rate: self.warmup_rate.or(lower.warmup_rate),
             header_timeout: self.header_timeout.or(lower.header_timeout),
+            ext_authz_config: self.ext_authz_config.or(lower.ext_authz_config),
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
             recheck_interval: self.recheck_interval.or(lower.recheck_interval),
@@ -288,6 +299,16 @@ fn page_settings(merged: &ServeArgs, dns_timeout: Duration) -> anyhow::Result<Pa
 fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
     toml::from_str(&text).map_err(|e| usage_error(format!("--config {}: {}", path.display(), e.message())))
+}
+
+/// The `--ext-authz-config` file (the filter's shared settings, same validation and messages),
+/// or the defaults.
+fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<Enforcement> {
+    let Some(path) = path else {
+        return EnforcementConfig::default().resolve().map_err(|e| anyhow::anyhow!("ext_authz defaults: {e}"));
+    };
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read --ext-authz-config {}", path.display()))?;
+    EnforcementConfig::from_json(&bytes).map_err(|e| usage_error(format!("--ext-authz-config {}: {e}", path.display())))
 }
 
 #[cfg(test)]

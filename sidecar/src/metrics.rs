@@ -140,6 +140,46 @@ struct WarmupLabels {
     outcome: &'static str,
 }
 
+/// What an ext_authz check came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// A verdict: allowed with the flag headers, or blocked.
+    Judged,
+    /// No full verdict, but a strong listing decided it (`local_fallback`).
+    LocalDecision,
+    /// Allowed without a verdict by policy (no email, invalid, unreadable): the bypass header.
+    Bypassed,
+    /// Refused by policy or a limit (400, 413).
+    Refused,
+    /// Our own failure (5xx): the gateway's failure mode decides.
+    Failed,
+}
+
+impl CheckOutcome {
+    const ALL: [CheckOutcome; 5] = [
+        CheckOutcome::Judged,
+        CheckOutcome::LocalDecision,
+        CheckOutcome::Bypassed,
+        CheckOutcome::Refused,
+        CheckOutcome::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckOutcome::Judged => "judged",
+            CheckOutcome::LocalDecision => "local_decision",
+            CheckOutcome::Bypassed => "bypassed",
+            CheckOutcome::Refused => "refused",
+            CheckOutcome::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CheckLabels {
+    outcome: &'static str,
+}
+
 /// The MX cache's counters (see `dns::MxCache`): hit ratio = hits / (hits + misses).
 #[derive(Debug, Clone, Default)]
 pub struct CacheCounters {
@@ -166,6 +206,7 @@ pub struct Metrics {
     store_errors: Counter,
     warmup: Family<WarmupLabels, Counter>,
     warmup_remaining: Gauge,
+    ext_authz: Family<CheckLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -187,6 +228,7 @@ impl Metrics {
             store_errors: Counter::default(),
             warmup: Family::default(),
             warmup_remaining: Gauge::default(),
+            ext_authz: Family::default(),
         };
         metrics.register();
         metrics.create_known_series();
@@ -212,6 +254,8 @@ impl Metrics {
         r.register("warmup_domains", warmup_help, self.warmup.clone());
         let remaining_help = "Strong-listed domains the infrastructure warm-up has yet to resolve";
         r.register("warmup_remaining", remaining_help, self.warmup_remaining.clone());
+        let checks_help = "ext_authz checks, by outcome (judged, local_decision, bypassed, refused, failed)";
+        r.register("ext_authz_checks", checks_help, self.ext_authz.clone());
     }
 
     /// Creates the series whose labels are known in advance, so that they read 0 from the start.
@@ -231,6 +275,9 @@ impl Metrics {
         }
         let not_found = ErrorCode::NotFound;
         self.requests.get_or_create_owned(&request_labels(Route::Other, not_found.status(), Some(not_found)));
+        for outcome in CheckOutcome::ALL {
+            self.ext_authz.get_or_create_owned(&CheckLabels { outcome: outcome.as_str() });
+        }
         for outcome in WarmupOutcome::ALL {
             self.warmup.get_or_create_owned(&WarmupLabels { outcome: outcome.as_str() });
         }
@@ -280,6 +327,10 @@ impl Metrics {
     /// The warm-up's starting point: `remaining` domains to resolve.
     pub fn warmup_remaining(&self, remaining: usize) {
         self.warmup_remaining.set(i64::try_from(remaining).unwrap_or(i64::MAX));
+    }
+
+    pub fn ext_authz(&self, outcome: CheckOutcome) {
+        self.ext_authz.get_or_create(&CheckLabels { outcome: outcome.as_str() }).inc();
     }
 
     pub fn store_error(&self) {
@@ -382,6 +433,7 @@ mod tests {
         check("email_verdict_store_errors_total", 1.0);
         check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
         check("email_verdict_warmup_remaining", 0.0);
+        check(r#"email_verdict_ext_authz_checks_total{outcome="failed"}"#, 0.0);
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -389,7 +441,7 @@ mod tests {
     fn every_metric_has_help_and_type() {
         let text = Metrics::new().encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 12, "{text}");
+        assert_eq!(families.len(), 13, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -69,6 +69,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         trusted_proxies: config.trusted_proxies.clone(),
         pages,
         metrics: metrics.clone(),
+        ext_authz: config.ext_authz.clone(),
     });
     let token_hash = config.admin_token.as_deref().map(hash_token);
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.

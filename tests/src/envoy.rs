@@ -154,10 +154,18 @@ pub fn validate_with_env(config: &Path, cwd: &Path, env: &[(&str, &str)]) -> Out
 /// Renders the template with `scripts/render-envoy.py`: `sets` are `NAME=VALUE` pairs, the plugin
 /// config is written next to `out` first.
 pub fn render(out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
+    render_template(None, out, sets, plugin)
+}
+
+/// [`render`] from another template (`envoy/ext-authz.template.yaml`); `None`: the default one.
+pub fn render_template(template: Option<&Path>, out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
     let plugin_file = out.with_extension("plugin.json");
     std::fs::write(&plugin_file, serde_json::to_string_pretty(plugin).expect("json")).expect("write plugin config");
     let mut cmd = Command::new("python3");
     cmd.arg(crate::workspace_root().join("scripts/render-envoy.py"));
+    if let Some(template) = template {
+        cmd.arg("--template").arg(template);
+    }
     for (k, v) in sets {
         cmd.arg("--set").arg(format!("{k}={v}"));
     }
@@ -176,6 +184,9 @@ pub struct EnvoyBuilder {
     api_key: Option<String>,
     concurrency: u32,
     edits: Vec<(String, String)>,
+    /// `None`: the filter (`envoy/envoy.template.yaml`); else this template, without the module.
+    template: Option<PathBuf>,
+    sets: Vec<(&'static str, String)>,
 }
 
 impl EnvoyBuilder {
@@ -185,7 +196,16 @@ impl EnvoyBuilder {
         // A loaded CI machine can take longer than the shipped timeout for a cold lookup; tests
         // of a slow sidecar set their own.
         set_pointer(&mut plugin, "/sidecar/timeout_ms", serde_json::json!(5000));
-        EnvoyBuilder { sidecar, app, plugin, api_key: None, concurrency: 1, edits: Vec::new() }
+        EnvoyBuilder {
+            sidecar,
+            app,
+            plugin,
+            api_key: None,
+            concurrency: 1,
+            edits: Vec::new(),
+            template: None,
+            sets: Vec::new(),
+        }
     }
 
     /// `EMAIL_VERDICT_API_KEY` in Envoy's environment (the shipped config reads the key from it).
@@ -216,6 +236,20 @@ impl EnvoyBuilder {
         &self.plugin
     }
 
+    /// Envoy's HTTP ext_authz filter against the sidecar's `/ext_authz`
+    /// (`envoy/ext-authz.template.yaml`) instead of the Wasm filter. The plugin config still
+    /// gives the signup methods.
+    pub fn ext_authz(mut self) -> Self {
+        self.template = Some(crate::workspace_root().join("envoy/ext-authz.template.yaml"));
+        self
+    }
+
+    /// One more template placeholder, e.g. `.placeholder("FAILURE_MODE_ALLOW", "true")`.
+    pub fn placeholder(mut self, name: &'static str, value: &str) -> Self {
+        self.sets.push((name, value.to_string()));
+        self
+    }
+
     /// Envoy worker threads (`--concurrency`, default 1).
     pub fn concurrency(mut self, n: u32) -> Self {
         self.concurrency = n;
@@ -231,16 +265,19 @@ impl EnvoyBuilder {
 
     /// Writes the config into `dir` with these ports; returns its path.
     pub fn render_config(&self, dir: &TestDir, listen_port: u16, admin_port: u16) -> PathBuf {
-        let sets = [
+        let mut sets = vec![
             ("LISTEN_PORT", listen_port.to_string()),
             ("ADMIN_PORT", admin_port.to_string()),
             ("SIDECAR_ADDRESS", self.sidecar.ip().to_string()),
             ("SIDECAR_PORT", self.sidecar.port().to_string()),
             ("APP_ADDRESS", self.app.ip().to_string()),
             ("APP_PORT", self.app.port().to_string()),
-            ("WASM_FILE", filter_wasm().display().to_string()),
         ];
-        let path = render(&dir.join("envoy.yaml"), &sets, &self.plugin);
+        if self.template.is_none() {
+            sets.push(("WASM_FILE", filter_wasm().display().to_string()));
+        }
+        sets.extend(self.sets.iter().cloned());
+        let path = render_template(self.template.as_deref(), &dir.join("envoy.yaml"), &sets, &self.plugin);
         if !self.edits.is_empty() {
             let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
             for (from, to) in &self.edits {

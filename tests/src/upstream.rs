@@ -1,12 +1,14 @@
 //! Tiny TCP servers standing in for the app behind Envoy and for a broken sidecar.
 //!
 //! [`UpstreamApp`]: an HTTP/1.1 server (keep-alive, Content-Length or chunked bodies) that records
-//! every request it gets and answers `200 {"ok":true}`. [`SilentServer`]: accepts connections and
+//! every complete request it gets and answers `200 {"ok":true}`; a request whose body never ends
+//! (the connection closes or resets first) is not a request, as for any HTTP framework: it is
+//! only counted ([`UpstreamApp::incomplete`]). [`SilentServer`]: accepts connections and
 //! never answers (a hung sidecar).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -42,6 +44,7 @@ impl Recorded {
 pub struct UpstreamApp {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    incomplete: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -51,21 +54,22 @@ impl UpstreamApp {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the upstream app");
         let addr = listener.local_addr().expect("local_addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let incomplete = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (reqs, stop2) = (requests.clone(), stop.clone());
+        let (reqs, stop2, cut) = (requests.clone(), stop.clone(), incomplete.clone());
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if stop2.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let reqs = reqs.clone();
+                let (reqs, cut) = (reqs.clone(), cut.clone());
                 std::thread::spawn(move || {
-                    let _ = serve_connection(conn, &reqs);
+                    let _ = serve_connection(conn, &reqs, &cut);
                 });
             }
         });
-        UpstreamApp { addr, requests, stop, thread: Some(thread) }
+        UpstreamApp { addr, requests, incomplete, stop, thread: Some(thread) }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -75,6 +79,11 @@ impl UpstreamApp {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().expect("lock").clone()
+    }
+
+    /// Requests whose headers arrived but whose body never ended (not recorded).
+    pub fn incomplete(&self) -> usize {
+        self.incomplete.load(Ordering::SeqCst)
     }
 
     /// How many requests arrived so far.
@@ -110,12 +119,16 @@ impl Drop for UpstreamApp {
     }
 }
 
-fn serve_connection(conn: TcpStream, requests: &Mutex<Vec<Recorded>>) -> io::Result<()> {
+fn serve_connection(conn: TcpStream, requests: &Mutex<Vec<Recorded>>, incomplete: &AtomicUsize) -> io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
     loop {
-        let Some(req) = read_request(&mut reader)? else { return Ok(()) };
+        let Some(head) = read_head(&mut reader)? else { return Ok(()) };
+        let Ok(req) = read_body(&mut reader, head) else {
+            incomplete.fetch_add(1, Ordering::SeqCst);
+            return Ok(());
+        };
         let close = req.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
         requests.lock().expect("lock").push(req);
         let body = b"{\"ok\":true}";
@@ -145,7 +158,8 @@ fn read_line(r: &mut impl BufRead) -> io::Result<Option<String>> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-fn read_request(r: &mut impl BufRead) -> io::Result<Option<Recorded>> {
+/// The request line and headers; `None` when the connection closed first.
+fn read_head(r: &mut impl BufRead) -> io::Result<Option<Recorded>> {
     let Some(line) = read_line(r)? else { return Ok(None) };
     let mut parts = line.split(' ');
     let method = parts.next().unwrap_or("").to_string();
@@ -160,25 +174,36 @@ fn read_request(r: &mut impl BufRead) -> io::Result<Option<Recorded>> {
             headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
-    let mut req = Recorded { method, target, headers, body: Vec::new() };
+    Ok(Some(Recorded { method, target, headers, body: Vec::new() }))
+}
+
+/// The whole body; an error when it does not end as its framing says (EOF, reset, bad chunk).
+fn read_body(r: &mut impl BufRead, mut req: Recorded) -> io::Result<Recorded> {
+    let cut = || io::Error::new(io::ErrorKind::UnexpectedEof, "the body did not end");
     if req.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
         loop {
-            let size_line = read_line(r)?.unwrap_or_default();
-            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16).unwrap_or(0);
+            let size_line = read_line(r)?.ok_or_else(cut)?;
+            let size =
+                usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16).map_err(|_| cut())?;
             if size == 0 {
-                while read_line(r)?.is_some_and(|l| !l.is_empty()) {}
-                break;
+                loop {
+                    match read_line(r)? {
+                        Some(l) if l.is_empty() => return Ok(req),
+                        Some(_) => {} // a trailer
+                        None => return Err(cut()),
+                    }
+                }
             }
             let start = req.body.len();
             req.body.resize(start + size, 0);
             r.read_exact(&mut req.body[start..])?;
-            read_line(r)?;
+            read_line(r)?.ok_or_else(cut)?;
         }
     } else if let Some(len) = req.header("content-length").and_then(|v| v.parse::<usize>().ok()) {
         req.body = vec![0; len];
         r.read_exact(&mut req.body)?;
     }
-    Ok(Some(req))
+    Ok(req)
 }
 
 /// Accepts TCP connections on 127.0.0.1:PORT and never reads or answers: a hung sidecar.

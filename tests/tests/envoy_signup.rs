@@ -260,9 +260,9 @@ fn flag_mode_lets_disposable_signups_through_with_headers() {
 
 /// The filter holds the request headers while it reads the body; Envoy allows that only with
 /// `allow_on_headers_stop_iteration: true`. Without it a signup with a body stalls: no answer, and
-/// nothing reaches the app. Istio's WasmPlugin cannot set it, which is why envoy/istio/ ships
-/// envoyfilter.yaml as the working Istio route. (If the filter ever copes without the setting,
-/// this test fails: then update envoy/istio/wasmplugin.yaml and envoy/README.md.)
+/// nothing reaches the app. Istio's WasmPlugin cannot set it: there the filter runs with
+/// `hold_headers: false` (block only, `tests/tests/filter_block_only.rs`), or envoyfilter.yaml
+/// declares it with the setting.
 #[test]
 fn without_allow_on_headers_stop_iteration_a_body_signup_stalls() {
     let g =

@@ -5,6 +5,10 @@
 use crate::VerdictResult;
 use crate::api::Verdict;
 
+/// The flags header of a verdict an enforcement point made alone from the strong lists, because
+/// no full verdict could be had (the sidecar down or refusing the gateway's key).
+pub const LOCAL_FALLBACK_FLAG: &str = "local_fallback";
+
 /// The boolean signals the flags header names, in the order `CONFIG.md` gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flag {

@@ -375,8 +375,14 @@ mod tests {
         assert_eq!(e.email.json_pointers, ["/email"]);
         assert_eq!(e.email.form_fields, ["email"]);
         assert_eq!((e.mode, e.block_status), (Mode::Block, 403));
-        assert_eq!(e.flag_headers.all(), ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]);
-        assert_eq!((e.on_missing_email, e.on_invalid_email, e.on_unreadable_body), (Policy::Allow, Policy::Deny, Policy::Deny));
+        assert_eq!(
+            e.flag_headers.all(),
+            ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]
+        );
+        assert_eq!(
+            (e.on_missing_email, e.on_invalid_email, e.on_unreadable_body),
+            (Policy::Allow, Policy::Deny, Policy::Deny)
+        );
         let body: Value = serde_json::from_slice(&e.block_body).unwrap();
         assert_eq!(body["error"], "disposable_email");
     }

@@ -64,8 +64,14 @@ fn minimal_config_gets_the_contract_defaults() {
     assert_eq!(c.enforce.block_status, 403);
     let body: Value = serde_json::from_slice(&c.enforce.block_body).unwrap();
     assert_eq!(body, json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."}));
-    assert_eq!(c.enforce.flag_headers.all(), ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]);
-    assert_eq!((c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode), (Policy::Allow, Policy::Deny, Policy::Allow));
+    assert_eq!(
+        c.enforce.flag_headers.all(),
+        ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]
+    );
+    assert_eq!(
+        (c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode),
+        (Policy::Allow, Policy::Deny, Policy::Allow)
+    );
     assert_eq!(c.failure_status, 503);
     assert_eq!(c.cache, VerdictCache::new(300, 10_000));
     assert_eq!(c.max_body_bytes, 65_536);

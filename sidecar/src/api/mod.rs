@@ -6,6 +6,7 @@
 //! email address (the query string is dropped and the key stripped from the request before
 //! anything, Pingora included, can log it).
 
+pub mod ext_authz;
 mod lookup;
 mod response;
 
@@ -37,6 +38,8 @@ pub struct Api {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub pages: crate::pages::Pages,
     pub metrics: Arc<Metrics>,
+    /// How `/ext_authz` finds the email and answers (`--ext-authz-config`).
+    pub ext_authz: email_verdict_core::signup::Enforcement,
 }
 
 /// The Pingora app serving [`Api`].
@@ -48,6 +51,10 @@ pub struct LogFields {
     pub key_id: Option<String>,
     pub domain: Option<String>,
     pub cached: Option<bool>,
+    /// The error code answered (ext_authz: the one behind a failure).
+    pub code: Option<&'static str>,
+    /// ext_authz: what the check came to.
+    pub outcome: Option<&'static str>,
 }
 
 /// A request as the handlers see it: the key already taken out.
@@ -69,6 +76,14 @@ impl ServeHttp for ApiApp {
         let started = Instant::now();
         let request = take_request(session, &self.0.trusted_proxies);
         let mut log = LogFields::default();
+        if ext_authz::original_path(&request.path).is_some() {
+            let mut response = ext_authz::handle(&self.0, session, &request, &mut log).await;
+            if let Ok(id) = request.id.parse() {
+                response.headers_mut().insert("x-request-id", id);
+            }
+            log_request(&request, "ext_authz", response.status().as_u16(), &log, started);
+            return response;
+        }
         if !matches!(request.method, Method::GET | Method::HEAD) {
             session.set_keepalive(None); // the body was not read
         }
@@ -76,25 +91,15 @@ impl ServeHttp for ApiApp {
             if let Ok(id) = request.id.parse() {
                 page.headers_mut().insert("x-request-id", id);
             }
-            log_page(&request, page.status().as_u16(), &log, started);
+            log_request(&request, "page", page.status().as_u16(), &log, started);
             self.0.metrics.request(Route::Page, page.status().as_u16(), None);
             return page;
         }
         let reply = route(&self.0, &request, &mut log).await;
         let (status, code) = reply.status_and_code();
         count(&self.0.metrics, &request.path, &reply, started);
-        tracing::info!(
-            request_id = %request.id,
-            method = %request.method,
-            route = route_name(&request.path),
-            status,
-            code,
-            key_id = log.key_id.as_deref(),
-            domain = log.domain.as_deref(),
-            cached = log.cached,
-            micros = started.elapsed().as_micros() as u64,
-            "request"
-        );
+        log.code = code;
+        log_request(&request, route_name(&request.path), status, &log, started);
         reply.into_response(&request.id)
     }
 }
@@ -112,13 +117,17 @@ fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
     }
 }
 
-/// The log line of a page request: like the API's, without the path (it may hold an email).
-fn log_page(request: &Request, status: u16, log: &LogFields, started: Instant) {
+/// The one log line of a request: never the path or the query (they may hold an email or a
+/// key); fields a route does not have are left out.
+fn log_request(request: &Request, route: &'static str, status: u16, log: &LogFields, started: Instant) {
     tracing::info!(
         request_id = %request.id,
         method = %request.method,
-        route = "page",
+        route,
         status,
+        code = log.code,
+        outcome = log.outcome,
+        key_id = log.key_id.as_deref(),
         domain = log.domain.as_deref(),
         cached = log.cached,
         micros = started.elapsed().as_micros() as u64,

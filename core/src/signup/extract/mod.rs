@@ -141,6 +141,18 @@ impl BodyKind {
     }
 }
 
+impl BodyKind {
+    /// Whether the body must still be read after the headers and the query gave `early`: not
+    /// when they already decided (an invalid or unreadable value, whatever the body holds), nor
+    /// when an email was found where it was configured to be and no source reads this body.
+    pub fn needed_after(&self, early: &Extracted) -> bool {
+        !matches!(
+            (early, self),
+            (Extracted::Invalid(_) | Extracted::Unreadable(_), _) | (Extracted::Email(_), BodyKind::Unread(_))
+        )
+    }
+}
+
 /// Every value of each configured request header (all of their lines), combined.
 pub fn from_headers(values_of: impl Fn(&str) -> Vec<Vec<u8>>, names: &[String]) -> Extracted {
     names.iter().fold(Extracted::NotFound, |found, name| found.and(from_header_values(values_of(name))))

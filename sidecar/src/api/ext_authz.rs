@@ -1,0 +1,268 @@
+//! `ANY /ext_authz/{original path}`: Envoy's HTTP ext_authz check for a signup (Envoy's
+//! `path_prefix: /ext_authz`, Istio's `envoyExtAuthzHttp.pathPrefix`, Envoy Gateway's
+//! `extAuth.http.path`). Envoy sends the signup's method, its path with the query, the headers
+//! it is told to pass and the buffered body.
+//!
+//! The email is found exactly as the filter finds it (core's `signup::extract`, with the same
+//! settings: `--ext-authz-config`) and judged by the lookup API's own path ([`lookup::judge`]:
+//! key, limits, reviewer decisions, caches). The answers follow Envoy's contract:
+//! - allow: `200`, the flag headers (for `allowed_upstream_headers`) and
+//!   `x-envoy-auth-headers-to-remove` naming the flag headers this answer does not set, so a
+//!   client's forged copy never reaches the app;
+//! - block: the block response (default `403` JSON); refusals: the filter's `400`/`413` replies;
+//! - our own failure (DNS, store, the gateway key missing, invalid, over quota or burst): `5xx`,
+//!   so Envoy's `failure_mode_allow` / `status_on_error` decides. Except for a domain the strong
+//!   lists (or the operator's blocklist) name: it is judged `disposable` without the rest, so
+//!   spending the gateway key's burst on purpose opens no door (the filter's `local_fallback`).
+//!
+//! The API key comes only from `x-email-verdict-key` (set by Envoy from a Secret), never from
+//! the end user's `Authorization` header or `?key=`, which Envoy forwards as they came.
+
+use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
+use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
+use email_verdict_core::{Domain, EmailAddress, LookupInput};
+use http::{Response, StatusCode};
+use pingora::protocols::http::ServerSession;
+
+use super::lookup::{auth_error, judge};
+use super::{Api, ApiError, LogFields, Request};
+use crate::metrics::CheckOutcome;
+
+pub const PREFIX: &str = "/ext_authz";
+/// Where Envoy puts the gateway's API key (`authorization_request.headers_to_add`).
+pub const KEY_HEADER: &str = "x-email-verdict-key";
+/// Set by Envoy when `allow_partial_message` cut the body.
+const PARTIAL_BODY_HEADER: &str = "x-envoy-auth-partial-body";
+/// Envoy's list of request headers to strip before the request goes upstream.
+const HEADERS_TO_REMOVE: &str = "x-envoy-auth-headers-to-remove";
+/// The filter's own ceiling (`max_body_bytes` at most 10 MiB); Envoy's `max_request_bytes`
+/// should be far lower.
+const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// The original path when `path` is an ext_authz check.
+pub fn original_path(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(PREFIX)?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+}
+
+/// What one check came to: the answer and how it is counted.
+struct Checked {
+    response: Response<Vec<u8>>,
+    outcome: CheckOutcome,
+}
+
+pub async fn handle(
+    api: &Api,
+    session: &mut ServerSession,
+    request: &Request,
+    log: &mut LogFields,
+) -> Response<Vec<u8>> {
+    let checked = check(api, session, request, log).await;
+    api.metrics.ext_authz(checked.outcome);
+    log.outcome = Some(checked.outcome.as_str());
+    checked.response
+}
+
+async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
+    let config = &api.ext_authz;
+    let body = match read_body(session).await {
+        Ok(body) => body,
+        Err(Unread::TooLarge) => return refused(&LocalReply::BODY_TOO_LARGE),
+        Err(Unread::Failed) => return unreadable(api),
+    };
+    let headers = &session.req_header().headers;
+    let path = original_path(&request.path).unwrap_or_default();
+    let target = match &request.query {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    let sources = &config.email;
+    let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect::<Vec<_>>();
+    let early =
+        extract::from_headers(values, &sources.headers).and(extract::from_query(&target, &sources.query_params));
+    let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"), sources);
+    let found = if body.is_empty() || !kind.needed_after(&early) {
+        early
+    } else if headers.get(PARTIAL_BODY_HEADER).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")) {
+        early.and(Extracted::Unreadable(extract::Unreadable::TooComplex))
+    } else {
+        early.and(extract::from_body(&kind, &body, sources))
+    };
+    let key = headers.get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(str::trim).map(str::to_owned);
+    match found {
+        Extracted::NotFound => by_policy(api, config.on_missing_email, Bypass::NoEmail, &LocalReply::MISSING_EMAIL),
+        Extracted::Invalid(_) => invalid(api),
+        Extracted::Unreadable(_) => unreadable(api),
+        Extracted::Email(raw) => match EmailAddress::parse(raw.trim()) {
+            Ok(email) => judged(api, key.as_deref(), request, email.domain().clone(), log).await,
+            Err(_) => invalid(api),
+        },
+    }
+}
+
+fn invalid(api: &Api) -> Checked {
+    by_policy(api, api.ext_authz.on_invalid_email, Bypass::InvalidEmail, &LocalReply::INVALID_EMAIL)
+}
+
+fn unreadable(api: &Api) -> Checked {
+    by_policy(api, api.ext_authz.on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
+}
+
+async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain, log: &mut LogFields) -> Checked {
+    log.domain = Some(domain.to_string());
+    let verdict = async {
+        let key = api.auth.authenticate(key, request.client).await.map_err(|e| auth_error(api, e))?;
+        log.key_id = Some(key.id.clone());
+        judge(api, &key, &LookupInput::Domain(domain.clone())).await
+    };
+    match verdict.await {
+        Ok((result, _)) => {
+            log.cached = Some(result.cached);
+            let summary = VerdictSummary::from_result(&result);
+            verdict_answer(api, &domain, summary.disposable, &summary.flags.header_value(), CheckOutcome::Judged)
+        }
+        Err(e) if is_strongly_listed(api, &domain) => {
+            log.code = Some(e.code.as_str());
+            verdict_answer(api, &domain, true, LOCAL_FALLBACK_FLAG, CheckOutcome::LocalDecision)
+        }
+        Err(e) => failed(e, log),
+    }
+}
+
+/// What decides without the sidecar's full verdict: a strong listing or the operator's
+/// blocklist, unless the operator allowlists the name (the filter's embedded lists know less).
+fn is_strongly_listed(api: &Api, domain: &Domain) -> bool {
+    let catalog = api.verdicts.catalog();
+    if catalog.allow.contains(domain) {
+        return false;
+    }
+    catalog.block.contains(domain) || catalog.disposable_listing(domain).is_some_and(|l| catalog.is_strong(l.sources))
+}
+
+fn verdict_answer(api: &Api, domain: &Domain, disposable: bool, flags: &str, outcome: CheckOutcome) -> Checked {
+    let config = &api.ext_authz;
+    if disposable && config.mode == Mode::Block {
+        let reply = LocalReply::blocked(config.block_status, &config.block_body);
+        return Checked { response: local_reply(&reply), outcome };
+    }
+    let names = &config.flag_headers;
+    let verdict = if disposable { "disposable" } else { "safe" };
+    let set =
+        [(names.verdict.as_str(), verdict), (names.domain.as_str(), domain.as_str()), (names.flags.as_str(), flags)];
+    Checked { response: allow(&set, &[&names.bypass]), outcome }
+}
+
+/// No usable email: the policy's refusal, or through with the bypass header.
+fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>) -> Checked {
+    match policy {
+        Policy::Deny => refused(refusal),
+        Policy::Allow => {
+            let names = &api.ext_authz.flag_headers;
+            let response = allow(&[(&names.bypass, bypass.as_str())], &[&names.verdict, &names.domain, &names.flags]);
+            Checked { response, outcome: CheckOutcome::Bypassed }
+        }
+    }
+}
+
+fn refused(reply: &LocalReply<'_>) -> Checked {
+    Checked { response: local_reply(reply), outcome: CheckOutcome::Refused }
+}
+
+/// Our own failure: a 5xx, so the gateway's failure mode decides.
+fn failed(e: ApiError, log: &mut LogFields) -> Checked {
+    log.code = Some(e.code.as_str());
+    let status = StatusCode::from_u16(e.code.status())
+        .ok()
+        .filter(StatusCode::is_server_error)
+        .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let body = format!(r#"{{"error":"verdict_unavailable","cause":"{}"}}"#, e.code.as_str());
+    let response = response(status, &[("content-type", "application/json")], body.into_bytes());
+    Checked { response, outcome: CheckOutcome::Failed }
+}
+
+/// `200`: these headers set on the request, those removed from it.
+fn allow(set: &[(&str, &str)], remove: &[&str]) -> Response<Vec<u8>> {
+    let remove = remove.join(",");
+    let mut headers: Vec<(&str, &str)> = set.to_vec();
+    headers.push((HEADERS_TO_REMOVE, &remove));
+    response(StatusCode::OK, &headers, Vec::new())
+}
+
+fn local_reply(reply: &LocalReply<'_>) -> Response<Vec<u8>> {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::FORBIDDEN);
+    response(status, &[("content-type", "application/json")], reply.body.to_vec())
+}
+
+fn response(status: StatusCode, headers: &[(&str, &str)], body: Vec<u8>) -> Response<Vec<u8>> {
+    let mut builder = Response::builder().status(status).header(http::header::CONTENT_LENGTH, body.len());
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(body).unwrap_or_else(|_| Response::new(Vec::new()))
+}
+
+enum Unread {
+    TooLarge,
+    Failed,
+}
+
+/// The whole body Envoy sent, bounded.
+async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Unread> {
+    let mut body = Vec::new();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() > MAX_BODY_BYTES => {
+                session.set_keepalive(None); // the rest is not read
+                return Err(Unread::TooLarge);
+            }
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) => return Ok(body),
+            Err(_) => {
+                session.set_keepalive(None);
+                return Err(Unread::Failed);
+            }
+        }
+    }
+}
+
+/// The headers of a check's answer, for tests.
+#[cfg(test)]
+fn header<'a>(response: &'a Response<Vec<u8>>, name: &str) -> Option<&'a str> {
+    response.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn original_paths() {
+        assert_eq!(original_path("/ext_authz/signup"), Some("/signup"));
+        assert_eq!(original_path("/ext_authz"), Some(""));
+        assert_eq!(original_path("/ext_authz//signup"), Some("//signup"));
+        assert_eq!(original_path("/ext_authzx/signup"), None);
+        assert_eq!(original_path("/api/v1/domain/x"), None);
+    }
+
+    #[test]
+    fn allow_sets_and_removes() {
+        let r = allow(&[("x-email-verdict", "safe")], &["x-email-verdict-bypass", "x-other"]);
+        assert_eq!(r.status(), 200);
+        assert_eq!(header(&r, "x-email-verdict"), Some("safe"));
+        assert_eq!(header(&r, HEADERS_TO_REMOVE), Some("x-email-verdict-bypass,x-other"));
+    }
+
+    #[test]
+    fn a_failure_is_always_a_5xx() {
+        let mut log = LogFields::default();
+        for code in [
+            email_verdict_core::ErrorCode::QuotaExceeded,
+            email_verdict_core::ErrorCode::RateLimitExceeded,
+            email_verdict_core::ErrorCode::ApiKeyInvalid,
+            email_verdict_core::ErrorCode::InternalError,
+        ] {
+            let checked = failed(ApiError::new(code, "x"), &mut log);
+            assert!(checked.response.status().is_server_error(), "{code:?}");
+        }
+    }
+}
