@@ -42,13 +42,12 @@ PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 EXT_AUTHZ_HEADER = """\
 # Envoy in front of a signup app, enforcing with Envoy's HTTP ext_authz filter and the
 # email-verdict sidecar's /ext_authz endpoint (no Wasm module).
-# GENERATED from envoy/ext-authz.template.yaml by scripts/render-envoy.py: edit the template, then
-# `make envoy-config`.
+# GENERATED from {TEMPLATE} by scripts/render-envoy.py: edit the
+# template (its own leading comment says what it reproduces), then render it again.
 #
-# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
-# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}.
-#   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/ext-authz.yaml
-# The key comes from Envoy's environment, never from this file.
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar {SIDECAR_ADDRESS}:{SIDECAR_PORT},
+# app {APP_ADDRESS}:{APP_PORT}.
+# The key comes from Envoy's environment (EMAIL_VERDICT_API_KEY), never from this file.
 """
 
 HEADER = """\
@@ -67,7 +66,7 @@ HEADER = """\
 """
 
 
-def render(template, values, header=HEADER):
+def render(template, values, header=HEADER, template_path=TEMPLATE):
     # Drop the template's own leading comment block (it documents the placeholders).
     lines = template.splitlines(keepends=True)
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
@@ -100,7 +99,7 @@ def render(template, values, header=HEADER):
         return PLACEHOLDER.sub(one, line)
 
     out = "".join(substitute_line(l) for l in body.splitlines(keepends=True))
-    header = header.format(**values)
+    header = header.format(**values, TEMPLATE=os.path.relpath(template_path, ROOT))
     return header + "\n" + out, used
 
 
@@ -144,8 +143,10 @@ def main(argv):
     with open(args.template, encoding="utf-8") as f:
         template = f.read()
     try:
-        header = EXT_AUTHZ_HEADER if os.path.basename(args.template).startswith("ext-authz") else HEADER
-        out, used = render(template, values, header)
+        # Every template but the filter's configures Envoy's ext_authz against the sidecar.
+        filter_template = os.path.abspath(args.template) == TEMPLATE
+        header = HEADER if filter_template else EXT_AUTHZ_HEADER
+        out, used = render(template, values, header, os.path.abspath(args.template))
     except KeyError as e:
         ap.error(f"the template uses {{{{{e.args[0]}}}}} but it has no value")
     except ValueError as e:

@@ -239,8 +239,14 @@ impl EnvoyBuilder {
     /// Envoy's HTTP ext_authz filter against the sidecar's `/ext_authz`
     /// (`envoy/ext-authz.template.yaml`) instead of the Wasm filter. The plugin config still
     /// gives the signup methods.
-    pub fn ext_authz(mut self) -> Self {
-        self.template = Some(crate::workspace_root().join("envoy/ext-authz.template.yaml"));
+    pub fn ext_authz(self) -> Self {
+        self.ext_authz_template("ext-authz.template.yaml")
+    }
+
+    /// [`ext_authz`](Self::ext_authz) with another template of `envoy/` (the reproductions of
+    /// what istiod or Envoy Gateway generate).
+    pub fn ext_authz_template(mut self, name: &str) -> Self {
+        self.template = Some(crate::workspace_root().join("envoy").join(name));
         self
     }
 

@@ -290,11 +290,10 @@ fn every_istio_manifest_parses() {
 fn istio_wasmplugin_carries_the_shipped_plugin_config() {
     let wp = istio_doc("wasmplugin.yaml", "WasmPlugin");
     let spec = &wp["spec"];
-    assert_eq!(
-        spec["pluginConfig"],
-        shipped_config_for_istio(),
-        "WasmPlugin.spec.pluginConfig vs envoy/plugin-config.json"
-    );
+    // A WasmPlugin cannot set allow_on_headers_stop_iteration: block only (filter/CONFIG.md).
+    let mut expected = shipped_config_for_istio();
+    expected["hold_headers"] = json!(false);
+    assert_eq!(spec["pluginConfig"], expected, "WasmPlugin.spec.pluginConfig vs envoy/plugin-config.json");
     assert_eq!(spec["vmConfig"]["env"], json!([{"name": "EMAIL_VERDICT_API_KEY", "valueFrom": "HOST"}]));
     assert_eq!(spec["phase"], "AUTHN");
     assert_eq!(spec["failStrategy"], "FAIL_RELOAD");
@@ -444,4 +443,74 @@ fn istio_wasmplugin_plugin_config_validates_in_envoy() {
     let file = dir.write("wasmplugin-bootstrap.json", &bootstrap_with(&filter, ISTIO_CLUSTER).to_string());
     let out = validate(&file, dir.path());
     assert!(out.success(), "Envoy rejects the pluginConfig of envoy/istio/wasmplugin.yaml\n{out}");
+}
+
+// ---- ext_authz in Istio and Envoy Gateway ----------------------------------------------------------
+
+/// Every document of every YAML file in `envoy/<dir>`, each with kind, apiVersion and a name.
+fn manifests(dir: &str) -> Vec<Value> {
+    let mut files: Vec<_> = std::fs::read_dir(workspace_root().join("envoy").join(dir))
+        .unwrap_or_else(|e| panic!("envoy/{dir}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| !p.ends_with("app-proxy-env.yaml")) // a patch, not a resource
+        .collect();
+    files.sort();
+    let docs: Vec<Value> = files.iter().flat_map(|f| load_yaml(f)).collect();
+    for d in &docs {
+        assert!(d["kind"].is_string() && d["apiVersion"].is_string() && d["metadata"]["name"].is_string(), "{d:#}");
+    }
+    docs
+}
+
+fn doc_of(docs: &[Value], kind: &str) -> Value {
+    docs.iter().find(|d| d["kind"] == kind).cloned().unwrap_or_else(|| panic!("no {kind}"))
+}
+
+#[test]
+fn istio_ext_authz_provider_and_policy() {
+    let docs = manifests("istio");
+    let config_map = docs.iter().find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "istio").expect("mesh");
+    let mesh = YamlLoader::load_from_str(config_map["data"]["mesh"].as_str().expect("data.mesh")).expect("mesh YAML");
+    let mesh = to_json(&mesh[0]);
+    let provider = mesh["extensionProviders"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "email-verdict"))
+        .expect("extension provider email-verdict");
+    let http = &provider["envoyExtAuthzHttp"];
+    assert_eq!(http["pathPrefix"], "/ext_authz");
+    assert_eq!(http["port"], 8080);
+    assert_eq!(http["includeRequestBodyInCheck"]["allowPartialMessage"], false);
+    assert!(http["includeRequestHeadersInCheck"].as_array().is_some_and(|h| h.contains(&json!("content-type"))));
+    assert_eq!(http["includeAdditionalHeadersInCheck"]["x-email-verdict-key"], "%ENVIRONMENT(EMAIL_VERDICT_API_KEY)%");
+    assert!(http["timeout"].is_string(), "set a timeout: Istio's default is 600 s");
+    assert!(mesh["pathNormalization"]["normalization"].as_str().is_some_and(|n| n.contains("MERGE_SLASHES")));
+    let policy = doc_of(&docs, "AuthorizationPolicy");
+    assert_eq!(
+        (policy["spec"]["action"].clone(), policy["spec"]["provider"]["name"].clone()),
+        (json!("CUSTOM"), json!("email-verdict"))
+    );
+    let operation = &policy["spec"]["rules"][0]["to"][0]["operation"];
+    assert_eq!(operation["methods"], json!(["POST"]));
+    assert!(operation["paths"].as_array().is_some_and(|p| p.contains(&json!("/signup"))), "{operation}");
+}
+
+#[test]
+fn envoy_gateway_manifests() {
+    let docs = manifests("gateway");
+    let policy = doc_of(&docs, "SecurityPolicy");
+    let ext = &policy["spec"]["extAuth"];
+    assert_eq!(ext["http"]["path"], "/ext_authz");
+    assert!(ext["bodyToExtAuth"]["maxRequestBytes"].as_i64().is_some_and(|n| n > 0));
+    assert_eq!(ext["failOpen"], false);
+    let wasm = &doc_of(&docs, "EnvoyExtensionPolicy")["spec"]["wasm"][0];
+    let config = &wasm["config"];
+    assert_eq!((config["hold_headers"].clone(), config["mode"].clone()), (json!(false), json!("block")));
+    // The filter itself accepts it (its own validation, as Envoy runs it on configure).
+    let shipped = default_plugin_config();
+    for field in
+        ["email", "block_response", "flag_headers", "on_missing_email", "on_invalid_email", "on_unreadable_body"]
+    {
+        assert_eq!(config[field], shipped[field], "EnvoyExtensionPolicy config.{field} vs envoy/plugin-config.json");
+    }
 }

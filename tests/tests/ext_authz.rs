@@ -218,3 +218,43 @@ fn ext_authz_yaml_is_the_rendered_template_and_envoy_accepts_it() {
     let checked = email_verdict_tests::envoy::validate(&root.join("envoy/ext-authz.yaml"), &root);
     assert!(checked.success(), "Envoy refuses envoy/ext-authz.yaml\n{checked}");
 }
+
+/// The Envoy configuration istiod (resp. Envoy Gateway) generates for the shipped manifests,
+/// reproduced in `envoy/*-generated-ext-authz.template.yaml` (sources in `envoy/GENERATED.md`),
+/// against the real sidecar: disposable signups blocked, safe ones flagged, forged verdicts
+/// replaced on checked requests.
+fn generated_shape_enforces(template: &str, variants: &[&str]) {
+    let g = gateway_with(|s| s.args(&["--ext-authz-config", &shipped_config()]), |e| e.ext_authz_template(template));
+    assert_blocked(&g.envoy.signup_json("temp@mailinator.com"), template);
+    assert_blocked(&g.envoy.signup_multipart("temp@mailinator.com"), template);
+    for path in variants {
+        let req = Request::new("POST", path)
+            .header("Content-Type", "application/json")
+            .body(br#"{"email":"v@mailinator.com"}"#);
+        assert_blocked(&g.envoy.send(&req), &format!("{template} {path}"));
+    }
+    assert_eq!(g.app.count(), 0, "{template}: {:?}", g.app.requests());
+    let req = signup("application/json", br#"{"email":"ann@gmail.com"}"#).header("x-email-verdict", "disposable");
+    assert_eq!(g.envoy.send(&req).status, 200, "{template}");
+    let seen = g.app.wait_for_request(1);
+    assert_eq!(seen.headers_named("x-email-verdict"), ["safe"], "{template}: {:?}", seen.headers);
+    assert_eq!(seen.headers_named("x-email-domain"), ["gmail.com"], "{template}");
+    assert!(seen.header("x-email-verdict-key").is_none(), "{template}: the key reached the app");
+}
+
+#[test]
+fn what_istiod_generates_for_the_istio_manifests_enforces() {
+    // Istio matches paths case-sensitively with exact, prefix or suffix patterns only: the
+    // manifest lists the spellings it can (envoy/istio/ext-authz.yaml); pathNormalization
+    // MERGE_SLASHES makes `//signup` a `/signup`.
+    generated_shape_enforces(
+        "istio-generated-ext-authz.template.yaml",
+        &["//signup", "/signup/", "/signup;x", "/SIGNUP"],
+    );
+}
+
+#[test]
+fn what_envoy_gateway_generates_for_the_gateway_manifests_enforces() {
+    let variants = ["//signup", "/./signup", "/%73ignup", "/signup/", "/signup;x", "/SiGnUp", "/signup.json"];
+    generated_shape_enforces("gateway-generated-ext-authz.template.yaml", &variants);
+}
