@@ -71,7 +71,7 @@ pub struct StoreArgs {
     /// State store: sqlite:PATH [default: sqlite:email-verdict.db]
     #[arg(long, env = "EMAIL_VERDICT_STATE", value_name = "URL", global = true)]
     pub state: Option<String>,
-    /// Settings file to read `state` from
+    /// Settings file to read `state` (and `[plans]`) from
     #[arg(long, env = "EMAIL_VERDICT_CONFIG", value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 }
@@ -80,9 +80,9 @@ pub struct StoreArgs {
 pub enum KeysCommand {
     /// Create a key and print it (alone, as the last line); only its hash is stored
     Create {
-        /// free, basic, premium or pro
+        /// free, basic, premium, pro, or a plan the --config file defines ([plans.NAME])
         #[arg(long)]
-        plan: crate::plans::Plan,
+        plan: String,
         /// A label for the key
         #[arg(long, default_value = "")]
         name: String,

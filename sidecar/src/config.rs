@@ -1,9 +1,11 @@
 //! `serve` settings: each from its flag, else `EMAIL_VERDICT_<FLAG>`, else the `--config` TOML
 //! file (same names as the flags), else the default.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,6 +18,7 @@ use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::OperatorLists;
 use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
+use crate::plans::{PlanDef, Plans};
 use crate::usage_error;
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
@@ -89,6 +92,10 @@ pub struct ServeArgs {
     /// flag_headers, on_missing_email, on_invalid_email, on_unreadable_body) [default: their defaults]
     #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
     pub ext_authz_config: Option<PathBuf>,
+    /// Plans beyond the built-in four, in the settings file only: `[plans.NAME]` with
+    /// `daily-quota` and `burst-per-second` (a number or "unlimited")
+    #[arg(skip)]
+    pub plans: BTreeMap<String, PlanDef>,
     /// Worker threads [default: number of CPUs]
     #[arg(long, env = "EMAIL_VERDICT_THREADS", value_name = "N")]
     pub threads: Option<usize>,
@@ -153,6 +160,8 @@ pub struct ServeConfig {
     pub pages: PageSettings,
     /// How `/ext_authz` finds the email and answers.
     pub ext_authz: Enforcement,
+    /// The built-in plans and the file's.
+    pub plans: Arc<Plans>,
     /// Take the listeners over from the running process (Pingora's graceful upgrade).
     pub upgrade: bool,
 }
@@ -197,6 +206,7 @@ impl ServeArgs {
             secs => Duration::from_secs(secs),
         };
         let ext_authz = ext_authz_settings(merged.ext_authz_config.as_deref())?;
+        let plans = Plans::with_defined(&merged.plans).map_err(|e| usage_error(format!("[plans] in --config: {e}")))?;
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen,
@@ -228,6 +238,7 @@ impl ServeArgs {
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
             pages,
             ext_authz,
+            plans: Arc::new(plans),
             upgrade: merged.upgrade,
         })
     }
@@ -258,6 +269,7 @@ impl ServeArgs {
             warmup_rate: self.warmup_rate.or(lower.warmup_rate),
             header_timeout: self.header_timeout.or(lower.header_timeout),
             ext_authz_config: self.ext_authz_config.or(lower.ext_authz_config),
+            plans: if self.plans.is_empty() { lower.plans } else { self.plans },
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
             recheck_interval: self.recheck_interval.or(lower.recheck_interval),

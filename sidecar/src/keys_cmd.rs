@@ -7,15 +7,17 @@ use crate::clock::{unix_now, utc_day};
 use crate::config::{DEFAULT_STATE, ServeArgs};
 use crate::keys::{ApiKey, new_key_id};
 use crate::lists::OperatorLists;
+use crate::plans::Plans;
 use crate::state::{self, KeyRecord};
 use crate::usage_error;
 
 pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
-    let (url, _) = store_settings(&store)?;
-    let store = state::open(&url)?;
+    let settings = store_settings(&store)?;
+    let store = state::open(&settings.state)?;
     let mut out = std::io::stdout().lock();
     match command {
         KeysCommand::Create { plan, name, allow_ip } => {
+            let plan = settings.plans.resolve(&plan).map_err(|e| usage_error(format!("--plan: {e}")))?.name.clone();
             let key = ApiKey::generate()?;
             let record = KeyRecord {
                 id: new_key_id()?,
@@ -47,15 +49,23 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The state URL (`--state`, else the config file's `state`, else the default) and the
-/// operator's list files from the config file.
-pub fn store_settings(store: &StoreArgs) -> anyhow::Result<(String, OperatorLists)> {
-    let from_file = match &store.config {
+/// What the operator commands take from `--state` and the `--config` file.
+pub struct StoreSettings {
+    /// `--state`, else the file's `state`, else the default.
+    pub state: String,
+    /// The file's list settings (to refuse decisions on free webmail).
+    pub lists: OperatorLists,
+    /// The built-in plans and the file's `[plans]`.
+    pub plans: Plans,
+}
+
+pub fn store_settings(store: &StoreArgs) -> anyhow::Result<StoreSettings> {
+    let (state, lists, plans) = match &store.config {
         Some(path) => {
             let config = ServeArgs { config: Some(path.clone()), ..Default::default() }.resolve()?;
-            (config.state, config.lists)
+            (config.state, config.lists, (*config.plans).clone())
         }
-        None => (DEFAULT_STATE.to_owned(), OperatorLists::default()),
+        None => (DEFAULT_STATE.to_owned(), OperatorLists::default(), Plans::builtin()),
     };
-    Ok((store.state.clone().unwrap_or(from_file.0), from_file.1))
+    Ok(StoreSettings { state: store.state.clone().unwrap_or(state), lists, plans })
 }

@@ -9,19 +9,24 @@
 //! Headers (GitHub's convention): `X-RateLimit-Limit` (daily quota), `X-RateLimit-Remaining`,
 //! `X-RateLimit-Reset` (Unix seconds of the next midnight UTC); `Retry-After` on 402 and 429.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use email_verdict_core::ErrorCode;
 
 use crate::api::ApiError;
 use crate::clock::{Clock, next_midnight, utc_day};
 use crate::metrics::Metrics;
+use crate::plans::Plans;
 use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
 
 pub struct Limiter {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
+    plans: Arc<Plans>,
+    /// Keys whose undefined plan was already logged (one line per key and process).
+    undefined_logged: Mutex<HashSet<String>>,
 }
 
 /// An admitted request: what to give back if it is not answered, and its headers.
@@ -42,7 +47,11 @@ impl Grant {
     }
 }
 
+/// None for an unlimited quota (there is nothing to count down).
 fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
+    if limit == Limits::UNLIMITED {
+        return Vec::new();
+    }
     vec![
         ("X-RateLimit-Limit", limit.to_string()),
         ("X-RateLimit-Remaining", remaining.to_string()),
@@ -51,14 +60,35 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 }
 
 impl Limiter {
-    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
-        Self { store, clock, metrics }
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<Plans>) -> Self {
+        Self { store, clock, metrics, plans, undefined_logged: Mutex::default() }
+    }
+
+    /// The figures of `key`'s plan; a plan the configuration no longer defines refuses the key
+    /// (fail closed: never a key without limits), with one operator log line per key.
+    fn limits(&self, key: &KeyRecord) -> Result<Limits, ApiError> {
+        if let Some(plan) = self.plans.get(&key.plan) {
+            return Ok(Limits::from(plan));
+        }
+        let first = self.undefined_logged.lock().is_ok_and(|mut seen| seen.insert(key.id.clone()));
+        if first {
+            tracing::error!(
+                key_id = %key.id,
+                plan = %key.plan,
+                "key refused: its plan is not defined in this server's configuration (add [plans.{}] to the --config file or change the key's plan)",
+                key.plan
+            );
+        }
+        Err(ApiError::new(
+            ErrorCode::InternalError,
+            "the key's plan is not configured on this server; contact the operator",
+        ))
     }
 
     /// Admits one request for `key` or says why not, as the API error to answer.
     pub async fn admit(&self, key: &KeyRecord) -> Result<Grant, ApiError> {
+        let limits = self.limits(key)?;
         let now_ms = self.clock.now_ms();
-        let limits = Limits::from(key.plan);
         let reset = next_midnight(now_ms.div_euclid(1000));
         let admission = self.store.admit(&key.id, limits, now_ms).await.map_err(|e| {
             self.metrics.store_error();

@@ -1,63 +1,188 @@
-//! The plans of the spec's Limits table, verbatim.
+//! Plans: the spec's four (its Limits table, verbatim), built in, and those an operator defines
+//! in the `--config` file (`[plans.NAME]`), e.g. an unlimited `gateway` plan for the filter's
+//! and ext_authz's key.
+//!
+//! A key stores its plan's *name*; the figures are looked up at each admission in this
+//! process's [`Plans`], so a changed figure applies to every key of the plan as soon as the
+//! process runs with the new file, and a key whose plan the file no longer defines is refused
+//! (fail closed) instead of running without limits.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Plan {
-    Free,
-    Basic,
-    Premium,
-    Pro,
-}
+use serde::{Deserialize, Deserializer};
 
-impl Plan {
-    pub const ALL: [Plan; 4] = [Plan::Free, Plan::Basic, Plan::Premium, Plan::Pro];
+/// A plan's name: 1 to 32 of `a-z`, `0-9`, `-`, `_` (stored with the key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PlanName(String);
 
-    /// Successful lookups per UTC day.
-    pub fn daily_quota(self) -> u64 {
-        match self {
-            Plan::Free => 3,
-            Plan::Basic => 5_000,
-            Plan::Premium => 10_000,
-            Plan::Pro => 20_000,
-        }
-    }
-
-    /// Requests admitted per second.
-    pub fn burst_per_second(self) -> u64 {
-        match self {
-            Plan::Free => 1,
-            Plan::Basic => 10,
-            Plan::Premium => 20,
-            Plan::Pro => 50,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Plan::Free => "free",
-            Plan::Basic => "basic",
-            Plan::Premium => "premium",
-            Plan::Pro => "pro",
-        }
+impl PlanName {
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
-impl fmt::Display for Plan {
+impl fmt::Display for PlanName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(&self.0)
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown plan {0:?} (expected free, basic, premium or pro)")]
-pub struct UnknownPlan(String);
+#[error("{0:?} is not a plan name (1 to 32 of a-z, 0-9, '-', '_')")]
+pub struct BadPlanName(String);
 
-impl FromStr for Plan {
-    type Err = UnknownPlan;
+impl FromStr for PlanName {
+    type Err = BadPlanName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Plan::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| UnknownPlan(s.to_owned()))
+        let name = s.to_ascii_lowercase();
+        let ok = (1..=32).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if ok { Ok(Self(name)) } else { Err(BadPlanName(s.to_owned())) }
+    }
+}
+
+/// A daily quota or a per-second burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Finite(u64),
+    Unlimited,
+}
+
+impl Limit {
+    /// The figure the state store enforces (`Limits::UNLIMITED` when unlimited).
+    pub fn as_u64(self) -> u64 {
+        match self {
+            Limit::Finite(n) => n,
+            Limit::Unlimited => crate::state::Limits::UNLIMITED,
+        }
+    }
+
+    pub fn is_unlimited(self) -> bool {
+        self == Limit::Unlimited
+    }
+
+    /// For JSON answers: the number, or `"unlimited"`.
+    pub fn to_json(self) -> serde_json::Value {
+        match self {
+            Limit::Finite(n) => n.into(),
+            Limit::Unlimited => "unlimited".into(),
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Finite(n) => write!(f, "{n}"),
+            Limit::Unlimited => f.write_str("unlimited"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) if n > 0 => Ok(Limit::Finite(n)),
+            Raw::Text(t) if t == "unlimited" => Ok(Limit::Unlimited),
+            _ => Err(serde::de::Error::custom("expected a whole number of at least 1, or \"unlimited\"")),
+        }
+    }
+}
+
+/// One plan: its name and figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub name: PlanName,
+    /// Lookups answered with a verdict per UTC day.
+    pub daily_quota: Limit,
+    /// Requests admitted per second.
+    pub burst_per_second: Limit,
+    /// One of the spec's four.
+    pub builtin: bool,
+}
+
+/// A plan as the `--config` file defines it (`[plans.NAME]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PlanDef {
+    pub daily_quota: Limit,
+    pub burst_per_second: Limit,
+}
+
+/// The spec's Limits table: name, daily quota, burst per second.
+const BUILTIN: [(&str, u64, u64); 4] =
+    [("free", 3, 1), ("basic", 5_000, 10), ("premium", 10_000, 20), ("pro", 20_000, 50)];
+
+/// Every plan this process knows: the built-in ones first, then the operator's by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plans(Vec<Plan>);
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    BadName(#[from] BadPlanName),
+    #[error("plan {0:?} is one of the built-in plans (free, basic, premium, pro), whose figures are fixed")]
+    Builtin(String),
+    #[error("unknown plan {name:?} (defined: {known})")]
+    Unknown { name: String, known: String },
+}
+
+impl Plans {
+    pub fn builtin() -> Self {
+        Self(
+            BUILTIN
+                .iter()
+                .map(|&(name, quota, burst)| Plan {
+                    name: PlanName(name.to_owned()),
+                    daily_quota: Limit::Finite(quota),
+                    burst_per_second: Limit::Finite(burst),
+                    builtin: true,
+                })
+                .collect(),
+        )
+    }
+
+    /// The built-in plans and these definitions (a built-in name cannot be redefined).
+    pub fn with_defined(defs: &BTreeMap<String, PlanDef>) -> Result<Self, PlanError> {
+        let mut plans = Self::builtin();
+        for (name, def) in defs {
+            let name: PlanName = name.parse()?;
+            if plans.get(&name).is_some() {
+                return Err(PlanError::Builtin(name.0));
+            }
+            plans.0.push(Plan {
+                name,
+                daily_quota: def.daily_quota,
+                burst_per_second: def.burst_per_second,
+                builtin: false,
+            });
+        }
+        Ok(plans)
+    }
+
+    pub fn get(&self, name: &PlanName) -> Option<&Plan> {
+        self.0.iter().find(|p| &p.name == name)
+    }
+
+    /// The plan named `name` (any case), which must be defined: for keys being created or changed.
+    pub fn resolve(&self, name: &str) -> Result<&Plan, PlanError> {
+        let parsed: PlanName = name.parse()?;
+        self.get(&parsed).ok_or_else(|| PlanError::Unknown {
+            name: name.to_owned(),
+            known: self.0.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Plan> {
+        self.0.iter()
     }
 }
 
@@ -67,9 +192,42 @@ mod tests {
 
     #[test]
     fn spec_table() {
-        let table: Vec<_> = Plan::ALL.iter().map(|p| (p.as_str(), p.daily_quota(), p.burst_per_second())).collect();
+        let plans = Plans::builtin();
+        let table: Vec<_> =
+            plans.iter().map(|p| (p.name.as_str(), p.daily_quota.as_u64(), p.burst_per_second.as_u64())).collect();
         assert_eq!(table, [("free", 3, 1), ("basic", 5_000, 10), ("premium", 10_000, 20), ("pro", 20_000, 50)]);
-        assert_eq!("PRO".parse::<Plan>().unwrap(), Plan::Pro);
-        assert!("gold".parse::<Plan>().is_err());
+        assert_eq!(plans.resolve("PRO").unwrap().name.as_str(), "pro");
+        let err = plans.resolve("gold").unwrap_err().to_string();
+        assert_eq!(err, r#"unknown plan "gold" (defined: free, basic, premium, pro)"#);
+    }
+
+    #[test]
+    fn operator_plans() {
+        let defs: BTreeMap<String, PlanDef> = toml::from_str(
+            "[gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n\
+             [partner]\ndaily-quota = 100000\nburst-per-second = 200\n",
+        )
+        .unwrap();
+        let plans = Plans::with_defined(&defs).unwrap();
+        let gateway = plans.resolve("gateway").unwrap();
+        assert_eq!((gateway.daily_quota, gateway.burst_per_second), (Limit::Unlimited, Limit::Unlimited));
+        assert_eq!(gateway.daily_quota.as_u64(), u64::MAX);
+        assert!(!gateway.builtin);
+        assert_eq!(plans.resolve("partner").unwrap().burst_per_second, Limit::Finite(200));
+        assert_eq!(
+            plans.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["free", "basic", "premium", "pro", "gateway", "partner"]
+        );
+        let redefine: BTreeMap<String, PlanDef> =
+            toml::from_str("[pro]\ndaily-quota = 1\nburst-per-second = 1\n").unwrap();
+        assert!(matches!(Plans::with_defined(&redefine), Err(PlanError::Builtin(_))));
+        let bad: BTreeMap<String, PlanDef> =
+            toml::from_str("[\"Gold Plan\"]\ndaily-quota = 1\nburst-per-second = 1\n").unwrap();
+        assert!(matches!(Plans::with_defined(&bad), Err(PlanError::BadName(_))));
+        for text in
+            ["daily-quota = 0\nburst-per-second = 1", "daily-quota = \"lots\"\nburst-per-second = 1", "daily-quota = 1"]
+        {
+            assert!(toml::from_str::<PlanDef>(text).is_err(), "{text}");
+        }
     }
 }

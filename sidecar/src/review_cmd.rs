@@ -9,7 +9,7 @@ use crate::state::{self, covering_names, decision_str};
 use crate::{keys_cmd, lists, usage_error};
 
 pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Result<()> {
-    let (url, lists) = keys_cmd::store_settings(&store_args)?;
+    let keys_cmd::StoreSettings { state: url, lists, .. } = keys_cmd::store_settings(&store_args)?;
     let store = state::open(&url)?;
     let mut out = std::io::stdout().lock();
     match command {

@@ -57,7 +57,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
-        limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone()),
+        limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone(), config.plans.clone()),
         verdicts: Verdicts::new(
             catalog.clone(),
             mx,
@@ -80,6 +80,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         store,
         clock,
         catalog,
+        plans: config.plans.clone(),
         token_hash,
         dashboard,
         ready: ready.clone(),

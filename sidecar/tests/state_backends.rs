@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use email_verdict::keys::ApiKey;
-use email_verdict::plans::Plan;
+use email_verdict::plans::{PlanName, Plans};
 use email_verdict::state::{
     Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewCause,
     ReviewReason, SqliteStore, StateError, StateStore, WarmupProgress, covering_names,
@@ -52,7 +52,17 @@ macro_rules! with_all_backends {
     };
 }
 
-async fn new_key(store: &dyn StateStore, plan: Plan) -> (KeyRecord, ApiKey) {
+/// A built-in plan's name.
+fn plan(name: &str) -> PlanName {
+    name.parse().unwrap()
+}
+
+/// A built-in plan's limits.
+fn limits(name: &str) -> Limits {
+    Limits::from(Plans::builtin().resolve(name).unwrap())
+}
+
+async fn new_key(store: &dyn StateStore, plan: PlanName) -> (KeyRecord, ApiKey) {
     let secret = ApiKey::generate().unwrap();
     let id = email_verdict::keys::new_key_id().unwrap();
     let key = KeyRecord { id, name: "t".into(), plan, allow_ips: vec![], created_at: 1, revoked: false };
@@ -66,14 +76,14 @@ fn admitted(a: &Admission) -> bool {
 
 async fn keys_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
-    let (key, secret) = new_key(&*store, Plan::Free).await;
+    let (key, secret) = new_key(&*store, plan("free")).await;
     assert_eq!(store.key_by_hash(&secret.hash()).await.unwrap(), Some(key.clone()));
     assert_eq!(store.key_by_id(&key.id).await.unwrap(), Some(key.clone()));
     assert_eq!(store.key_by_hash(&ApiKey::generate().unwrap().hash()).await.unwrap(), None);
     let nets = vec!["192.0.2.0/24".parse().unwrap(), "2001:db8::/32".parse().unwrap()];
-    let change = KeyChange { plan: Some(Plan::Pro), allow_ips: Some(nets.clone()), name: None };
+    let change = KeyChange { plan: Some(plan("pro")), allow_ips: Some(nets.clone()), name: None };
     let changed = store.update_key(&key.id, change).await.unwrap().unwrap();
-    assert_eq!((changed.plan, changed.allow_ips.clone(), changed.name.as_str()), (Plan::Pro, nets, "t"));
+    assert_eq!((changed.plan.clone(), changed.allow_ips.clone(), changed.name.as_str()), (plan("pro"), nets, "t"));
     assert_eq!(store.update_key("key_nope", KeyChange::default()).await.unwrap(), None);
     // Another handle (another process) sees the change and the revocation.
     let other = open();
@@ -89,8 +99,8 @@ with_all_backends!(keys, keys_round_trip);
 
 async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
-    let (key, _) = new_key(&*store, Plan::Free).await;
-    let limits = Limits::from(Plan::Free);
+    let (key, _) = new_key(&*store, plan("free")).await;
+    let limits = limits("free");
     let mut now = DAY_START + 10 * 3_600_000;
     for expected in 1..=3 {
         assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::Admitted { used: expected });
@@ -111,9 +121,27 @@ async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateS
 }
 with_all_backends!(quota, quota_is_exact_and_resets_at_midnight);
 
+async fn unlimited_limits_never_refuse_and_still_count(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, plan("pro")).await;
+    let limits = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: Limits::UNLIMITED };
+    let t = DAY_START + 7_000;
+    for used in 1..=500 {
+        // 500 in the same millisecond: no burst window, no quota.
+        assert_eq!(store.admit(&key.id, limits, t).await.unwrap(), Admission::Admitted { used });
+    }
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![500]);
+    // A finite burst with an unlimited quota still holds the window.
+    let (other, _) = new_key(&*store, plan("pro")).await;
+    let burst_only = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: 1 };
+    assert!(admitted(&store.admit(&other.id, burst_only, t).await.unwrap()));
+    assert!(matches!(store.admit(&other.id, burst_only, t + 10).await.unwrap(), Admission::RateLimited { .. }));
+}
+with_all_backends!(unlimited, unlimited_limits_never_refuse_and_still_count);
+
 async fn burst_is_a_sliding_second(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
-    let (key, _) = new_key(&*store, Plan::Pro).await;
+    let (key, _) = new_key(&*store, plan("pro")).await;
     let limits = Limits { daily_quota: 1_000, burst_per_second: 2 };
     let t = DAY_START + 5_000;
     assert!(admitted(&store.admit(&key.id, limits, t).await.unwrap()));
@@ -130,8 +158,8 @@ with_all_backends!(burst, burst_is_a_sliding_second);
 async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn StateStore>) {
     // Two handles stand for two replicas; 60 concurrent admissions at one instant.
     let stores = [open(), open()];
-    let (key, _) = new_key(&*stores[0], Plan::Basic).await;
-    let limits = Limits::from(Plan::Basic);
+    let (key, _) = new_key(&*stores[0], plan("basic")).await;
+    let limits = limits("basic");
     let now = DAY_START + 7_000;
     let tasks: Vec<_> = (0..60)
         .map(|i| {
@@ -146,7 +174,7 @@ async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn St
     assert_eq!(results.iter().filter(|a| admitted(a)).count(), 10, "exactly the burst: {results:?}");
     // Quota: 12 more seconds of full bursts against a quota of 100 admits exactly 100.
     let tight = Limits { daily_quota: 100, burst_per_second: 10 };
-    let (key, _) = new_key(&*stores[0], Plan::Basic).await;
+    let (key, _) = new_key(&*stores[0], plan("basic")).await;
     let mut total = 0;
     for second in 0..12 {
         let tasks: Vec<_> = (0..20)
@@ -167,8 +195,8 @@ with_all_backends!(concurrency, concurrent_admissions_never_exceed_limits);
 async fn redis_outage_is_a_bounded_error_and_recovers() {
     let mut redis = Redis::start();
     let store = RedisStore::open(&redis.url()).unwrap();
-    let (key, _) = new_key(&store, Plan::Pro).await;
-    let limits = Limits::from(Plan::Pro);
+    let (key, _) = new_key(&store, plan("pro")).await;
+    let limits = limits("pro");
     redis.kill();
     let started = Instant::now();
     let err = store.admit(&key.id, limits, DAY_START).await.unwrap_err();

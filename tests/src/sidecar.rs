@@ -89,11 +89,18 @@ pub struct KeyRow {
 pub struct Cli {
     state: String,
     cwd: PathBuf,
+    config: Option<PathBuf>,
 }
 
 impl Cli {
     pub fn new(state: &str, cwd: &Path) -> Cli {
-        Cli { state: state.to_string(), cwd: cwd.to_path_buf() }
+        Cli { state: state.to_string(), cwd: cwd.to_path_buf(), config: None }
+    }
+
+    /// Every command also gets `--config FILE` (e.g. for the plans the file defines).
+    pub fn with_config(mut self, file: &Path) -> Cli {
+        self.config = Some(file.to_path_buf());
+        self
     }
 
     pub fn state(&self) -> &str {
@@ -104,6 +111,10 @@ impl Cli {
     pub fn run(&self, args: &[&str]) -> CliOutput {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--state", &self.state]);
+        let config = self.config.as_ref().map(|c| c.display().to_string());
+        if let Some(config) = &config {
+            all.extend(["--config", config]);
+        }
         run_raw(&self.cwd, &all)
     }
 
@@ -192,6 +203,7 @@ pub struct SidecarBuilder {
     env: Vec<(String, String)>,
     via_env: bool,
     via_config: bool,
+    settings: Option<String>,
     key_plans: Vec<String>,
     state: Option<String>,
     bin: Option<PathBuf>,
@@ -206,6 +218,7 @@ impl Default for SidecarBuilder {
             env: Vec::new(),
             via_env: false,
             via_config: false,
+            settings: None,
             key_plans: vec!["pro".to_string()],
             state: None,
             bin: None,
@@ -244,6 +257,13 @@ impl SidecarBuilder {
         self
     }
 
+    /// Settings file text (TOML, e.g. `[plans.gateway]`), given as `--config` to `serve` and to
+    /// the key creation before it.
+    pub fn settings(mut self, toml: &str) -> Self {
+        self.settings = Some(toml.to_string());
+        self
+    }
+
     /// A `--state` URL instead of a fresh `sqlite:<dir>/state.db` (shared Redis, a state kept
     /// across restarts...).
     pub fn state(mut self, url: &str) -> Self {
@@ -275,7 +295,12 @@ impl SidecarBuilder {
     pub fn start(self) -> Sidecar {
         let dir = TestDir::new("sidecar");
         let state = self.state.clone().unwrap_or_else(|| format!("sqlite:{}", dir.join("state.db").display()));
-        let cli = Cli::new(&state, dir.path());
+        let mut cli = Cli::new(&state, dir.path());
+        if let Some(text) = &self.settings {
+            let file = dir.join("plans.toml");
+            std::fs::write(&file, text).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+            cli = cli.with_config(&file);
+        }
         let keys: Vec<String> =
             self.key_plans.iter().enumerate().map(|(i, plan)| cli.create_key(plan, &format!("test-{i}"))).collect();
         let listen = SocketAddr::new(self.listen_ip.unwrap_or([127, 0, 0, 1].into()), free_port());
@@ -299,8 +324,9 @@ impl SidecarBuilder {
         if self.via_config {
             let dns: Vec<String> = self.dns.iter().map(|d| format!("{d:?}")).collect();
             let toml = format!(
-                "listen = \"{listen}\"\nadmin-listen = \"{admin}\"\nstate = {state:?}\ndns = [{}]\n",
-                dns.join(", ")
+                "listen = \"{listen}\"\nadmin-listen = \"{admin}\"\nstate = {state:?}\ndns = [{}]\n{}",
+                dns.join(", "),
+                self.settings.as_deref().unwrap_or_default()
             );
             let file = dir.join("settings.toml");
             std::fs::write(&file, toml).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
@@ -319,6 +345,9 @@ impl SidecarBuilder {
             for d in &self.dns {
                 cmd.args(["--dns", d]);
             }
+        }
+        if self.settings.is_some() && !self.via_config {
+            cmd.arg("--config").arg(dir.join("plans.toml"));
         }
         cmd.args(&self.args);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));

@@ -278,3 +278,83 @@ fn admin_listener_on_a_public_address_needs_a_token() {
     out.expect_code(2, "serve with a public admin listener and no token");
     assert!(out.stderr.contains("--admin-token"), "{}", out.stderr);
 }
+
+// ---- plans an operator defines (issue 16) --------------------------------------------------------
+
+const OPERATOR_PLANS: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n\
+                              [plans.partner]\ndaily-quota = 2\nburst-per-second = 100\n";
+
+#[test]
+fn a_gateway_plan_from_the_settings_file_is_never_refused() {
+    let (sc, _nsd) = start_with(|b| b.settings(OPERATOR_PLANS).keys(&["gateway", "partner"]));
+    let (gateway, partner) = (&sc.keys()[0].clone(), &sc.keys()[1].clone());
+    // 200 simultaneous requests: far over every built-in plan's burst and the free quota.
+    let sc = Arc::new(sc);
+    let (answers, _) = burst(&[&sc], gateway, 200);
+    assert_eq!(
+        count(&answers, 200),
+        200,
+        "an unlimited plan refuses nothing: {:?}",
+        answers.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert!(answers[0].header("x-ratelimit-limit").is_none(), "no rate-limit headers without a limit\n{}", answers[0]);
+    // The partner plan's own figures hold: two a day.
+    assert_eq!(get(&sc, partner).status, 200);
+    assert_eq!(get(&sc, partner).status, 200);
+    check_error(&get(&sc, partner), 402, "quota_exceeded", "partner plan, third lookup");
+    // keys list and the admin API show the plan and its figures.
+    assert_eq!(sc.cli().row_named("test-0").plan, "gateway");
+    let keys = Request::get("/admin/v1/keys").send(sc.admin_addr()).json();
+    let row = keys["keys"].as_array().unwrap().iter().find(|k| k["plan"] == "gateway").cloned().unwrap();
+    assert_eq!((row["daily_quota"].clone(), row["burst_per_second"].clone()), (json!("unlimited"), json!("unlimited")));
+    assert_eq!(row["used_today"], 200);
+    let created = Request::new("POST", "/admin/v1/keys")
+        .header("Content-Type", "application/json")
+        .body(br#"{"plan":"partner","name":"api"}"#)
+        .send(sc.admin_addr());
+    assert_eq!(created.status, 201, "{created}");
+    assert_eq!(created.json()["daily_quota"], 2);
+    let refused = Request::new("POST", "/admin/v1/keys")
+        .header("Content-Type", "application/json")
+        .body(br#"{"plan":"gold"}"#)
+        .send(sc.admin_addr());
+    assert_eq!(refused.status, 400, "{refused}");
+    assert!(refused.text().contains("defined: free, basic, premium, pro, gateway, partner"), "{refused}");
+}
+
+#[test]
+fn keys_create_names_the_plans_it_knows() {
+    let dir = TestDir::new("plans-cli");
+    let state = format!("sqlite:{}", dir.join("state.db").display());
+    let cli = email_verdict_tests::Cli::new(&state, dir.path());
+    let out = cli.run(&["keys", "create", "--plan", "gateway"]);
+    out.expect_code(2, "a plan no settings file defines");
+    assert!(out.stderr.contains("unknown plan \"gateway\" (defined: free, basic, premium, pro)"), "{out}");
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, "[plans.pro]\ndaily-quota = 1\nburst-per-second = 1\n").unwrap();
+    let out = cli.clone().with_config(&file).run(&["keys", "create", "--plan", "pro"]);
+    out.expect_code(2, "redefining a built-in plan");
+    assert!(out.stderr.contains("built-in plans"), "{out}");
+}
+
+#[test]
+fn a_key_whose_plan_was_removed_fails_closed_with_one_log_line() {
+    let nsd = Nsd::start();
+    let dir = TestDir::new("plans-removed");
+    let state = format!("sqlite:{}", dir.join("state.db").display());
+    let first = Sidecar::builder().dns(nsd.addr()).state(&state).settings(OPERATOR_PLANS).keys(&["partner"]).start();
+    let key = first.key().to_owned();
+    assert_eq!(get(&first, &key).status, 200);
+    drop(first);
+    // The same state, served without the settings file: the plan is gone.
+    let second = Sidecar::builder().dns(nsd.addr()).state(&state).keys(&[]).start();
+    for _ in 0..3 {
+        check_error(&get(&second, &key), 500, "internal_error", "a key whose plan is gone");
+    }
+    let log = second.stderr_text();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("its plan is not defined")).collect();
+    assert_eq!(lines.len(), 1, "one operator line per key\n{log}");
+    assert!(lines[0].contains("partner") && !lines[0].contains(&key), "{}", lines[0]);
+    let keys = Request::get("/admin/v1/keys").send(second.admin_addr()).json();
+    assert_eq!(keys["keys"][0]["daily_quota"], serde_json::Value::Null, "{keys}");
+}

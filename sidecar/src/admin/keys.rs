@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::{Admin, AdminError, AdminResult, Json};
 use crate::clock::utc_day;
 use crate::keys::{ApiKey, new_key_id};
-use crate::plans::Plan;
+use crate::plans::PlanName;
 use crate::state::{KeyChange, KeyRecord};
 
 #[derive(Deserialize)]
@@ -48,7 +48,7 @@ fn parse(body: &[u8]) -> Result<KeyFields, AdminError> {
 /// secret, which exists nowhere else and must be shown once.
 pub(crate) async fn create_key(
     admin: &Admin,
-    plan: Plan,
+    plan: PlanName,
     name: String,
     allow_ips: Vec<IpNet>,
 ) -> Result<(KeyRecord, ApiKey), AdminError> {
@@ -60,8 +60,9 @@ pub(crate) async fn create_key(
     Ok((key, secret))
 }
 
-pub(crate) fn plan(s: &str) -> Result<Plan, AdminError> {
-    s.parse().map_err(|e| AdminError::bad_request(format!("{e}")))
+/// A plan keys may take: built in or defined by the `--config` file.
+pub(crate) fn plan(admin: &Admin, s: &str) -> Result<PlanName, AdminError> {
+    admin.plans.resolve(s).map(|p| p.name.clone()).map_err(|e| AdminError::bad_request(e.to_string()))
 }
 
 pub(crate) fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
@@ -78,7 +79,9 @@ fn today(admin: &Admin) -> String {
     utc_day(admin.clock.now_ms().div_euclid(1000))
 }
 
-fn key_json(key: &KeyRecord, used_today: u64) -> Value {
+fn key_json(admin: &Admin, key: &KeyRecord, used_today: u64) -> Value {
+    let plan = admin.plans.get(&key.plan);
+    let figure = |f: fn(&crate::plans::Plan) -> crate::plans::Limit| plan.map_or(Value::Null, |p| f(p).to_json());
     json!({
         "id": key.id,
         "name": key.name,
@@ -86,28 +89,29 @@ fn key_json(key: &KeyRecord, used_today: u64) -> Value {
         "status": if key.revoked { "revoked" } else { "active" },
         "allow_ips": key.allow_ips.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "created_at": key.created_at,
-        "daily_quota": key.plan.daily_quota(),
-        "burst_per_second": key.plan.burst_per_second(),
+        // null: the plan is not defined here, and the key is refused.
+        "daily_quota": figure(|p| p.daily_quota),
+        "burst_per_second": figure(|p| p.burst_per_second),
         "used_today": used_today,
     })
 }
 
 async fn with_usage(admin: &Admin, key: &KeyRecord) -> Result<Value, AdminError> {
     let used = admin.store.usage(&key.id, &[today(admin)]).await?;
-    Ok(key_json(key, used.first().copied().unwrap_or(0)))
+    Ok(key_json(admin, key, used.first().copied().unwrap_or(0)))
 }
 
 async fn list(admin: &Admin) -> AdminResult {
     let keys = admin.store.list_keys(&today(admin)).await?;
-    let keys: Vec<Value> = keys.iter().map(|l| key_json(&l.key, l.used_today)).collect();
+    let keys: Vec<Value> = keys.iter().map(|l| key_json(admin, &l.key, l.used_today)).collect();
     Ok(Json(StatusCode::OK, json!({ "keys": keys })))
 }
 
 async fn create(admin: &Admin, fields: KeyFields) -> AdminResult {
-    let plan = plan(fields.plan.as_deref().ok_or_else(|| AdminError::bad_request("\"plan\" is required"))?)?;
+    let plan = plan(admin, fields.plan.as_deref().ok_or_else(|| AdminError::bad_request("\"plan\" is required"))?)?;
     let allow_ips = networks(&fields.allow_ips.unwrap_or_default())?;
     let (key, secret) = create_key(admin, plan, fields.name.unwrap_or_default(), allow_ips).await?;
-    let mut body = key_json(&key, 0);
+    let mut body = key_json(admin, &key, 0);
     body["key"] = Value::String(secret.expose().to_owned());
     Ok(Json(StatusCode::CREATED, body))
 }
@@ -120,7 +124,7 @@ async fn show(admin: &Admin, id: &str) -> AdminResult {
 async fn change(admin: &Admin, id: &str, fields: KeyFields) -> AdminResult {
     let change = KeyChange {
         name: fields.name,
-        plan: fields.plan.as_deref().map(plan).transpose()?,
+        plan: fields.plan.as_deref().map(|p| plan(admin, p)).transpose()?,
         allow_ips: fields.allow_ips.as_deref().map(networks).transpose()?,
     };
     let key = admin.store.update_key(id, change).await?.ok_or_else(|| no_key(id))?;

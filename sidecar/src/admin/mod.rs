@@ -31,6 +31,8 @@ pub struct Admin {
     pub clock: Arc<dyn Clock>,
     /// For refusing `disposable` decisions on free webmail.
     pub catalog: Arc<email_verdict_core::Catalog>,
+    /// The plans keys may take (built-in and the `--config` file's).
+    pub plans: Arc<crate::plans::Plans>,
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
     pub token_hash: Option<[u8; 32]>,
     /// The operator dashboard at `/dashboard` (its own login and sessions).

@@ -50,7 +50,7 @@ pub async fn create_key(admin: &Admin, request: &DashRequest, sess: &Session) ->
         .map(str::to_owned)
         .collect();
     let name = request.field("name").trim().chars().take(100).collect::<String>();
-    let created = match (plan(request.field("plan")), networks(&ips)) {
+    let created = match (plan(admin, request.field("plan")), networks(&ips)) {
         (Ok(plan), Ok(nets)) => store_key(admin, plan, name, nets).await,
         (Err(e), _) | (_, Err(e)) => Err(e),
     };

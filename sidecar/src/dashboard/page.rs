@@ -7,9 +7,7 @@ use super::session::{Flash, Session};
 use crate::admin::Admin;
 use crate::clock::{rfc3339, utc_day};
 use crate::pages::respond::{self, Headers, security_headers};
-use crate::plans::Plan;
-
-const PLANS: [Plan; 4] = [Plan::Free, Plan::Basic, Plan::Premium, Plan::Pro];
+use crate::plans::Plans;
 
 #[derive(Serialize)]
 struct LoginView<'a> {
@@ -30,7 +28,7 @@ struct HomeView {
     new_key: Option<NewKey>,
     info: Option<String>,
     error: Option<String>,
-    plans: Vec<&'static str>,
+    plans: Vec<PlanRow>,
     keys: Vec<KeyRow>,
     queue: Vec<ReviewRow>,
     today: String,
@@ -43,14 +41,23 @@ struct NewKey {
 }
 
 #[derive(Serialize)]
+struct PlanRow {
+    name: String,
+    daily_quota: String,
+    burst_per_second: String,
+    builtin: bool,
+}
+
+#[derive(Serialize)]
 struct KeyRow {
     id: String,
     name: String,
-    plan: &'static str,
+    plan: String,
     revoked: bool,
     allow_ips: String,
     used_today: u64,
-    daily_quota: u64,
+    /// The figure, "unlimited", or "plan not defined" (the key is refused).
+    daily_quota: String,
     created: String,
 }
 
@@ -89,8 +96,17 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
         new_key: None,
         info: None,
         error: None,
-        plans: PLANS.iter().map(|p| p.as_str()).collect(),
-        keys: keys.iter().map(key_row).collect(),
+        plans: admin
+            .plans
+            .iter()
+            .map(|p| PlanRow {
+                name: p.name.to_string(),
+                daily_quota: p.daily_quota.to_string(),
+                burst_per_second: p.burst_per_second.to_string(),
+                builtin: p.builtin,
+            })
+            .collect(),
+        keys: keys.iter().map(|k| key_row(&admin.plans, k)).collect(),
         queue: queue
             .iter()
             .map(|i| ReviewRow {
@@ -112,16 +128,17 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
     html(StatusCode::OK, admin.dashboard.templates.render("dashboard/home.html", &view), Vec::new())
 }
 
-fn key_row(l: &crate::state::KeyListing) -> KeyRow {
+fn key_row(plans: &Plans, l: &crate::state::KeyListing) -> KeyRow {
     let k = &l.key;
+    let quota = plans.get(&k.plan).map_or_else(|| "plan not defined".to_owned(), |p| p.daily_quota.to_string());
     KeyRow {
         id: k.id.clone(),
         name: k.name.clone(),
-        plan: k.plan.as_str(),
+        plan: k.plan.to_string(),
         revoked: k.revoked,
         allow_ips: k.allow_ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         used_today: l.used_today,
-        daily_quota: k.plan.daily_quota(),
+        daily_quota: quota,
         created: rfc3339(k.created_at),
     }
 }

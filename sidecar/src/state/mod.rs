@@ -14,7 +14,7 @@ use ipnet::IpNet;
 use email_verdict_core::Decision;
 
 use crate::keys::KeyHash;
-use crate::plans::Plan;
+use crate::plans::{Plan, PlanName};
 
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
@@ -24,7 +24,7 @@ pub use sqlite::SqliteStore;
 pub struct KeyRecord {
     pub id: String,
     pub name: String,
-    pub plan: Plan,
+    pub plan: PlanName,
     /// Networks the key may be used from; empty means anywhere.
     pub allow_ips: Vec<IpNet>,
     /// Unix seconds.
@@ -53,7 +53,7 @@ pub enum StateError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KeyChange {
     pub name: Option<String>,
-    pub plan: Option<Plan>,
+    pub plan: Option<PlanName>,
     pub allow_ips: Option<Vec<IpNet>>,
 }
 
@@ -294,16 +294,21 @@ pub trait ReviewStore: Send + Sync + 'static {
     async fn save_warmup_progress(&self, progress: &WarmupProgress) -> Result<(), StateError>;
 }
 
-/// What [`KeyStore::admit`] enforces.
+/// What [`KeyStore::admit`] enforces; [`Limits::UNLIMITED`] for no limit (an unlimited
+/// burst keeps no window at all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub daily_quota: u64,
     pub burst_per_second: u64,
 }
 
-impl From<Plan> for Limits {
-    fn from(plan: Plan) -> Self {
-        Limits { daily_quota: plan.daily_quota(), burst_per_second: plan.burst_per_second() }
+impl Limits {
+    pub const UNLIMITED: u64 = u64::MAX;
+}
+
+impl From<&Plan> for Limits {
+    fn from(plan: &Plan) -> Self {
+        Limits { daily_quota: plan.daily_quota.as_u64(), burst_per_second: plan.burst_per_second.as_u64() }
     }
 }
 

@@ -226,7 +226,8 @@ impl KeyStore for RedisStore {
                     .key(format!("{t}:burst"))
                     .key(format!("{t}:seq"))
                     .arg(limits.daily_quota)
-                    .arg(limits.burst_per_second)
+                    // 0: unlimited, the script keeps no window.
+                    .arg(if limits.burst_per_second == Limits::UNLIMITED { 0 } else { limits.burst_per_second })
                     .arg(now_ms)
                     .arg(BURST_WINDOW_MS)
                     .arg(USAGE_TTL_SECS)

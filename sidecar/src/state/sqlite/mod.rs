@@ -296,16 +296,19 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
     if used >= limits.daily_quota {
         return Ok(Admission::QuotaExceeded { used });
     }
-    c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
-        .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
-    let (in_window, oldest): (u64, Option<i64>) = c
-        .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
-        .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
-    if in_window >= limits.burst_per_second {
-        let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
-        return Ok(Admission::RateLimited { retry_after_ms });
+    // An unlimited burst keeps no window (it would only grow with the load).
+    if limits.burst_per_second != Limits::UNLIMITED {
+        c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
+            .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
+        let (in_window, oldest): (u64, Option<i64>) = c
+            .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
+            .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+        if in_window >= limits.burst_per_second {
+            let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
+            return Ok(Admission::RateLimited { retry_after_ms });
+        }
+        c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
     }
-    c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
     let used: i64 = c
         .prepare_cached(
             "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
@@ -444,13 +447,11 @@ impl KeyStore for SqliteStore {
 mod tests {
     use super::*;
     use crate::keys::ApiKey;
-    use crate::plans::Plan;
-
     fn record(id: &str) -> KeyRecord {
         KeyRecord {
             id: id.into(),
             name: "test".into(),
-            plan: Plan::Basic,
+            plan: "basic".parse().unwrap(),
             allow_ips: vec!["192.0.2.0/24".parse().unwrap(), "2001:db8::/32".parse().unwrap()],
             created_at: 1_700_000_000,
             revoked: false,
