@@ -2,6 +2,8 @@
 #
 #   make build          release build of the sidecar: target/release/email-verdict
 #   make filter         the Envoy filter: target/email_verdict_filter.wasm (scripts/build-filter.sh)
+#   make image          the sidecar as an OCI image: target/image/email-verdict-oci.tar (scripts/image.sh)
+#   make filter-image   the filter as an OCI image for Istio / Envoy Gateway (scripts/filter-image.sh)
 #   make test           every check CI runs: installs deps (apt, Envoy), builds sidecar and filter,
 #                       tests (end to end with a real Envoy), bounded fuzzing, fmt, clippy
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
@@ -18,7 +20,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
+.PHONY: all build filter image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
 
 all: build
 
@@ -29,6 +31,17 @@ build:
 # with -Zbuild-std), prints which, and checks that no tokio got into the module.
 filter:
 	scripts/build-filter.sh
+
+# No base image is pulled and no Docker engine is needed: the root file system is the binary,
+# the libraries ldd names, CA certificates and a nonroot user, packaged with Debian's umoci and
+# skopeo (scripts/install-deps.sh), reproducibly. Prints the archive's size and the image digest.
+image: build
+	scripts/image.sh
+
+# The "compat" Wasm image (one layer holding plugin.wasm) that both Istio's WasmPlugin and Envoy
+# Gateway's EnvoyExtensionPolicy pull; prints the digest their sha256 field wants for oci:// URLs.
+filter-image: filter
+	scripts/filter-image.sh
 
 envoy-config:
 	python3 scripts/render-envoy.py -o envoy/envoy.yaml

