@@ -5,9 +5,14 @@ use anyhow::{Context, bail};
 use email_verdict_tests::{Request, Sidecar};
 
 pub fn create(sidecar: &Sidecar, n: usize) -> anyhow::Result<Vec<String>> {
+    create_on_plan(sidecar, "pro", n)
+}
+
+/// `n` keys of `plan` (a built-in one, or one of the sidecar's settings file).
+pub fn create_on_plan(sidecar: &Sidecar, plan: &str, n: usize) -> anyhow::Result<Vec<String>> {
     (0..n)
         .map(|i| {
-            let body = serde_json::json!({ "plan": "pro", "name": format!("bench-{i}") }).to_string();
+            let body = serde_json::json!({ "plan": plan, "name": format!("bench-{plan}-{i}") }).to_string();
             let r = Request::new("POST", "/admin/v1/keys")
                 .header("Content-Type", "application/json")
                 .body(body.as_bytes())

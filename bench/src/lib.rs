@@ -36,6 +36,9 @@ pub struct Ctx {
     pub envoy_cpu: Option<usize>,
     /// API keys (pro plan) to rotate over: one key admits 50 requests a second.
     pub keys: Vec<String>,
+    /// One key of the unlimited `gateway` plan (the settings file of the bench's sidecar): what
+    /// a gateway calls the sidecar with.
+    pub gateway_key: String,
     /// Scripts and captures.
     pub dir: TestDir,
 }
@@ -48,6 +51,8 @@ pub struct Case {
     pub path: &'static str,
     pub script: Option<std::path::PathBuf>,
     pub pids: Vec<u32>,
+    /// The verdict service the gateway calls (sidecar or bare server), measured apart.
+    pub service_pids: Vec<u32>,
 }
 
 impl Case {
@@ -58,7 +63,14 @@ impl Case {
         script: Option<&std::path::Path>,
         pids: Vec<u32>,
     ) -> Self {
-        Self { name: name.to_owned(), addr, path, script: script.map(std::path::Path::to_path_buf), pids }
+        let script = script.map(std::path::Path::to_path_buf);
+        Self { name: name.to_owned(), addr, path, script, pids, service_pids: Vec::new() }
+    }
+
+    /// The verdict service this case calls, whose CPU time per request is shown apart.
+    pub fn service(mut self, pids: Vec<u32>) -> Self {
+        self.service_pids = pids;
+        self
     }
 }
 
@@ -69,22 +81,36 @@ impl Ctx {
     pub fn alternate(&self, cases: &[Case]) -> anyhow::Result<Vec<wrk::Run>> {
         let mut best: Vec<Option<wrk::Run>> = vec![None; cases.len()];
         let mut cpu: Vec<Option<f64>> = vec![None; cases.len()];
+        let mut service_cpu: Vec<Option<f64>> = vec![None; cases.len()];
         for round in 1..=self.rounds {
             for (i, case) in cases.iter().enumerate() {
                 eprintln!("  round {round}/{}: {}", self.rounds, case.name);
-                let before = cpu::total(&case.pids);
+                let before = (cpu::total(&case.pids), cpu::total(&case.service_pids));
                 let run = self.wrk.run(case.addr, case.path, case.script.as_deref())?;
-                let used = before.zip(cpu::total(&case.pids)).map(|(b, a)| a - b);
-                let per_request = used.filter(|_| run.requests > 0).map(|s| s * 1e6 / run.requests as f64);
-                cpu[i] = match (cpu[i], per_request) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
+                let after = (cpu::total(&case.pids), cpu::total(&case.service_pids));
+                let per_request = |b: Option<f64>, a: Option<f64>| {
+                    b.zip(a).map(|(b, a)| a - b).filter(|_| run.requests > 0).map(|s| s * 1e6 / run.requests as f64)
                 };
+                least(&mut cpu[i], per_request(before.0, after.0));
+                if !case.service_pids.is_empty() {
+                    least(&mut service_cpu[i], per_request(before.1, after.1));
+                }
                 if best[i].as_ref().is_none_or(|b| run.rps > b.rps) {
                     best[i] = Some(run);
                 }
             }
         }
-        Ok(best.into_iter().zip(cpu).map(|(run, cpu_us)| wrk::Run { cpu_us, ..run.unwrap_or_default() }).collect())
+        let runs = best.into_iter().zip(cpu).zip(service_cpu);
+        Ok(runs
+            .map(|((run, cpu_us), service_cpu_us)| wrk::Run { cpu_us, service_cpu_us, ..run.unwrap_or_default() })
+            .collect())
     }
+}
+
+/// Keeps the least of the rounds' CPU figures (noise only ever adds to them).
+fn least(kept: &mut Option<f64>, new: Option<f64>) {
+    *kept = match (*kept, new) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
 }

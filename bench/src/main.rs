@@ -14,6 +14,10 @@ use email_verdict_bench::wrk::Wrk;
 use email_verdict_bench::{Ctx, cold, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
 
+/// The plan a gateway's key takes (README, "Plans you define"): the gateway cases of section 4
+/// are not capped by a key's burst.
+const GATEWAY_PLAN: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n";
+
 #[derive(Parser)]
 struct Args {
     /// Seconds per wrk run.
@@ -54,7 +58,7 @@ fn main() -> anyhow::Result<()> {
     let nsd = Nsd::start();
     let dns = DnsCounter::start(nsd.addr());
     let threads = args.server_threads.to_string();
-    let sidecar = Sidecar::builder().dns(dns.addr()).args(&["--threads", &threads]).start();
+    let sidecar = Sidecar::builder().dns(dns.addr()).settings(GATEWAY_PLAN).args(&["--threads", &threads]).start();
     let pid = sidecar.pid();
     let at_start = footprint::rss_kib(pid);
     let ctx = Ctx {
@@ -63,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         server_threads: args.server_threads,
         envoy_cpu,
         keys: keys::create(&sidecar, args.keys.max(1))?,
+        gateway_key: keys::create_on_plan(&sidecar, "gateway", 1)?.remove(0),
         dir: TestDir::new("bench"),
     };
     let run = |section: u8| args.sections.contains(&section);

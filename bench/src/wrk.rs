@@ -28,6 +28,8 @@ pub struct Run {
     pub socket_errors: u64,
     /// CPU time of the serving processes per request, in microseconds (set by `Ctx::alternate`).
     pub cpu_us: Option<f64>,
+    /// The same for the verdict service a gateway case calls (`Case::service`).
+    pub service_cpu_us: Option<f64>,
 }
 
 impl Run {
