@@ -68,7 +68,7 @@ pub enum ReviewCommand {
 /// (the file's list settings are used too, to refuse decisions on free webmail).
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// State store: sqlite:PATH [default: sqlite:email-verdict.db]
+    /// State store: sqlite:PATH, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...] [default: sqlite:email-verdict.db]
     #[arg(long, env = "EMAIL_VERDICT_STATE", value_name = "URL", global = true)]
     pub state: Option<String>,
     /// Settings file to read `state` (and `[plans]`) from

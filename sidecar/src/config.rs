@@ -33,7 +33,7 @@ pub struct ServeArgs {
     /// Admin listener: health, key management, metrics [default: 127.0.0.1:8081]
     #[arg(long, env = "EMAIL_VERDICT_ADMIN_LISTEN", value_name = "ADDR")]
     pub admin_listen: Option<SocketAddr>,
-    /// State store: sqlite:PATH [default: sqlite:email-verdict.db]
+    /// State store: sqlite:PATH, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...] [default: sqlite:email-verdict.db]
     #[arg(long, env = "EMAIL_VERDICT_STATE", value_name = "URL")]
     pub state: Option<String>,
     /// Nameserver ADDR[:PORT] to query instead of the system resolver; repeatable

@@ -1,5 +1,5 @@
-//! One suite, run against every state backend: SQLite on a temp file and a real `redis-server`
-//! started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
+//! One suite, run against every state backend: SQLite on a temp file, a real `redis-server` and
+//! a real Redis Cluster (three primaries, three replicas) started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
 //! exact and nothing sleeps on the wall clock, except the Redis outage test.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use email_verdict::state::{
     ReviewReason, SqliteStore, StateError, StateStore, WarmupProgress, covering_names,
 };
 use email_verdict_core::Decision;
-use email_verdict_tests::Redis;
+use email_verdict_tests::{Redis, RedisCluster};
 
 /// 2026-11-22T00:00:00Z in ms.
 const DAY_START: i64 = 1_795_305_600_000;
@@ -48,9 +48,22 @@ macro_rules! with_all_backends {
                 let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
                 $check(open).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis_cluster() {
+                // One cluster (six processes) at a time: forming many at once on a small machine
+                // makes their nodes time out and fail over.
+                let _one_at_a_time = CLUSTERS.lock().await;
+                let cluster = RedisCluster::start(3);
+                let url = cluster.url();
+                let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
+                $check(open).await;
+            }
         }
     };
 }
+
+static CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A built-in plan's name.
 fn plan(name: &str) -> PlanName {

@@ -30,7 +30,7 @@ pub use http::{Request, Response};
 pub use load::{Load, Outcome, Shot};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};
-pub use redis::Redis;
+pub use redis::{Redis, RedisCluster};
 pub use sidecar::{Cli, CliOutput, Sidecar, SidecarBuilder};
 pub use tempdir::TestDir;
 pub use upstream::{Recorded, SilentServer, UpstreamApp};

@@ -62,3 +62,123 @@ impl Redis {
         });
     }
 }
+
+/// A real Redis Cluster on loopback: `primaries` primaries, each with one replica, joined with
+/// `redis-cli --cluster create`; every node persists to its own directory and can be killed and
+/// started again on its port. Killed on `Drop`.
+pub struct RedisCluster {
+    nodes: Vec<ClusterNode>,
+}
+
+struct ClusterNode {
+    process: Option<ChildProcess>,
+    port: u16,
+    bus_port: u16,
+    dir: TestDir,
+}
+
+impl ClusterNode {
+    fn start(&mut self) {
+        self.process = None;
+        let mut cmd = Command::new("redis-server");
+        let (port, bus) = (self.port.to_string(), self.bus_port.to_string());
+        cmd.args(["--port", &port, "--cluster-port", &bus, "--bind", "127.0.0.1", "--cluster-enabled", "yes"])
+            // A primary is failed after 2 s; replicas hear from their primary every second, so
+            // a replica's data is never too old to take over (cluster-replica-validity-factor).
+            .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"])
+            .args(["--repl-ping-replica-period", "1"])
+            .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(self.dir.path());
+        self.process = Some(ChildProcess::spawn("redis-server", cmd, self.dir.path()));
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        wait_for("a cluster node to accept connections", Duration::from_secs(10), || {
+            TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()
+        });
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("run redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl RedisCluster {
+    /// Starts `2 × primaries` nodes and forms the cluster (panics when it does not form).
+    pub fn start(primaries: usize) -> RedisCluster {
+        let nodes = (0..primaries * 2)
+            .map(|_| {
+                let (port, bus_port) = (free_port(), free_port());
+                ClusterNode { process: None, port, bus_port, dir: TestDir::new("redis-cluster") }
+            })
+            .collect();
+        let mut cluster = RedisCluster { nodes };
+        cluster.nodes.iter_mut().for_each(ClusterNode::start);
+        let addrs: Vec<String> = cluster.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(out.status.success(), "redis-cli --cluster create failed:\n{}", String::from_utf8_lossy(&out.stdout));
+        cluster.wait_healthy();
+        cluster
+    }
+
+    /// `redis+cluster://` with every node as a seed.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        format!("redis+cluster://{}", nodes.join(","))
+    }
+
+    /// Waits until every node says `cluster_state:ok` and sees all slots served, and every
+    /// replica (half the nodes) is in sync with its primary: a replica that never synced refuses
+    /// to take over, so a primary killed before that would leave its slots unserved for good.
+    pub fn wait_healthy(&self) {
+        wait_for("the cluster to be healthy", Duration::from_secs(30), || {
+            let running: Vec<&ClusterNode> = self.nodes.iter().filter(|n| n.process.is_some()).collect();
+            let ok = running.iter().all(|n| {
+                let info = n.cli(&["cluster", "info"]);
+                info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+            });
+            let synced = running.iter().filter(|n| n.cli(&["info", "replication"]).contains("master_link_status:up"));
+            (ok && synced.count() == self.nodes.len() / 2).then_some(())
+        });
+    }
+
+    /// The indexes of the nodes that are primaries now.
+    pub fn primaries(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].process.is_some() && self.nodes[i].cli(&["role"]).starts_with("master"))
+            .collect()
+    }
+
+    /// Kills node `i` at once (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].process = None;
+    }
+
+    /// Starts node `i` again on its port and directory (it rejoins with its `nodes.conf`).
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].start();
+    }
+
+    /// How many nodes (primaries and replicas).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The processes' ids (for CPU figures).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().filter_map(|n| n.process.as_ref().map(ChildProcess::pid)).collect()
+    }
+}

@@ -16,6 +16,8 @@ mod gateway;
 mod kill9;
 #[path = "faults/redis.rs"]
 mod redis;
+#[path = "faults/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "faults/upgrade.rs"]
 mod upgrade;
 

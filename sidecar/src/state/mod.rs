@@ -318,7 +318,7 @@ pub const BURST_WINDOW_MS: i64 = 1_000;
 /// Why a `--state` value cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StateUrlError {
-    #[error("--state {0:?}: expected sqlite:PATH or redis://HOST:PORT[/DB]")]
+    #[error("--state {0:?}: expected sqlite:PATH, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...]")]
     Malformed(String),
 }
 
@@ -330,7 +330,7 @@ pub fn open(url: &str) -> anyhow::Result<Arc<dyn StateStore>> {
         }
         return Ok(Arc::new(SqliteStore::open(path)?));
     }
-    if url.starts_with("redis://") {
+    if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
         return Ok(Arc::new(RedisStore::open(url).map_err(|_| StateUrlError::Malformed(url.to_owned()))?));
     }
     Err(StateUrlError::Malformed(url.to_owned()).into())

@@ -1,18 +1,25 @@
-//! `redis://HOST:PORT[/DB]`: state shared by many replicas.
+//! `redis://HOST:PORT[/DB]` (one server) or `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis
+//! or Valkey Cluster, through the `redis` crate's cluster client: slot map, MOVED/ASK,
+//! reconnects): state shared by many replicas.
 //!
 //! Layout (prefix `ev:`): `ev:keyhash:<sha256>` → key id; `ev:keys` (zset by creation time) of
 //! ids; per key, all under the hash tag `{<id>}` so its scripts run in one Redis Cluster slot:
 //! `ev:{<id>}:key` (hash of the record), `ev:{<id>}:used:<day>` (counter, kept 40 days),
 //! `ev:{<id>}:burst` (zset of admission times, ms), `ev:{<id>}:seq`.
-//! Admission and refund are Lua scripts: atomic without MULTI/WATCH retries.
+//! Admission and refund are Lua scripts: atomic without MULTI/WATCH retries. Every step that
+//! must be atomic touches one slot; the few that span slots (creating a key: record, index,
+//! hash) are ordered so that a step cut short fails closed (see [`RedisStore::insert_key`]).
+//! Requests that read or write several slots at once go out together ([`RedisStore::each`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Script};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
 
 use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
 use crate::clock::utc_day;
@@ -26,12 +33,59 @@ mod recheck;
 mod review;
 
 pub struct RedisStore {
-    client: Client,
+    target: Target,
     /// One multiplexed connection per tokio runtime that uses the store (see [`RedisStore::conn`]).
-    conns: Mutex<HashMap<tokio::runtime::Id, ConnectionManager>>,
+    conns: Mutex<HashMap<tokio::runtime::Id, Conn>>,
     admit: Script,
     refund: Script,
     update: Script,
+}
+
+enum Target {
+    Single(Client),
+    Cluster(ClusterClient),
+}
+
+/// A multiplexed connection to one server or to a cluster; both reconnect by themselves.
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The seed nodes of a `redis+cluster://HOST:PORT[,HOST:PORT...]` URL, as `redis://` URLs.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let list = url.strip_prefix("redis+cluster://")?.trim_end_matches('/');
+    let nodes: Vec<String> = list.split(',').map(|n| format!("redis://{}", n.trim())).collect();
+    (!list.is_empty() && nodes.iter().all(|n| n.len() > "redis://".len())).then_some(nodes)
 }
 
 fn tag(id: &str) -> String {
@@ -43,10 +97,21 @@ fn unavailable(e: impl std::fmt::Display) -> StateError {
 }
 
 impl RedisStore {
+    /// A store on `redis://...` or `redis+cluster://...`; nothing is connected yet.
     pub fn open(url: &str) -> Result<Self, StateError> {
-        let client = Client::open(url).map_err(unavailable)?;
+        let target = match cluster_nodes(url) {
+            Some(nodes) => Target::Cluster(
+                ClusterClient::builder(nodes)
+                    // Bounded by CALL_TIMEOUT anyway; a failover takes a few seconds to settle.
+                    .retries(2)
+                    .build()
+                    .map_err(unavailable)?,
+            ),
+            None if url.starts_with("redis+cluster://") => return Err(unavailable("no seed node in the URL")),
+            None => Target::Single(Client::open(url).map_err(unavailable)?),
+        };
         Ok(Self {
-            client,
+            target,
             conns: Mutex::default(),
             admit: Script::new(include_str!("admit.lua")),
             refund: Script::new(
@@ -66,31 +131,51 @@ impl RedisStore {
     /// it: one shared by all would put every lookup's Redis traffic on whichever runtime came
     /// first (the admin listener's single thread, when a key was created first), with a
     /// cross-runtime wake-up per call.
-    fn conn(&self) -> Result<ConnectionManager, StateError> {
+    fn conn(&self) -> Result<Conn, StateError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(unavailable)?.id();
         let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(conn) = conns.get(&runtime) {
             return Ok(conn.clone());
         }
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_millis(500)))
-            .set_response_timeout(Some(CALL_TIMEOUT))
-            .set_number_of_retries(1);
-        let conn = ConnectionManager::new_lazy_with_config(self.client.clone(), config).map_err(unavailable)?;
+        let connect_timeout = Duration::from_millis(500);
+        let conn = match &self.target {
+            Target::Single(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(CALL_TIMEOUT))
+                    .set_number_of_retries(1);
+                Conn::Single(ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(unavailable)?)
+            }
+            Target::Cluster(client) => {
+                let config =
+                    ClusterConfig::new().set_connection_timeout(connect_timeout).set_response_timeout(CALL_TIMEOUT);
+                Conn::Cluster(client.get_pending_async_connection_with_config(config))
+            }
+        };
         conns.insert(runtime, conn.clone());
         Ok(conn)
     }
 
     /// Runs one Redis interaction with the call timeout.
-    async fn call<T>(
-        &self,
-        f: impl AsyncFnOnce(&mut ConnectionManager) -> redis::RedisResult<T>,
-    ) -> Result<T, StateError> {
+    async fn call<T>(&self, f: impl AsyncFnOnce(&mut Conn) -> redis::RedisResult<T>) -> Result<T, StateError> {
         let mut conn = self.conn()?;
         match tokio::time::timeout(CALL_TIMEOUT, f(&mut conn)).await {
             Ok(result) => result.map_err(unavailable),
             Err(_) => Err(unavailable("timed out")),
         }
+    }
+
+    /// Runs `pipes` at once, each as one request (a pipeline must stay in one cluster slot; on one
+    /// server the multiplexed connection sends them together anyway): the results in order.
+    async fn each<T: FromRedisValue>(&self, pipes: Vec<Pipeline>) -> Result<Vec<T>, StateError> {
+        self.call(async |c| {
+            let requests = pipes.iter().map(|pipe| {
+                let mut c = c.clone();
+                async move { pipe.query_async::<T>(&mut c).await }
+            });
+            futures::future::try_join_all(requests).await
+        })
+        .await
     }
 
     async fn record(&self, id: &str) -> Result<Option<KeyRecord>, StateError> {
@@ -123,20 +208,13 @@ fn networks(key: &[ipnet::IpNet]) -> String {
 
 #[async_trait]
 impl KeyStore for RedisStore {
+    /// Three keys in three slots, so three steps, ordered to fail closed: the record, then the
+    /// listing, then the hash that makes the key usable. Cut short before the last step, the key
+    /// is listed (and can be revoked) but never authenticates.
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
         let record = format!("{}:key", tag(&key.id));
-        let claimed: bool = self
-            .call(async |c| {
-                redis::cmd("SET").arg(format!("ev:keyhash:{}", hash.0)).arg(&key.id).arg("NX").query_async(c).await
-            })
-            .await?;
-        if !claimed {
-            return Err(StateError::Invalid("a key with this hash exists".into()));
-        }
         self.call(async |c| {
-            redis::pipe()
-                .atomic()
-                .cmd("HSET")
+            redis::cmd("HSET")
                 .arg(&record)
                 .arg("name")
                 .arg(&key.name)
@@ -148,16 +226,23 @@ impl KeyStore for RedisStore {
                 .arg(key.created_at)
                 .arg("revoked")
                 .arg("0")
-                .ignore()
-                .cmd("ZADD")
-                .arg("ev:keys")
-                .arg(key.created_at)
-                .arg(&key.id)
-                .ignore()
                 .exec_async(c)
                 .await
         })
-        .await
+        .await?;
+        self.call(async |c| redis::cmd("ZADD").arg("ev:keys").arg(key.created_at).arg(&key.id).exec_async(c).await)
+            .await?;
+        let claimed: bool = self
+            .call(async |c| {
+                redis::cmd("SET").arg(format!("ev:keyhash:{}", hash.0)).arg(&key.id).arg("NX").query_async(c).await
+            })
+            .await?;
+        if !claimed {
+            // Another key has this hash (160 random bits: never in practice): this one never works.
+            self.revoke_key(&key.id).await?;
+            return Err(StateError::Invalid("a key with this hash exists".into()));
+        }
+        Ok(())
     }
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
@@ -198,7 +283,7 @@ impl KeyStore for RedisStore {
             fields.push(("name", name));
         }
         if let Some(plan) = change.plan {
-            fields.push(("plan", plan.as_str().to_owned()));
+            fields.push(("plan", plan.to_string()));
         }
         if let Some(nets) = change.allow_ips {
             fields.push(("allow_ips", networks(&nets)));

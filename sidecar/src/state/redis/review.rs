@@ -38,39 +38,33 @@ fn invalid(what: &str) -> StateError {
 impl ReviewStore for RedisStore {
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
         let item = review_key(domain, "item");
-        self.call(async |c| {
-            redis::pipe()
-                .cmd("ZADD")
-                .arg(QUEUE)
-                .arg("NX")
-                .arg(now)
-                .arg(domain)
-                .ignore()
-                .cmd("HSETNX")
-                .arg(&item)
-                .arg("first_seen")
-                .arg(now)
-                .ignore()
-                .cmd("HSET")
-                .arg(&item)
-                .arg("reason")
-                .arg(cause.reason.as_str())
-                .arg("sources")
-                .arg(cause.sources_text())
-                .arg("listed_as")
-                .arg(&cause.listed_as)
-                .arg("last_seen")
-                .arg(now)
-                .ignore()
-                .cmd("HINCRBY")
-                .arg(&item)
-                .arg("lookups")
-                .arg(1)
-                .ignore()
-                .exec_async(c)
-                .await
-        })
-        .await
+        let mut queue = redis::pipe();
+        queue.cmd("ZADD").arg(QUEUE).arg("NX").arg(now).arg(domain).ignore();
+        let mut details = redis::pipe();
+        details
+            .cmd("HSETNX")
+            .arg(&item)
+            .arg("first_seen")
+            .arg(now)
+            .ignore()
+            .cmd("HSET")
+            .arg(&item)
+            .arg("reason")
+            .arg(cause.reason.as_str())
+            .arg("sources")
+            .arg(cause.sources_text())
+            .arg("listed_as")
+            .arg(&cause.listed_as)
+            .arg("last_seen")
+            .arg(now)
+            .ignore()
+            .cmd("HINCRBY")
+            .arg(&item)
+            .arg("lookups")
+            .arg(1)
+            .ignore();
+        // The queue and the item are in two slots: two requests, sent together.
+        self.each::<()>(vec![queue, details]).await.map(drop)
     }
 
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
@@ -132,16 +126,10 @@ impl ReviewStore for RedisStore {
         if names.is_empty() {
             return Ok(None);
         }
-        // One pipeline, one round trip (each name's key is in its own slot: no MGET).
-        let current: Vec<Option<String>> = self
-            .call(async |c| {
-                let mut pipe = redis::pipe();
-                for name in names {
-                    pipe.cmd("GET").arg(review_key(name, "current"));
-                }
-                pipe.query_async(c).await
-            })
-            .await?;
+        // Each name's key is in its own slot: one request each, all sent together.
+        let requests = names.iter().map(|name| redis::pipe().cmd("GET").arg(review_key(name, "current")).clone());
+        let current: Vec<(Option<String>,)> = self.each(requests.collect()).await?;
+        let current = current.into_iter().map(|(c,)| c);
         Ok(names.iter().zip(current).find_map(|(name, current)| {
             let decision = current.as_deref().and_then(parse_decision).flatten()?;
             Some(AppliedDecision { decision, on: name.clone() })
@@ -176,15 +164,15 @@ impl ReviewStore for RedisStore {
         ips: &[String],
     ) -> Result<(), StateError> {
         let (add, remove) = if disposable { ("disposable", "legitimate") } else { ("legitimate", "disposable") };
-        self.call(async |c| {
-            let mut pipe = redis::pipe();
-            for (kind, value) in infra_entries(hosts, ips) {
+        let requests = infra_entries(hosts, ips)
+            .map(|(kind, value)| {
+                let mut pipe = redis::pipe();
                 pipe.cmd("SADD").arg(infra_key(kind, value, add)).arg(domain).ignore();
                 pipe.cmd("SREM").arg(infra_key(kind, value, remove)).arg(domain).ignore();
-            }
-            pipe.exec_async(c).await
-        })
-        .await
+                pipe
+            })
+            .collect();
+        self.each::<()>(requests).await.map(drop)
     }
 
     async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError> {
@@ -192,20 +180,17 @@ impl ReviewStore for RedisStore {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let counts: Vec<u64> = self
-            .call(async |c| {
+        let requests = entries
+            .iter()
+            .map(|(kind, value)| {
                 let mut pipe = redis::pipe();
-                for (kind, value) in &entries {
-                    pipe.cmd("SCARD").arg(infra_key(kind, value, "disposable"));
-                    pipe.cmd("SCARD").arg(infra_key(kind, value, "legitimate"));
-                }
-                pipe.query_async(c).await
+                pipe.cmd("SCARD").arg(infra_key(kind, value, "disposable"));
+                pipe.cmd("SCARD").arg(infra_key(kind, value, "legitimate"));
+                pipe
             })
-            .await?;
-        Ok(counts
-            .chunks(2)
-            .map(|p| InfraCount { disposable: p[0], legitimate: p.get(1).copied().unwrap_or(0) })
-            .collect())
+            .collect();
+        let counts: Vec<(u64, u64)> = self.each(requests).await?;
+        Ok(counts.into_iter().map(|(disposable, legitimate)| InfraCount { disposable, legitimate }).collect())
     }
 
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {

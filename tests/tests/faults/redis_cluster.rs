@@ -1,0 +1,163 @@
+//! Issue 16: two sidecars on one Redis Cluster (three primaries, three replicas): keys, quotas,
+//! bursts and review decisions shared exactly; a primary killed under load, and the whole
+//! cluster restarted: how long callers see 500 (with Retry-After), that both sidecars recover by
+//! themselves, and that no key gets more 200 answers than its plan allows.
+
+use std::time::{Duration, Instant};
+
+use email_verdict_tests::verdict::{check_error, check_ok};
+use email_verdict_tests::{Load, Nsd, Outcome, RedisCluster, Request, Sidecar, api_target, wait_for};
+
+use super::{PACE, PROGRESS, assert_all_answered, lookup, usage};
+
+const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
+
+fn get(sc: &Sidecar, key: &str) -> email_verdict_tests::Response {
+    sc.send(&Request::get(&api_target("ownmail.example", key)))
+}
+
+#[test]
+fn two_sidecars_on_a_cluster_share_keys_quotas_bursts_and_decisions() {
+    let cluster = RedisCluster::start(3);
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&["free", "basic"]).start();
+    let b = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&[]).start();
+    let (free, basic) = (a.keys()[0].clone(), a.keys()[1].clone());
+    // Two back-to-back requests of a free key (burst 1/s), one on each: 200 then 429.
+    check_ok(&get(&a, &free), "free key on A");
+    check_error(&get(&b, &free), 429, "rate_limit_exceeded", "the same second on B");
+    // Then exactly three 200s in the day across both, then 402.
+    let mut ok = 1;
+    for i in 0..4 {
+        std::thread::sleep(Duration::from_millis(1050));
+        let r = get(if i % 2 == 0 { &b } else { &a }, &free);
+        match r.status {
+            200 => ok += 1,
+            _ => {
+                check_error(&r, 402, "quota_exceeded", "over the shared quota");
+            }
+        }
+    }
+    assert_eq!(ok, 3, "the free quota is shared exactly");
+    // A reviewer's decision through A's CLI applies on B at once.
+    check_ok(&get(&b, &basic), "before the decision");
+    a.cli().run(&["review", "set", "ownmail.example", "disposable"]).expect_code(0, "review set");
+    let after = get(&b, &basic);
+    assert_eq!(check_ok(&after, "after the decision")["result"]["verdict"], "disposable", "{after}");
+}
+
+#[test]
+fn a_primary_killed_under_load_and_a_whole_cluster_restart_are_survived() {
+    let mut cluster = RedisCluster::start(3);
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&PLANS).start();
+    let b = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&[]).start();
+    let (addrs, keys) = ([a.addr(), b.addr()], a.keys().to_vec());
+    // Worker w uses key w, alternating between the two sidecars.
+    let load = Load::start(PLANS.len(), PACE, move |w, n| {
+        let side = n as usize % 2;
+        lookup(addrs[side], "ownmail.example", &keys[w], ["A", "B"][side])
+    });
+    load.wait_each(5, PROGRESS);
+
+    // One primary killed: its replica takes over after the node timeout (2 s here).
+    let victim = cluster.primaries()[0];
+    cluster.kill(victim);
+    let killed = Instant::now();
+    let recovered = recovery(&load, killed);
+    let failover = window_of_500s(&load.snapshot(), killed);
+    cluster.restart(victim); // it rejoins as a replica
+    cluster.wait_healthy();
+    load.wait_each(5, PROGRESS);
+
+    // Every node killed, then all started again from their append-only files.
+    let all: Vec<usize> = (0..cluster.len()).collect();
+    all.iter().for_each(|&i| cluster.kill(i));
+    let down = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    all.iter().for_each(|&i| cluster.restart(i));
+    cluster.wait_healthy();
+    let restart_recovered = recovery(&load, down);
+    let restart = window_of_500s(&load.snapshot(), down);
+    load.wait_each(5, PROGRESS);
+    let outcomes = load.stop();
+
+    eprintln!(
+        "[measured] primary killed: 500s for {:?} (recovered {:?} after the kill); \
+         whole cluster down 1.5 s and restarted: 500s for {:?} (recovered {:?} after the kill)",
+        failover,
+        recovered - killed,
+        restart,
+        restart_recovered - down
+    );
+    assert_all_answered(&outcomes);
+    for o in &outcomes {
+        match o.status() {
+            Some(200 | 429) => {}
+            Some(402) => assert_eq!(PLANS[o.worker], "free", "{o}"),
+            _ => {
+                let r = o.response().expect("answered");
+                check_error(r, 500, "internal_error", &o.to_string());
+                assert!(r.header("retry-after").is_some(), "no Retry-After: {o}");
+            }
+        }
+    }
+    for o in outcomes.iter().filter(|o| o.started >= restart_recovered && PLANS[o.worker] == "pro") {
+        assert_eq!(o.status(), Some(200), "after recovery: {o}");
+    }
+    for (sc, name) in [(&a, "A"), (&b, "B")] {
+        let health = Request::get("/healthz").send(sc.admin_addr());
+        assert_eq!((health.status, health.text().trim()), (200, "ok"), "{name} after the faults");
+    }
+    check_counts(&a, &outcomes, killed);
+}
+
+/// When both sidecars answered 200 again, by themselves, to requests sent after `since`.
+fn recovery(load: &Load, since: Instant) -> Instant {
+    wait_for("both sidecars to answer 200 again by themselves", Duration::from_secs(30), || {
+        let s = load.snapshot();
+        let ok_on = |side| {
+            s.iter()
+                .any(|o| o.tag == side && o.started >= since + Duration::from_millis(100) && o.status() == Some(200))
+        };
+        (ok_on("A") && ok_on("B")).then(Instant::now)
+    })
+}
+
+/// From the first request that got 500 after `since` to the end of the last one.
+fn window_of_500s(outcomes: &[Outcome], since: Instant) -> Duration {
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.started >= since && o.status() == Some(500)).collect();
+    match (failed.iter().map(|o| o.started).min(), failed.iter().map(|o| o.finished).max()) {
+        (Some(first), Some(last)) => last - first,
+        _ => Duration::ZERO,
+    }
+}
+
+/// No key got more 200s than its plan allows (the free key: three), and every 200 was counted:
+/// 200s <= count <= 200s + 500s (a 500 may follow an admission whose answer failed), except
+/// what Redis's asynchronous replication can lose when a primary dies: admissions it
+/// acknowledged in the moment before (README, "Redis Cluster"), bounded here by the 200s
+/// answered in the 50 ms before the kill.
+fn check_counts(a: &Sidecar, outcomes: &[Outcome], killed: Instant) {
+    for (k, plan) in PLANS.iter().enumerate() {
+        let id = a.cli().row_named(&format!("test-{k}")).id;
+        let used = usage(a, &id);
+        let mine = || outcomes.iter().filter(move |o| o.worker == k);
+        let of = |s: u16| mine().filter(|o| o.status() == Some(s)).count() as u64;
+        let (ok, failed) = (of(200), of(500));
+        let just_before = Duration::from_millis(50);
+        let at_risk = mine()
+            .filter(|o| o.status() == Some(200) && o.finished <= killed && o.finished + just_before >= killed)
+            .count() as u64;
+        if ok > used {
+            eprintln!("[measured] key {k}: {} admissions lost with the killed primary", ok - used);
+        }
+        assert!(
+            ok <= used + at_risk && used <= ok + failed,
+            "key {k} ({plan}): count {used}, 200s {ok}, 500s {failed}, 200s just before the kill {at_risk}"
+        );
+        if *plan == "free" {
+            assert!(ok <= 3, "free key: {ok} answers with a verdict, past its quota of 3");
+        }
+    }
+}
