@@ -43,7 +43,7 @@ pub struct RedisStore {
 
 enum Target {
     Single(Client),
-    Cluster(ClusterClient),
+    Cluster(Box<ClusterClient>),
 }
 
 /// A multiplexed connection to one server or to a cluster; both reconnect by themselves.
@@ -100,13 +100,13 @@ impl RedisStore {
     /// A store on `redis://...` or `redis+cluster://...`; nothing is connected yet.
     pub fn open(url: &str) -> Result<Self, StateError> {
         let target = match cluster_nodes(url) {
-            Some(nodes) => Target::Cluster(
+            Some(nodes) => Target::Cluster(Box::new(
                 ClusterClient::builder(nodes)
                     // Bounded by CALL_TIMEOUT anyway; a failover takes a few seconds to settle.
                     .retries(2)
                     .build()
                     .map_err(unavailable)?,
-            ),
+            )),
             None if url.starts_with("redis+cluster://") => return Err(unavailable("no seed node in the URL")),
             None => Target::Single(Client::open(url).map_err(unavailable)?),
         };
