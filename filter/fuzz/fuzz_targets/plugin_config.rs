@@ -13,11 +13,11 @@ fuzz_target!(|data: &[u8]| {
         _ => Err(EnvError::NotSet),
     };
     let Ok(config) = FilterConfig::from_json(data, &env) else { return };
-    assert!((400..=599).contains(&config.block_status));
+    assert!((400..=599).contains(&config.enforce.block_status));
     assert!((400..=599).contains(&config.failure_status));
     assert!(config.max_body_bytes >= 1 && config.max_body_bytes <= 10 * 1024 * 1024);
     assert!(!config.routes.is_empty());
-    for header in config.flag_headers.all() {
+    for header in config.enforce.flag_headers.all() {
         assert!(!["content-length", "transfer-encoding", "host"].contains(&header));
     }
     // Route matching on odd paths never panics.
