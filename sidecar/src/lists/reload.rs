@@ -73,7 +73,14 @@ impl Lists {
             max_shrink: settings.max_shrink,
             kept_dir: kept.as_ref().map(|k| k.dir().display().to_string()),
         };
-        let catalog = assemble(&base, states.iter().map(|s| (&s.spec, s.data.as_deref())));
+        // Without operator lists nothing is ever reloaded: keep no second copy of the shipped ones.
+        let (base, catalog) = match states.is_empty() {
+            true => (Catalog::default(), base),
+            false => {
+                let catalog = assemble(&base, states.iter().map(|s| (&s.spec, s.data.as_deref())));
+                (base, catalog)
+            }
+        };
         let statuses = states.iter().map(|s| s.status.clone()).collect();
         let live = Arc::new(LiveCatalog::new(catalog, statuses, shipped, view));
         let fetcher = Arc::new(Fetcher::new(fetch::TIMEOUT, fetch::MAX_BYTES));
