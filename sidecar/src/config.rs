@@ -436,6 +436,9 @@ mod tests {
         );
         assert_eq!((lists.refresh, lists.max_shrink), (Duration::from_secs(60), 0.2));
         assert_eq!(lists.kept_dir, Some(PathBuf::from("/var/lib/ev/state.db.lists")));
+        let file: ServeArgs =
+            toml::from_str("blocklist = [\"https://l.example/b\"]\nlist-refresh = 60\nlist-max-shrink = 1\n").unwrap();
+        assert_eq!((file.blocklist.len(), file.list_refresh, file.list_max_shrink), (1, Some(60), Some(1.0)));
     }
 
     #[test]

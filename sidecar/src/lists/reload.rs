@@ -192,6 +192,7 @@ impl Lists {
             Ok(None) => {
                 let entries = st.status.entries;
                 tracing::info!(list = i, kind, source, entries, added = 0, removed = 0, "list reloaded: not modified");
+                st.status.from_kept_copy = false;
                 st.succeeded(now, refresh);
                 self.metrics.list_loaded(i, kind, entries, Some(now));
                 false

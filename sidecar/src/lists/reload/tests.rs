@@ -153,10 +153,16 @@ async fn a_url_is_fetched_conditionally_checked_and_kept() {
         kept_dir: Some(kept),
         ..ListSettings::default()
     };
-    let lists = Lists::start(settings, Arc::new(Metrics::new()), false).unwrap();
+    let mut lists = Lists::start(settings, Arc::new(Metrics::new()), false).unwrap();
     assert!(blocked(&lists, "c.example"));
     assert!(lists.live().lists()[0].from_kept_copy);
     assert_eq!(lists.states[0].validators.as_ref().and_then(|v| v.etag.as_deref()), Some("\"v2\""));
+    server.script.lock().unwrap().clear();
+    server.then(304, "", "");
+    assert_eq!(lists.reload(false).await, 0, "due at once: a 304");
+    assert_eq!(lists.live().lists()[0].entries, 3);
+    assert!(server.last_head().contains("if-none-match: \"v2\""), "{}", server.last_head());
+    assert!(!lists.live().lists()[0].from_kept_copy, "confirmed by the server");
     std::fs::remove_dir_all(&dir).ok();
 }
 
