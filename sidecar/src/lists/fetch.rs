@@ -106,7 +106,36 @@ fn basic_auth(user: &str, password: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
     use super::*;
+
+    /// A server on loopback that reads a request, waits `delay`, then answers `answer` (once).
+    fn server(delay: Duration, answer: &'static [u8]) -> ListUrl {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = ListUrl::parse(&format!("http://{}/l.txt", listener.local_addr().unwrap())).unwrap();
+        std::thread::spawn(move || {
+            if let Ok((mut conn, _)) = listener.accept() {
+                let _ = conn.read(&mut [0; 4096]);
+                std::thread::sleep(delay);
+                let _ = conn.write_all(answer);
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_fetch_is_bounded_in_time_and_size() {
+        let slow = server(Duration::from_secs(5), b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\na.example\n");
+        let started = std::time::Instant::now();
+        let got = Fetcher::new(Duration::from_millis(300), MAX_BYTES).fetch(&slow, None).map(|_| ());
+        assert_eq!(got.err(), Some(ListError::Fetch("timed out".into())));
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let big = server(Duration::ZERO, b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\na.example\nb.example\n");
+        let got = Fetcher::new(TIMEOUT, 15).fetch(&big, None).map(|_| ());
+        assert_eq!(got.err(), Some(ListError::Fetch("body larger than 15 bytes".into())));
+    }
 
     #[test]
     fn html_types() {
