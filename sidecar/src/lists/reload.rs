@@ -150,13 +150,12 @@ impl Lists {
         let runs = jobs.into_iter().map(|(i, job)| {
             let fetcher = self.fetcher.clone();
             async move {
-                let task = tokio::task::spawn_blocking(move || job.run(&fetcher));
                 // ureq bounds the fetch itself; this only keeps a stuck thread from holding reloads.
-                let result = match tokio::time::timeout(fetch::TIMEOUT + Duration::from_secs(5), task).await {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(_)) => Err(panicked()),
-                    Err(_) => Err(ListError::Fetch("timed out".into())),
-                };
+                let result =
+                    match tokio::time::timeout(fetch::TIMEOUT + Duration::from_secs(5), job.run_apart(fetcher)).await {
+                        Ok(result) => result,
+                        Err(_) => Err(ListError::Fetch("timed out".into())),
+                    };
                 (i, result)
             }
         });
@@ -318,6 +317,17 @@ enum Job {
 }
 
 impl Job {
+    /// [`run`](Self::run) on a thread of its own rather than the runtime's blocking pool, whose
+    /// shutdown would wait for a fetch that takes its whole 30 s.
+    async fn run_apart(self, fetcher: Arc<Fetcher>) -> Result<Incoming, ListError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("list-load".into())
+            .spawn(move || tx.send(self.run(&fetcher)))
+            .map_err(|e| ListError::Fetch(format!("cannot start a thread: {e}")))?;
+        rx.await.unwrap_or_else(|_| Err(panicked()))
+    }
+
     fn run(self, fetcher: &Fetcher) -> Result<Incoming, ListError> {
         match self {
             Job::File(path) => std::fs::read(&path)

@@ -40,14 +40,21 @@ impl BackgroundService for ListReloader {
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    lists.reload(false).await;
-                }
+            let force = tokio::select! {
+                _ = tick.tick() => false,
                 () = next_hangup(&mut hangup) => {
                     tracing::info!("SIGHUP: reloading every list");
-                    let changed = lists.reload(true).await;
-                    tracing::info!(changed, "SIGHUP: lists reloaded");
+                    true
+                }
+                _ = shutdown.changed() => return,
+            };
+            // A fetch may take its 30 s: shutting down does not wait for it (a reload cut
+            // short changes nothing: the catalog is swapped only at its end).
+            tokio::select! {
+                changed = lists.reload(force) => {
+                    if force {
+                        tracing::info!(changed, "SIGHUP: lists reloaded");
+                    }
                 }
                 _ = shutdown.changed() => return,
             }
