@@ -27,6 +27,8 @@ pub enum Served {
     Truncated(String),
     /// `200 text/plain` of this many bytes of valid names (past the sidecar's size bound).
     Huge(usize),
+    /// Reads the request and never answers (the connection stays open until the server stops).
+    Hang,
 }
 
 /// One request as received.
@@ -47,6 +49,7 @@ impl Seen {
 struct State {
     paths: HashMap<String, (Served, u64)>,
     seen: Vec<Seen>,
+    held: Vec<TcpStream>,
 }
 
 /// The server; stopped on drop (or [`ListServer::stop`]: connections are then refused).
@@ -107,6 +110,9 @@ impl ListServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        for conn in self.state.lock().unwrap_or_else(|e| e.into_inner()).held.drain(..) {
+            let _ = conn.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -165,6 +171,10 @@ fn answer(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             conn.write_all(&text.as_bytes()[..text.len() / 2])?;
             conn.flush()?;
             conn.shutdown(Shutdown::Both)
+        }
+        Served::Hang => {
+            state.lock().unwrap_or_else(|e| e.into_inner()).held.push(conn);
+            Ok(())
         }
         Served::Huge(len) => {
             let head = format!(

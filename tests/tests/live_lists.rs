@@ -4,7 +4,8 @@
 //! (same process) and on its interval, a file list re-read when edited, a broken copy (cut
 //! short, an HTML page, 500, too large, shrunk past the fraction) refused with the last good
 //! copy kept and the error shown, a restart with the server down starting from the kept copy,
-//! and lookups under load while lists are swapped.
+//! a hung fetch holding up neither lookups nor SIGTERM, and lookups under load while lists are
+//! swapped.
 
 use std::time::{Duration, Instant};
 
@@ -203,6 +204,29 @@ fn a_restart_with_the_server_down_starts_from_the_kept_copy() {
     assert_eq!(l["entries"], 0, "{l:#}");
     assert!(l["last_error"]["message"].as_str().is_some_and(|m| m.contains("fetch failed")), "{l:#}");
     assert!(l["last_success"].is_null(), "{l:#}");
+}
+
+#[test]
+fn a_hung_fetch_holds_up_neither_lookups_nor_shutdown() {
+    let server = ListServer::start();
+    server.serve("/b.txt", Served::List("ownmail.example\n".into()));
+    let url = server.url("/b.txt");
+    let (mut sc, _nsd) = start_with(|b| b.args(&["--blocklist", &url]));
+    server.serve("/b.txt", Served::Hang);
+    let before = server.seen().len();
+    sighup(&mut sc);
+    wait_for("the fetch to hang", RELOAD, || (server.seen().len() > before).then_some(()));
+    for segment in ["ownmail.example", "shopco.example", "gmail.com"] {
+        let started = Instant::now();
+        let r = result(&sc, segment);
+        assert!(started.elapsed() < Duration::from_secs(2), "{segment} waited for the reload");
+        assert_eq!(r["blocked"], segment == "ownmail.example", "{segment}: {r:#}");
+    }
+    assert!(list(&sc, 0)["last_error"].is_null(), "still fetching: nothing decided yet");
+    let started = Instant::now();
+    let status = sc.terminate(Duration::from_secs(10)).expect("exits on SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(started.elapsed() < Duration::from_secs(4), "SIGTERM waited for the fetch: {:?}", started.elapsed());
 }
 
 #[test]
