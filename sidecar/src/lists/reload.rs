@@ -67,6 +67,9 @@ impl Lists {
         for st in &mut states {
             metrics.list_known(st.status.index, st.status.kind);
             st.initial(kept.as_ref())?;
+            if st.data.is_some() {
+                metrics.list_loaded(st.status.index, st.status.kind, st.status.entries, st.status.last_success);
+            }
         }
         let view = ReloadSettings {
             refresh_secs: settings.refresh.as_secs(),
@@ -74,27 +77,16 @@ impl Lists {
             kept_dir: kept.as_ref().map(|k| k.dir().display().to_string()),
         };
         // Without operator lists nothing is ever reloaded: keep no second copy of the shipped ones.
-        let (base, catalog) = match states.is_empty() {
-            true => (Catalog::default(), base),
-            false => {
-                let catalog = assemble(&base, states.iter().map(|s| (&s.spec, s.data.as_deref())));
-                (base, catalog)
-            }
+        let (base, catalog) = if states.is_empty() {
+            (Catalog::default(), base)
+        } else {
+            let catalog = assemble(&base, states.iter().map(|s| (&s.spec, s.data.as_deref())));
+            (base, catalog)
         };
         let statuses = states.iter().map(|s| s.status.clone()).collect();
         let live = Arc::new(LiveCatalog::new(catalog, statuses, shipped, view));
         let fetcher = Arc::new(Fetcher::new(fetch::TIMEOUT, fetch::MAX_BYTES));
         let mut lists = Self { base, states, settings, fetcher, kept, live, metrics };
-        for i in 0..lists.states.len() {
-            if let Some(data) = &lists.states[i].data {
-                lists.metrics.list_loaded(
-                    i,
-                    lists.states[i].status.kind,
-                    data.len(),
-                    lists.states[i].status.last_success,
-                );
-            }
-        }
         if network {
             lists.first_fetches();
         }
