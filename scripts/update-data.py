@@ -864,7 +864,7 @@ def write_readme(v):
     a("reviewer, or the domain's own mail servers known to serve strong-listed or")
     a("reviewer-blocked domains). A name a free package and only weak sources list is contested:")
     a("it is left out of `free.txt` (free webmail is never reviewed) and reviewed like any weak-only name.")
-    a("Operator `--disposable-list` files count as strong.")
+    a("Operator `--disposable-list` files and URLs count as strong, or weak when prefixed `weak:`.")
     a("")
     a(hdr)
     a(row("disposable-email-domains", "`blocklist` set in `disposable_email_domains/__init__.py`: "

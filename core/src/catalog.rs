@@ -4,7 +4,7 @@
 //! sources that list it ([`SourceSet`]), so a verdict can weigh them and say why.
 
 use crate::Domain;
-use crate::lists::{DomainSet, LoadReport, NameMap};
+use crate::lists::{DomainSet, LoadReport, NameMap, ParsedList};
 #[cfg(test)]
 use crate::verdict::MxHost;
 use crate::verdict::{Decision, Listing, MxInfo, Signals};
@@ -69,7 +69,7 @@ pub struct Source {
 #[error("more than {} disposable sources", SourceSet::MAX)]
 pub struct TooManySources;
 
-/// The lists a verdict consults. Built once at start-up; read-only afterwards.
+/// The lists a verdict consults. Read-only once built: a reload builds a new one beside it.
 #[derive(Debug, Default, Clone)]
 pub struct Catalog {
     /// Disposable names, each with the sources that list it.
@@ -118,6 +118,37 @@ impl Catalog {
     /// Loads a disposable list from `source` (texts loaded under one name share its bit; the
     /// tier given first stays).
     pub fn load_disposable(&mut self, source: &str, tier: Tier, text: &str) -> Result<LoadReport, TooManySources> {
+        let bit = self.source_bit(source, tier)?;
+        Ok(self.disposable.load_merging(text, bit, |have, new| *have = have.union(new)))
+    }
+
+    /// Like [`load`](Self::load) for a list already read (an operator's list reloaded at run
+    /// time). Shared-MX lists carry values and are only loaded from text.
+    pub fn load_parsed(&mut self, kind: ListKind, list: &ParsedList) {
+        let set = match kind {
+            ListKind::Free => &mut self.free,
+            ListKind::Relay => &mut self.relay,
+            ListKind::Allow => &mut self.allow,
+            ListKind::Block => &mut self.block,
+            ListKind::SharedMx => return,
+        };
+        set.extend_parsed(list, (), |_, _| {});
+    }
+
+    /// Like [`load_disposable`](Self::load_disposable) for a list already read.
+    pub fn load_disposable_parsed(
+        &mut self,
+        source: &str,
+        tier: Tier,
+        list: &ParsedList,
+    ) -> Result<(), TooManySources> {
+        let bit = self.source_bit(source, tier)?;
+        self.disposable.extend_parsed(list, bit, |have, new| *have = have.union(new));
+        Ok(())
+    }
+
+    /// The bit of `source`, added with `tier` when it is new.
+    fn source_bit(&mut self, source: &str, tier: Tier) -> Result<SourceSet, TooManySources> {
         let index = match self.sources.iter().position(|s| &*s.name == source) {
             Some(i) => i,
             None if self.sources.len() < SourceSet::MAX => {
@@ -130,7 +161,7 @@ impl Catalog {
         if self.sources[index].tier == Tier::Strong {
             self.strong = self.strong.union(bit);
         }
-        Ok(self.disposable.load_merging(text, bit, |have, new| *have = have.union(new)))
+        Ok(bit)
     }
 
     /// The disposable sources, in bit order.
@@ -248,6 +279,17 @@ mod tests {
         assert_eq!(c.shared_mx_provider(&mx), Some("Microsoft 365"));
         assert_eq!(c.signals(&d("bad.example"), &mx, None).decision, Some(Decision::Block));
         assert_eq!(c.signals(&d("bad.example"), &mx, Some(Decision::Allow)).decision, Some(Decision::Allow));
+    }
+
+    #[test]
+    fn parsed_lists_load_like_texts() {
+        let mut c = catalog();
+        let list = ParsedList::parse("weak.example\nnew.example\n");
+        c.load_disposable_parsed("operator", Tier::Strong, &list).unwrap();
+        check(&c, "weak.example", Some((&["mailchecker", "operator"], true, false)));
+        check(&c, "x.new.example", Some((&["operator"], true, true)));
+        c.load_parsed(ListKind::Allow, &ParsedList::parse("ok.example\n"));
+        assert_eq!(c.signals(&d("a.ok.example"), &MxInfo::NoMx, None).decision, Some(Decision::Allow));
     }
 
     #[test]

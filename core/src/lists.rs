@@ -25,6 +25,69 @@ pub struct LoadReport {
     pub refused: Vec<(String, EntryError)>,
 }
 
+/// A list text read into its entries: normalized like any input, sorted, without duplicates;
+/// with the lines it refused. What a list reloaded at run time is compared and loaded by.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ParsedList {
+    names: Vec<Box<str>>,
+    refused: Vec<(String, EntryError)>,
+}
+
+impl ParsedList {
+    /// Reads `text` like [`DomainSet::load_text`] does.
+    pub fn parse(text: &str) -> Self {
+        let mut names = Vec::new();
+        let report = load_lines(text, |line| entry_key(line).map(|k| names.push(k)));
+        names.sort_unstable();
+        names.dedup();
+        Self { names, refused: report.refused }
+    }
+
+    /// The distinct entries, sorted.
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    /// The lines that were not loaded, and why.
+    pub fn refused(&self) -> &[(String, EntryError)] {
+        &self.refused
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// `(added, removed)`: entries of `self` that `old` lacks, and entries of `old` that `self` lacks.
+    pub fn diff(&self, old: &ParsedList) -> (usize, usize) {
+        let (mut added, mut removed) = (0, 0);
+        let (mut a, mut b) = (self.names.iter().peekable(), old.names.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => match x.cmp(y) {
+                    std::cmp::Ordering::Less => {
+                        added += 1;
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        removed += 1;
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        a.next();
+                        b.next();
+                    }
+                },
+                (Some(_), None) => return (added + a.count(), removed),
+                (None, _) => return (added, removed + b.count()),
+            }
+        }
+    }
+}
+
 /// A map from normalized domain names to a value, matched by parent walk.
 ///
 /// Hashed with foldhash (per-map random seed) rather than SipHash: hashing was a large part of a lookup.
@@ -61,6 +124,23 @@ impl<V> NameMap<V> {
             }
         }
         Ok(())
+    }
+
+    /// Inserts every entry of `list` (already normalized), merging into an entry already
+    /// there with `merge`.
+    pub fn extend_parsed(&mut self, list: &ParsedList, value: V, merge: impl Fn(&mut V, V))
+    where
+        V: Clone,
+    {
+        self.entries.reserve(list.names.len());
+        for name in &list.names {
+            match self.entries.get_mut(name) {
+                Some(have) => merge(have, value.clone()),
+                None => {
+                    self.entries.insert(name.clone(), value.clone());
+                }
+            }
+        }
     }
 
     /// The most specific entry that covers `domain`, with its value.
@@ -200,6 +280,24 @@ mod tests {
         check(&s, "other.pp.ua", None);
         check(&s, "shop.pp.ua", Some("shop.pp.ua"));
         check(&s, "example.com.ar", None);
+    }
+
+    #[test]
+    fn parsed_lists_are_normalized_sorted_and_compared() {
+        let old = ParsedList::parse("b.example\nA.example\n*.c.example\npp.ua\nb.example\n");
+        let names: Vec<&str> = old.names().iter().map(|n| &**n).collect();
+        assert_eq!(names, ["a.example", "b.example", "c.example"]);
+        assert_eq!(old.refused(), [("pp.ua".to_owned(), EntryError::PublicSuffix)]);
+        let new = ParsedList::parse("a.example\nd.example\ne.example\n");
+        assert_eq!(new.diff(&old), (2, 2));
+        assert_eq!(old.diff(&new), (2, 2));
+        assert_eq!(new.diff(&ParsedList::default()), (3, 0));
+        assert_eq!(ParsedList::default().diff(&new), (0, 3));
+        assert_eq!(new.diff(&new), (0, 0));
+        let mut set = DomainSet::default();
+        set.extend_parsed(&old, (), |_, _| {});
+        check(&set, "x.c.example", Some("c.example"));
+        assert_eq!(set.len(), 3);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use email_verdict_core::signup::{Enforcement, EnforcementConfig};
 
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
-use crate::lists::OperatorLists;
+use crate::lists::{ListRole, ListSettings, ListSpec};
 use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
 use crate::plans::{PlanDef, Plans};
@@ -58,18 +58,31 @@ pub struct ServeArgs {
     /// Most domains kept in the cache [default: 100000]
     #[arg(long, env = "EMAIL_VERDICT_CACHE_SIZE", value_name = "N")]
     pub cache_size: Option<usize>,
-    /// Extra disposable-domain list file (one name per line); repeatable
-    #[arg(long, env = "EMAIL_VERDICT_DISPOSABLE_LIST", value_name = "FILE", value_delimiter = ',')]
-    pub disposable_list: Vec<PathBuf>,
-    /// Extra free-webmail list file; repeatable
-    #[arg(long, env = "EMAIL_VERDICT_FREE_LIST", value_name = "FILE", value_delimiter = ',')]
-    pub free_list: Vec<PathBuf>,
-    /// Domains always `safe` (allowlisted); repeatable
-    #[arg(long, env = "EMAIL_VERDICT_ALLOWLIST", value_name = "FILE", value_delimiter = ',')]
-    pub allowlist: Vec<PathBuf>,
-    /// Domains always `disposable` (blocked), unless free webmail; repeatable
-    #[arg(long, env = "EMAIL_VERDICT_BLOCKLIST", value_name = "FILE", value_delimiter = ',')]
-    pub blocklist: Vec<PathBuf>,
+    /// Extra disposable domains (one per line): a file or an http(s) URL, optionally prefixed
+    /// `weak:` or `strong:` (default strong); repeatable
+    #[arg(long, env = "EMAIL_VERDICT_DISPOSABLE_LIST", value_name = "SOURCE", value_delimiter = ',')]
+    pub disposable_list: Vec<String>,
+    /// Extra free-webmail domains: a file or an http(s) URL; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_FREE_LIST", value_name = "SOURCE", value_delimiter = ',')]
+    pub free_list: Vec<String>,
+    /// Domains always `safe` (allowlisted): a file or an http(s) URL; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_ALLOWLIST", value_name = "SOURCE", value_delimiter = ',')]
+    pub allowlist: Vec<String>,
+    /// Domains always `disposable` (blocked), unless free webmail: a file or an http(s) URL; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_BLOCKLIST", value_name = "SOURCE", value_delimiter = ',')]
+    pub blocklist: Vec<String>,
+    /// Seconds between two fetches of a URL list (give or take a tenth); 0 = on SIGHUP only.
+    /// Files are re-read when they change [default: 3600]
+    #[arg(long, env = "EMAIL_VERDICT_LIST_REFRESH", value_name = "SECS")]
+    pub list_refresh: Option<u64>,
+    /// Largest share of its entries a list may lose in one reload before the new copy is
+    /// refused (0 to 1; 1 = no check) [default: 0.5]
+    #[arg(long, env = "EMAIL_VERDICT_LIST_MAX_SHRINK", value_name = "FRACTION")]
+    pub list_max_shrink: Option<f64>,
+    /// Directory for the last good copy of each URL list [default: beside the SQLite state
+    /// file, PATH.lists]
+    #[arg(long, env = "EMAIL_VERDICT_LIST_CACHE_DIR", value_name = "DIR")]
+    pub list_cache_dir: Option<PathBuf>,
     /// Proxy (CIDR or address) whose X-Forwarded-For names the caller; repeatable
     #[arg(long, env = "EMAIL_VERDICT_TRUSTED_PROXY", value_name = "CIDR", value_delimiter = ',')]
     pub trusted_proxy: Vec<String>,
@@ -147,7 +160,7 @@ pub struct ServeConfig {
     pub state: String,
     pub resolver: ResolverSettings,
     pub cache: CacheConfig,
-    pub lists: OperatorLists,
+    pub lists: ListSettings,
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub admin_token: Option<String>,
     pub infra_threshold: u64,
@@ -175,6 +188,8 @@ impl ServeArgs {
         };
         let merged = self.over(file);
         let pages = page_settings(&merged, Duration::from_millis(merged.dns_timeout_ms.unwrap_or(2000).max(1)))?;
+        let state = merged.state.clone().unwrap_or_else(|| DEFAULT_STATE.to_owned());
+        let lists = list_settings(&merged, &state)?;
         let nameservers = merged
             .dns
             .iter()
@@ -210,7 +225,7 @@ impl ServeArgs {
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen,
-            state: merged.state.unwrap_or_else(|| DEFAULT_STATE.to_owned()),
+            state,
             resolver: ResolverSettings { nameservers, timeout, attempts },
             cache: CacheConfig {
                 capacity,
@@ -220,12 +235,7 @@ impl ServeArgs {
                 // Every query may take `attempts` timeouts; MX then addresses run in sequence.
                 lookup_timeout: timeout * (2 * attempts as u32) + Duration::from_millis(500),
             },
-            lists: OperatorLists {
-                disposable: merged.disposable_list,
-                free: merged.free_list,
-                allow: merged.allowlist,
-                block: merged.blocklist,
-            },
+            lists,
             trusted_proxies,
             admin_token,
             infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
@@ -263,6 +273,9 @@ impl ServeArgs {
             free_list: vec(self.free_list, lower.free_list),
             allowlist: vec(self.allowlist, lower.allowlist),
             blocklist: vec(self.blocklist, lower.blocklist),
+            list_refresh: self.list_refresh.or(lower.list_refresh),
+            list_max_shrink: self.list_max_shrink.or(lower.list_max_shrink),
+            list_cache_dir: self.list_cache_dir.or(lower.list_cache_dir),
             trusted_proxy: vec(self.trusted_proxy, lower.trusted_proxy),
             admin_token: self.admin_token.or(lower.admin_token),
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
@@ -306,6 +319,28 @@ fn page_settings(merged: &ServeArgs, dns_timeout: Duration) -> anyhow::Result<Pa
         },
         reverse_timeout: dns_timeout,
     })
+}
+
+/// The operator lists and how they are reloaded. Their copies are kept beside a SQLite state
+/// file unless `--list-cache-dir` says where; with another store, only there.
+fn list_settings(merged: &ServeArgs, state: &str) -> anyhow::Result<ListSettings> {
+    let flags = [
+        (ListRole::Disposable, &merged.disposable_list),
+        (ListRole::Free, &merged.free_list),
+        (ListRole::Allow, &merged.allowlist),
+        (ListRole::Block, &merged.blocklist),
+    ];
+    let specs = flags
+        .iter()
+        .flat_map(|(role, values)| values.iter().map(|v| ListSpec::parse(*role, v)))
+        .collect::<anyhow::Result<_>>()?;
+    let max_shrink = merged.list_max_shrink.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&max_shrink) {
+        return Err(usage_error(format!("--list-max-shrink {max_shrink}: expected a fraction from 0 to 1")));
+    }
+    let sqlite = state.strip_prefix("sqlite://").or_else(|| state.strip_prefix("sqlite:"));
+    let kept_dir = merged.list_cache_dir.clone().or_else(|| sqlite.map(|path| PathBuf::from(format!("{path}.lists"))));
+    Ok(ListSettings { specs, refresh: Duration::from_secs(merged.list_refresh.unwrap_or(3600)), max_shrink, kept_dir })
 }
 
 fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
@@ -368,6 +403,42 @@ mod tests {
         assert!(bad_url.resolve().unwrap_err().is::<crate::UsageError>());
         let no_interval = ServeArgs { recheck_interval: Some(0), ..Default::default() };
         assert!(no_interval.resolve().unwrap_err().is::<crate::UsageError>());
+        let shrink = ServeArgs { list_max_shrink: Some(1.5), ..Default::default() };
+        assert!(shrink.resolve().unwrap_err().to_string().contains("--list-max-shrink"));
+        let tier = ServeArgs { allowlist: vec!["weak:/x".into()], ..Default::default() };
+        assert!(tier.resolve().unwrap_err().is::<crate::UsageError>());
+    }
+
+    #[test]
+    fn list_settings() {
+        let c = ServeArgs::default().resolve().unwrap();
+        assert_eq!((c.lists.refresh, c.lists.max_shrink), (Duration::from_secs(3600), 0.5));
+        assert_eq!(c.lists.kept_dir, Some(PathBuf::from("email-verdict.db.lists")));
+        let redis = ServeArgs { state: Some("redis://127.0.0.1:6379".into()), ..Default::default() };
+        assert_eq!(redis.resolve().unwrap().lists.kept_dir, None);
+        let set = ServeArgs {
+            state: Some("sqlite:/var/lib/ev/state.db".into()),
+            disposable_list: vec!["weak:https://l.example/d.txt".into(), "/etc/d.txt".into()],
+            blocklist: vec!["https://l.example/b.txt".into()],
+            list_refresh: Some(60),
+            list_max_shrink: Some(0.2),
+            ..Default::default()
+        };
+        let lists = set.resolve().unwrap().lists;
+        let shown: Vec<(&str, String)> = lists.specs.iter().map(|s| (s.role.as_str(), s.shown())).collect();
+        assert_eq!(
+            shown,
+            [
+                ("disposable", "https://l.example/d.txt".to_owned()),
+                ("disposable", "/etc/d.txt".to_owned()),
+                ("blocklist", "https://l.example/b.txt".to_owned())
+            ]
+        );
+        assert_eq!((lists.refresh, lists.max_shrink), (Duration::from_secs(60), 0.2));
+        assert_eq!(lists.kept_dir, Some(PathBuf::from("/var/lib/ev/state.db.lists")));
+        let file: ServeArgs =
+            toml::from_str("blocklist = [\"https://l.example/b\"]\nlist-refresh = 60\nlist-max-shrink = 1\n").unwrap();
+        assert_eq!((file.blocklist.len(), file.list_refresh, file.list_max_shrink), (1, Some(60), Some(1.0)));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::cli::{KeysCommand, StoreArgs};
 use crate::clock::{unix_now, utc_day};
 use crate::config::{DEFAULT_STATE, ServeArgs};
 use crate::keys::{ApiKey, new_key_id};
-use crate::lists::OperatorLists;
+use crate::lists::ListSettings;
 use crate::plans::Plans;
 use crate::state::{self, KeyRecord};
 use crate::usage_error;
@@ -54,7 +54,7 @@ pub struct StoreSettings {
     /// `--state`, else the file's `state`, else the default.
     pub state: String,
     /// The file's list settings (to refuse decisions on free webmail).
-    pub lists: OperatorLists,
+    pub lists: ListSettings,
     /// The built-in plans and the file's `[plans]`.
     pub plans: Plans,
 }
@@ -65,7 +65,7 @@ pub fn store_settings(store: &StoreArgs) -> anyhow::Result<StoreSettings> {
             let config = ServeArgs { config: Some(path.clone()), ..Default::default() }.resolve()?;
             (config.state, config.lists, (*config.plans).clone())
         }
-        None => (DEFAULT_STATE.to_owned(), OperatorLists::default(), Plans::builtin()),
+        None => (DEFAULT_STATE.to_owned(), ListSettings::default(), Plans::builtin()),
     };
     Ok(StoreSettings { state: store.state.clone().unwrap_or(state), lists, plans })
 }

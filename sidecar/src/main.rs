@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => (*args).resolve().and_then(|config| {
-            logging::register_secrets(config.admin_token.iter().cloned().collect());
+            logging::register_secrets(config.admin_token.iter().cloned().chain(config.lists.secrets()).collect());
             logging::init(config.log_format);
             server::run(config)
         }),

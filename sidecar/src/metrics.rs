@@ -5,6 +5,8 @@
 //! `&'static str` or small integers, so counting allocates nothing once a series exists. The
 //! series that can be known up front are created at start, so they read 0 rather than missing.
 
+mod lists;
+
 use std::time::Duration;
 
 use email_verdict_core::ErrorCode;
@@ -207,6 +209,7 @@ pub struct Metrics {
     warmup: Family<WarmupLabels, Counter>,
     warmup_remaining: Gauge,
     ext_authz: Family<CheckLabels, Counter>,
+    lists: lists::ListMetrics,
 }
 
 impl Default for Metrics {
@@ -229,6 +232,7 @@ impl Metrics {
             warmup: Family::default(),
             warmup_remaining: Gauge::default(),
             ext_authz: Family::default(),
+            lists: lists::ListMetrics::default(),
         };
         metrics.register();
         metrics.create_known_series();
@@ -256,6 +260,7 @@ impl Metrics {
         r.register("warmup_remaining", remaining_help, self.warmup_remaining.clone());
         let checks_help = "ext_authz checks, by outcome (judged, local_decision, bypassed, refused, failed)";
         r.register("ext_authz_checks", checks_help, self.ext_authz.clone());
+        self.lists.register(r);
     }
 
     /// Creates the series whose labels are known in advance, so that they read 0 from the start.
@@ -331,6 +336,21 @@ impl Metrics {
 
     pub fn ext_authz(&self, outcome: CheckOutcome) {
         self.ext_authz.get_or_create(&CheckLabels { outcome: outcome.as_str() }).inc();
+    }
+
+    /// Operator list `index` exists (its series read 0 until it loads).
+    pub fn list_known(&self, index: usize, kind: &'static str) {
+        self.lists.known(index, kind);
+    }
+
+    /// Operator list `index` holds `entries` names, loaded successfully at unix time `at`.
+    pub fn list_loaded(&self, index: usize, kind: &'static str, entries: usize, at: Option<i64>) {
+        self.lists.loaded(index, kind, entries, at);
+    }
+
+    /// A load of operator list `index` failed.
+    pub fn list_failed(&self, index: usize, kind: &'static str) {
+        self.lists.failed(index, kind);
     }
 
     pub fn store_error(&self) {
@@ -434,14 +454,24 @@ mod tests {
         check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
         check("email_verdict_warmup_remaining", 0.0);
         check(r#"email_verdict_ext_authz_checks_total{outcome="failed"}"#, 0.0);
+        m.list_known(0, "blocklist");
+        m.list_loaded(0, "blocklist", 12, Some(1_795_330_023));
+        m.list_failed(0, "blocklist");
+        let text = m.encode();
+        let check = |series: &str, want: f64| assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+        check(r#"email_verdict_list_entries{list="0",kind="blocklist"}"#, 12.0);
+        check(r#"email_verdict_list_last_success_timestamp_seconds{list="0",kind="blocklist"}"#, 1_795_330_023.0);
+        check(r#"email_verdict_list_failures_total{list="0",kind="blocklist"}"#, 1.0);
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
     #[test]
     fn every_metric_has_help_and_type() {
-        let text = Metrics::new().encode();
+        let m = Metrics::new();
+        m.list_known(0, "disposable"); // the list families show once a list exists
+        let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 13, "{text}");
+        assert_eq!(families.len(), 16, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -25,14 +25,14 @@ pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Resul
         ReviewCommand::Set { domain, verdict, note, reviewer } => {
             let decision = parse_verdict(&verdict)
                 .ok_or_else(|| usage_error(format!("verdict {verdict:?}: expected disposable or safe")))?;
-            let catalog = lists::build_catalog(&lists)?;
+            let catalog = lists::offline_catalog(&lists)?;
             let domain = set_decision(&*store, &catalog, &domain, Some(decision), &reviewer, &note, unix_now())
                 .await
                 .map_err(review_error)?;
             writeln!(out, "{domain}: {verdict} (by {reviewer})")?;
         }
         ReviewCommand::Clear { domain, note, reviewer } => {
-            let catalog = lists::build_catalog(&lists)?;
+            let catalog = lists::offline_catalog(&lists)?;
             let domain = set_decision(&*store, &catalog, &domain, None, &reviewer, &note, unix_now())
                 .await
                 .map_err(review_error)?;

@@ -24,7 +24,7 @@ use crate::dashboard::Dashboard;
 use crate::dns::{HickoryResolver, MxCache};
 use crate::http_guard::Guarded;
 use crate::limits::Limiter;
-use crate::lists::build_catalog;
+use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
 use crate::metrics::Metrics;
 use crate::pages::Pages;
 use crate::pages::templates::Templates;
@@ -42,9 +42,14 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         check_bindable(config.listen, "--listen")?;
         check_bindable(config.admin_listen, "--admin-listen")?;
     }
+    install_sighup_handler().context("cannot install the SIGHUP handler")?;
     let store = state::open(&config.state)?;
-    let catalog = Arc::new(build_catalog(&config.lists)?);
     let metrics = Arc::new(Metrics::new());
+    if config.lists.kept_dir.is_none() && config.lists.specs.iter().any(|s| s.is_url()) {
+        tracing::warn!("URL lists without --list-cache-dir: a restart without the network starts without them");
+    }
+    let lists = Lists::start(config.lists.clone(), metrics.clone(), true)?;
+    let catalog = lists.live();
     let resolver =
         Arc::new(HickoryResolver::new(&config.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
     let mx = MxCache::new(resolver.clone(), config.cache.clone(), metrics.clone());
@@ -74,6 +79,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let token_hash = config.admin_token.as_deref().map(hash_token);
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.
     let ready = Arc::new(AtomicBool::new(config.upgrade));
+    let watching = catalog.clone();
     let dashboard = Dashboard::new(templates);
     let guesses = Default::default();
     let admin = Arc::new(Admin {
@@ -111,12 +117,13 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         Guarded { app: AdminApp(admin), header_timeout },
     );
     admin.threads = Some(1);
+    server.add_service(background_service("lists", ListReloader::new(lists)));
     server.add_service(public);
     server.add_service(admin);
     if let Some(warmup) = warmup {
         server.add_service(warmup);
     }
-    announce_ready(&server, config.listen, config.admin_listen, ready);
+    announce_ready(&server, [config.listen, config.admin_listen], &watching, ready);
     server.run_forever()
 }
 
@@ -152,11 +159,13 @@ fn check_bindable(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
     })
 }
 
-/// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs and both
-/// listeners accept connections. In an upgrade the old process accepts on the same sockets, but
-/// `Running` comes only after bootstrap handed them to this one, so the check still holds.
-fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr, ready: Arc<AtomicBool>) {
+/// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs, both listeners
+/// accept connections and the list reloader listens for SIGHUP. In an upgrade the old process
+/// accepts on the same sockets, but `Running` comes only after bootstrap handed them to this
+/// one, so the check still holds.
+fn announce_ready(server: &Server, [listen, admin]: [SocketAddr; 2], lists: &Arc<LiveCatalog>, ready: Arc<AtomicBool>) {
     let mut phases = server.watch_execution_phase();
+    let lists = lists.clone();
     std::thread::spawn(move || {
         while let Ok(phase) = phases.blocking_recv() {
             if matches!(phase, ExecutionPhase::Running) {
@@ -164,9 +173,10 @@ fn announce_ready(server: &Server, listen: SocketAddr, admin: SocketAddr, ready:
             }
         }
         for _ in 0..500 {
-            if [listen, admin]
-                .iter()
-                .all(|a| TcpStream::connect_timeout(&connectable(*a), Duration::from_millis(100)).is_ok())
+            if lists.is_watching()
+                && [listen, admin]
+                    .iter()
+                    .all(|a| TcpStream::connect_timeout(&connectable(*a), Duration::from_millis(100)).is_ok())
             {
                 ready.store(true, Ordering::Release);
                 tracing::info!(listen = %listen, admin_listen = %admin, "ready");

@@ -24,6 +24,7 @@ use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals
 
 use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
+use crate::lists::LiveCatalog;
 use crate::metrics::Metrics;
 use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
 
@@ -36,7 +37,8 @@ pub enum LookupError {
 }
 
 pub struct Verdicts {
-    catalog: Arc<Catalog>,
+    /// Read once per judgement: a reload swaps it whole, so the next lookup follows it.
+    catalog: Arc<LiveCatalog>,
     mx: Arc<MxCache>,
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
@@ -48,6 +50,7 @@ pub struct Verdicts {
 /// A verdict with what it was reached from.
 struct Decided {
     result: VerdictResult,
+    catalog: Arc<Catalog>,
     mx: Arc<MxInfo>,
     signals: Signals,
     /// Own MX host names or addresses the index knows as disposable infrastructure, each with
@@ -60,6 +63,8 @@ pub struct Explained {
     pub result: VerdictResult,
     pub mx: Arc<MxInfo>,
     pub why: Why,
+    /// The catalog the verdict was reached with (the page describes the domain by it).
+    pub catalog: Arc<Catalog>,
 }
 
 /// How long an infrastructure fact written to the store is not written again by this process.
@@ -87,7 +92,7 @@ impl OwnInfra {
 
 impl Verdicts {
     pub fn new(
-        catalog: Arc<Catalog>,
+        catalog: Arc<LiveCatalog>,
         mx: Arc<MxCache>,
         store: Arc<dyn StateStore>,
         clock: Arc<dyn Clock>,
@@ -130,17 +135,19 @@ impl Verdicts {
     pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
         let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
-        let why = Why::new(&self.catalog, input.domain(), &d.signals, applied, d.infra_matches);
-        Ok(Explained { result: d.result, mx: d.mx, why })
+        let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, d.infra_matches);
+        Ok(Explained { result: d.result, mx: d.mx, why, catalog: d.catalog })
     }
 
     async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
         let domain = input.domain();
         let lookup = self.mx.lookup(domain).await?;
-        let mut signals = self.catalog.signals(domain, &lookup.mx, decision);
-        let infra = self.own_infra(&lookup.mx);
+        // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
+        let catalog = self.catalog.current();
+        let mut signals = catalog.signals(domain, &lookup.mx, decision);
+        let infra = OwnInfra::of(&catalog, &lookup.mx);
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
-            signals.parent_mail = self.mail_goes_to_parent(domain, &infra).await?;
+            signals.parent_mail = self.mail_goes_to_parent(&catalog, domain, &infra).await?;
         }
         let mut infra_matches = Vec::new();
         if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
@@ -155,8 +162,8 @@ impl Verdicts {
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
         self.metrics.verdict(result.verdict);
-        self.record(domain, &signals, &result, infra);
-        Ok(Decided { result, mx: lookup.mx, signals, infra_matches })
+        self.record(&catalog, domain, &signals, &result, infra);
+        Ok(Decided { result, catalog, mx: lookup.mx, signals, infra_matches })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -164,8 +171,9 @@ impl Verdicts {
         self.mx.invalidate(domain);
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The catalog in force now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.current()
     }
 
     fn store_failed(&self, e: StateError) -> StateError {
@@ -188,22 +196,23 @@ impl Verdicts {
     /// Whether `domain`'s own mail servers (`infra`) are among those of the listed parent it
     /// matched through: the parent is resolved through the same cache. Shared infrastructure
     /// is left out on both sides (rule 3): two tenants of one provider share nothing else.
-    async fn mail_goes_to_parent(&self, domain: &Domain, infra: &OwnInfra) -> Result<bool, LookupError> {
-        let Some(parent) = self.catalog.disposable_listing(domain).and_then(|l| Domain::parse(l.entry).ok()) else {
+    async fn mail_goes_to_parent(
+        &self,
+        catalog: &Catalog,
+        domain: &Domain,
+        infra: &OwnInfra,
+    ) -> Result<bool, LookupError> {
+        let Some(parent) = catalog.disposable_listing(domain).and_then(|l| Domain::parse(l.entry).ok()) else {
             return Ok(false);
         };
-        let parent = self.own_infra(&self.mx.lookup(&parent).await?.mx);
+        let parent = OwnInfra::of(catalog, &self.mx.lookup(&parent).await?.mx);
         Ok(infra.hosts.iter().any(|h| parent.hosts.contains(h)) || infra.ips.iter().any(|ip| parent.ips.contains(ip)))
-    }
-
-    fn own_infra(&self, mx: &MxInfo) -> OwnInfra {
-        OwnInfra::of(&self.catalog, mx)
     }
 
     /// Feeds the review queue and the infrastructure index, in the background: a failure there
     /// must not fail the lookup.
-    fn record(&self, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
-        let cause = self.review_cause(domain, signals, result);
+    fn record(&self, catalog: &Catalog, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
+        let cause = review_cause(catalog, domain, signals, result);
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
         let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
@@ -233,30 +242,28 @@ impl Verdicts {
     }
 }
 
-impl Verdicts {
-    /// Why the lookup queues `domain` for review, if it does: the listing that did not decide
-    /// (its sources and entry) is named, so a reviewer sees why.
-    fn review_cause(&self, domain: &Domain, signals: &Signals, result: &VerdictResult) -> Option<ReviewCause> {
-        let reason = if !result.has_mx && !result.disposable {
-            ReviewReason::NoMx
-        } else if !result.review_required {
-            return None;
-        } else if signals.listing_in_question() {
-            if signals.listing.is_some_and(|l| l.via_parent) {
-                ReviewReason::ParentListing
-            } else {
-                ReviewReason::WeakListing
-            }
+/// Why the lookup queues `domain` for review, if it does: the listing that did not decide
+/// (its sources and entry) is named, so a reviewer sees why.
+fn review_cause(catalog: &Catalog, domain: &Domain, signals: &Signals, result: &VerdictResult) -> Option<ReviewCause> {
+    let reason = if !result.has_mx && !result.disposable {
+        ReviewReason::NoMx
+    } else if !result.review_required {
+        return None;
+    } else if signals.listing_in_question() {
+        if signals.listing.is_some_and(|l| l.via_parent) {
+            ReviewReason::ParentListing
         } else {
-            ReviewReason::Ambiguous
-        };
-        let mut cause = ReviewCause::new(reason);
-        if let Some(listed) = self.catalog.disposable_listing(domain) {
-            cause.sources = self.catalog.sources_of(listed.sources).map(|s| s.name.to_string()).collect();
-            cause.listed_as = listed.entry.to_owned();
+            ReviewReason::WeakListing
         }
-        Some(cause)
+    } else {
+        ReviewReason::Ambiguous
+    };
+    let mut cause = ReviewCause::new(reason);
+    if let Some(listed) = catalog.disposable_listing(domain) {
+        cause.sources = catalog.sources_of(listed.sources).map(|s| s.name.to_string()).collect();
+        cause.listed_as = listed.entry.to_owned();
     }
+    Some(cause)
 }
 
 /// Only a domain that nothing else decides can be caught by its infrastructure (a weak-only

@@ -8,8 +8,10 @@
 //! It runs as a Pingora background service, on its own runtime, through the resolver directly
 //! (not the MX cache, whose entries it would evict): it never slows the lookup path. Its
 //! progress (the last name done, in sorted order) is in the state store, so a restart, or any
-//! replica sharing the store, goes on from there. Names added to the lists later that sort
-//! before the cursor are learned when looked up, as before.
+//! replica sharing the store, goes on from there. When a list reload swaps the catalog, another
+//! pass resolves the new names after the cursor and, first, those this process saw added before
+//! it (without moving the cursor); names added before the cursor while no process watched are
+//! learned when looked up.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use email_verdict_core::{Catalog, Decision, Domain};
 
 use crate::clock::Clock;
 use crate::dns::MxResolver;
+use crate::lists::LiveCatalog;
 use crate::metrics::{Metrics, WarmupOutcome};
 use crate::state::{StateError, StateStore, WarmupProgress, covering_names};
 use crate::verdicts::OwnInfra;
@@ -33,7 +36,7 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 const STORE_RETRY: Duration = Duration::from_secs(10);
 
 pub struct Warmup {
-    catalog: Arc<Catalog>,
+    catalog: Arc<LiveCatalog>,
     resolver: Arc<dyn MxResolver>,
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
@@ -61,13 +64,20 @@ pub fn candidates(catalog: &Catalog) -> Vec<&str> {
 }
 
 /// How many of the sorted `names` come after `cursor` (all of them for an empty cursor).
-pub fn remaining(names: &[&str], cursor: &str) -> usize {
-    names.len() - names.partition_point(|n| *n <= cursor)
+pub fn remaining<S: AsRef<str>>(names: &[S], cursor: &str) -> usize {
+    names.len() - names.partition_point(|n| n.as_ref() <= cursor)
+}
+
+/// The names of sorted `new` that sorted `old` lacks, up to `cursor` (included), in reverse
+/// order (taken from the end).
+fn added_before(new: &[Box<str>], old: &[Box<str>], cursor: &str) -> Vec<Box<str>> {
+    let upto = new.len() - remaining(new, cursor);
+    new[..upto].iter().rev().filter(|n| old.binary_search(n).is_err()).cloned().collect()
 }
 
 impl Warmup {
     pub fn new(
-        catalog: Arc<Catalog>,
+        catalog: Arc<LiveCatalog>,
         resolver: Arc<dyn MxResolver>,
         store: Arc<dyn StateStore>,
         clock: Arc<dyn Clock>,
@@ -77,50 +87,89 @@ impl Warmup {
         Self { catalog, resolver, store, clock, metrics, rate }
     }
 
-    /// Resolves and records every candidate after the stored cursor, one per tick of the rate,
-    /// until done or `stop` turns true.
+    /// Passes over the candidates, another one after each catalog swap, until `stop`.
     pub async fn run(&self, mut stop: ShutdownWatch) {
-        let names = candidates(&self.catalog);
+        let mut versions = self.catalog.subscribe();
+        let mut known = Vec::new();
+        loop {
+            versions.borrow_and_update();
+            if self.pass(&mut known, &mut stop).await {
+                return;
+            }
+            tokio::select! {
+                changed = versions.changed() => if changed.is_err() { return },
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// Resolves and records, one per tick of the rate, the candidates of the catalog in force
+    /// that a reload added before the stored cursor since the last pass (`known`: the names that
+    /// pass saw; empty on the first), then every candidate after the cursor. True when `stop`
+    /// turned true.
+    pub async fn pass(&self, known: &mut Vec<Box<str>>, stop: &mut ShutdownWatch) -> bool {
+        let catalog = self.catalog.current();
+        let names: Vec<Box<str>> = candidates(&catalog).into_iter().map(Box::from).collect();
+        drop(catalog);
         let mut progress = loop {
             match self.store.warmup_progress().await {
                 Ok(p) => break p,
                 Err(e) => {
-                    if self.wait_after_store_error(e, &mut stop).await {
-                        return;
+                    if self.wait_after_store_error(e, stop).await {
+                        return true;
                     }
                 }
             }
         };
-        let start = names.len() - remaining(&names, &progress.cursor);
-        self.metrics.warmup_remaining(names.len() - start);
-        tracing::info!(done = start, total = names.len(), rate = self.rate.get(), "infrastructure warm-up");
+        let mut added = if known.is_empty() { Vec::new() } else { added_before(&names, known, &progress.cursor) };
+        *known = names;
+        let names = &*known;
+        let start = names.len() - remaining(names, &progress.cursor);
+        self.metrics.warmup_remaining(names.len() - start + added.len());
+        tracing::info!(
+            done = start,
+            total = names.len(),
+            added = added.len(),
+            rate = self.rate.get(),
+            "infrastructure warm-up"
+        );
         let mut tick = tokio::time::interval(Duration::from_secs(1) / self.rate.get());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut next = start;
-        while next < names.len() {
+        while next < names.len() || !added.is_empty() {
             tokio::select! {
                 _ = tick.tick() => {}
-                _ = stop.changed() => return,
+                _ = stop.changed() => return true,
             }
-            match self.one(names[next], &mut progress).await {
+            // Added names first: they do not move the cursor.
+            let (name, advance) = match added.last() {
+                Some(name) => (&**name, false),
+                None => (&*names[next], true),
+            };
+            match self.one(name, advance, &mut progress).await {
                 Ok(outcome) => {
-                    next += 1;
-                    self.metrics.warmup(outcome, names.len() - next);
+                    if advance {
+                        next += 1;
+                    } else {
+                        added.pop();
+                    }
+                    self.metrics.warmup(outcome, names.len() - next + added.len());
                 }
                 // The same name again after a pause: the store is down, the index cannot learn.
                 Err(e) => {
-                    if self.wait_after_store_error(e, &mut stop).await {
-                        return;
+                    if self.wait_after_store_error(e, stop).await {
+                        return true;
                     }
                 }
             }
         }
         tracing::info!(total = names.len(), learned = progress.learned, "infrastructure warm-up done");
+        false
     }
 
-    /// Resolves `name`, records its own mail servers as disposable infrastructure, and moves
-    /// the stored cursor past it.
-    async fn one(&self, name: &str, progress: &mut WarmupProgress) -> Result<WarmupOutcome, StateError> {
+    /// Resolves `name`, records its own mail servers as disposable infrastructure, and, when
+    /// `advance`, moves the stored cursor past it.
+    async fn one(&self, name: &str, advance: bool, progress: &mut WarmupProgress) -> Result<WarmupOutcome, StateError> {
         // A reviewer's `safe` outweighs the list: such a domain's servers are not disposable.
         let allowed = self.store.decision(&covering_names(name)).await?.is_some_and(|a| a.decision == Decision::Allow);
         let outcome = match self.resolve(name).await {
@@ -133,7 +182,9 @@ impl Warmup {
             Some(_) => WarmupOutcome::Nothing,
         };
         let mut next = progress.clone();
-        next.cursor = name.to_owned();
+        if advance {
+            next.cursor = name.to_owned();
+        }
         match outcome {
             WarmupOutcome::Learned => (next.resolved, next.learned) = (next.resolved + 1, next.learned + 1),
             WarmupOutcome::Nothing => next.resolved += 1,
@@ -150,7 +201,7 @@ impl Warmup {
         let domain = Domain::parse(name).ok()?;
         let answer = tokio::time::timeout(RESOLVE_TIMEOUT, self.resolver.resolve(&domain)).await.ok()?.ok()?;
         let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
-        Some((registrable, OwnInfra::of(&self.catalog, &answer.mx)))
+        Some((registrable, OwnInfra::of(&self.catalog.current(), &answer.mx)))
     }
 
     /// Logs a store failure and waits before the caller retries; true when told to stop.

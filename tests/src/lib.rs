@@ -7,7 +7,8 @@
 //! sidecar binary ([`Sidecar`], [`Cli`]), a raw HTTP/1.1 client ([`http`]) that sends the
 //! request target byte for byte, so tests control percent-encoding exactly, and for the gateway:
 //! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]),
-//! and client threads that keep requests going while a test breaks something ([`Load`]).
+//! client threads that keep requests going while a test breaks something ([`Load`]), and an
+//! HTTP server of lists the test changes and breaks ([`ListServer`]).
 //!
 //! Invariants: every port comes from the OS; nothing is left running after a test (every child
 //! is owned by a guard); a missing artifact fails with a "build first" message, never silently.
@@ -15,6 +16,7 @@
 pub mod dns;
 pub mod envoy;
 pub mod http;
+pub mod list_server;
 pub mod load;
 pub mod nsd;
 pub mod process;
@@ -27,6 +29,7 @@ pub mod verdict;
 pub use dns::DnsCounter;
 pub use envoy::{Envoy, EnvoyBuilder, Gateway};
 pub use http::{Request, Response};
+pub use list_server::{ListServer, Served};
 pub use load::{Load, Outcome, Shot};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};

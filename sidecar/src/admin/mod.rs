@@ -1,10 +1,12 @@
 //! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up),
-//! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the key-management API under
-//! `/admin/v1/` (bearer admin token). The server refuses to listen on a non-loopback address
-//! without a token. Errors use the public API's body shape with admin codes.
+//! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the admin API under
+//! `/admin/v1/` (keys, reviews, warm-up, lists; bearer admin token). The server refuses to
+//! listen on a non-loopback address without a token. Errors use the public API's body shape
+//! with admin codes.
 
 pub(crate) mod guard;
 pub(crate) mod keys;
+pub(crate) mod lists;
 mod reviews;
 mod warmup;
 
@@ -29,8 +31,9 @@ const MAX_BODY: usize = 64 * 1024;
 pub struct Admin {
     pub store: Arc<dyn StateStore>,
     pub clock: Arc<dyn Clock>,
-    /// For refusing `disposable` decisions on free webmail.
-    pub catalog: Arc<email_verdict_core::Catalog>,
+    /// The lists in force (reloaded while serving): for refusing `disposable` decisions on
+    /// free webmail, the warm-up's figures and `/admin/v1/lists`.
+    pub catalog: Arc<crate::lists::LiveCatalog>,
     /// The plans keys may take (built-in and the `--config` file's).
     pub plans: Arc<crate::plans::Plans>,
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
@@ -200,6 +203,7 @@ impl AdminApp {
             ["admin", "v1", "keys", rest @ ..] => keys::route(&self.0, method, rest, &body, &query).await,
             ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body).await,
             ["admin", "v1", "warmup", rest @ ..] => warmup::route(&self.0, method, rest).await,
+            ["admin", "v1", "lists", rest @ ..] => lists::route(&self.0, method, rest),
             _ => Err(AdminError::not_found("no such endpoint")),
         }
     }

@@ -83,13 +83,13 @@ async fn decide(
     note: &str,
 ) -> AdminResult {
     let now = admin.clock.now_ms().div_euclid(1000);
-    let domain = set_decision(&*admin.store, &admin.catalog, domain, decision, reviewer, note, now).await.map_err(
-        |e| match e {
+    let domain = set_decision(&*admin.store, &admin.catalog.current(), domain, decision, reviewer, note, now)
+        .await
+        .map_err(|e| match e {
             ReviewError::BadDomain(..) => AdminError::bad_request(e.to_string()),
             ReviewError::FreeProvider(_) => AdminError::conflict("free_provider", e.to_string()),
             ReviewError::Store(e) => e.into(),
-        },
-    )?;
+        })?;
     state(admin, &domain).await
 }
 

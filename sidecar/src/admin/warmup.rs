@@ -19,7 +19,8 @@ pub async fn route(admin: &Admin, method: &Method, rest: &[&str]) -> AdminResult
         return Err(AdminError::not_found("no such endpoint or method"));
     }
     let progress = admin.store.warmup_progress().await?;
-    let names = candidates(&admin.catalog);
+    let catalog = admin.catalog.current();
+    let names = candidates(&catalog);
     let left = remaining(&names, &progress.cursor);
     let updated_at = (progress.updated_at > 0).then(|| rfc3339(progress.updated_at));
     Ok(Json(

@@ -84,14 +84,15 @@ pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain
     };
     let note = request.field("note").trim();
     let now = admin.clock.now_ms().div_euclid(1000);
-    let flash = match set_decision(&*admin.store, &admin.catalog, &domain, decision, "dashboard", note, now).await {
-        Ok(domain) => Flash::Info(format!("{domain}: {}.", crate::state::decision_str(decision))),
-        Err(ReviewError::Store(e)) => {
-            tracing::error!(error = %e, "state store failed (dashboard)");
-            Flash::Error("The state store failed; retry later.".into())
-        }
-        Err(e) => Flash::Error(e.to_string()),
-    };
+    let flash =
+        match set_decision(&*admin.store, &admin.catalog.current(), &domain, decision, "dashboard", note, now).await {
+            Ok(domain) => Flash::Info(format!("{domain}: {}.", crate::state::decision_str(decision))),
+            Err(ReviewError::Store(e)) => {
+                tracing::error!(error = %e, "state store failed (dashboard)");
+                Flash::Error("The state store failed; retry later.".into())
+            }
+            Err(e) => Flash::Error(e.to_string()),
+        };
     finish(admin, sess, flash)
 }
 

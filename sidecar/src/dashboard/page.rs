@@ -31,6 +31,8 @@ struct HomeView {
     plans: Vec<PlanRow>,
     keys: Vec<KeyRow>,
     queue: Vec<ReviewRow>,
+    lists: Vec<ListRow>,
+    list_refresh: String,
     today: String,
 }
 
@@ -68,6 +70,44 @@ struct ReviewRow {
     first_seen: String,
     last_seen: String,
     lookups: u64,
+}
+
+/// A list as `GET /admin/v1/lists` shows it; shipped lists without an index.
+#[derive(Serialize)]
+struct ListRow {
+    index: Option<usize>,
+    kind: &'static str,
+    source: String,
+    tier: &'static str,
+    entries: usize,
+    last_success: String,
+    last_error: Option<String>,
+}
+
+fn list_rows(live: &crate::lists::LiveCatalog) -> Vec<ListRow> {
+    let operator = live.lists().into_iter().map(|l| ListRow {
+        index: Some(l.index),
+        kind: l.kind,
+        source: l.source,
+        tier: l.tier.unwrap_or(""),
+        entries: l.entries,
+        last_success: match l.last_success {
+            Some(t) if l.from_kept_copy => format!("{} (kept copy)", rfc3339(t)),
+            Some(t) => rfc3339(t),
+            None => "never".to_owned(),
+        },
+        last_error: l.last_error.map(|(message, at)| format!("{}: {message}", rfc3339(at))),
+    });
+    let shipped = live.shipped().iter().map(|s| ListRow {
+        index: None,
+        kind: s.kind,
+        source: s.source.to_owned(),
+        tier: s.tier.unwrap_or(""),
+        entries: s.entries,
+        last_success: "built in".to_owned(),
+        last_error: None,
+    });
+    operator.chain(shipped).collect()
 }
 
 /// The queue reason in words, with the sources or the listed parent behind it.
@@ -117,6 +157,11 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
                 lookups: i.lookups,
             })
             .collect(),
+        lists: list_rows(&admin.catalog),
+        list_refresh: match admin.catalog.settings().refresh_secs {
+            0 => "on SIGHUP only".to_owned(),
+            secs => format!("every {secs} s"),
+        },
         today,
     };
     match admin.dashboard.sessions.take_flash(&sess.id) {

@@ -51,15 +51,15 @@ pub async fn page(api: &Api, request: &Request, lang: Lang, segment: &str, log: 
         Err(raw) => return invalid(pages, lang, &raw),
     };
     log.domain = Some(input.domain().to_string());
-    let (result, mx, why) = match api.verdicts.verdict_explained(&input).await {
-        Ok(found) => (found.result, found.mx, found.why),
+    let (result, mx, why, catalog) = match api.verdicts.verdict_explained(&input).await {
+        Ok(found) => (found.result, found.mx, found.why, found.catalog),
         Err(e) => return lookup_failed(pages, lang, &input, e),
     };
     log.cached = Some(result.cached);
     let is_email = matches!(input, LookupInput::Email(_));
     let rechecked = request.query.as_deref().is_some_and(|q| crate::auth::query_param(q, "rechecked").is_some());
     let facts = Facts { lang, domain: input.domain(), is_email, rechecked, result: &result, mx: &mx, why: &why };
-    let view = domain_view(pages, api.verdicts.catalog(), facts).await;
+    let view = domain_view(pages, &catalog, facts).await;
     let body = pages.templates.render("domain.html", &view);
     // An email address in the URL is personal: keep it out of shared caches.
     let cache = if is_email || rechecked { CACHE_NONE } else { CACHE_PUBLIC };

@@ -55,7 +55,7 @@ fn verdicts(name: &str) -> Verdicts {
     let path = dir.join("state.db");
     let _ = std::fs::remove_file(&path);
     let store = Arc::new(SqliteStore::open(&path).unwrap());
-    Verdicts::new(Arc::new(catalog), mx, store, Arc::new(SystemClock), 2, metrics)
+    Verdicts::new(Arc::new(LiveCatalog::fixed(catalog)), mx, store, Arc::new(SystemClock), 2, metrics)
 }
 
 fn input(s: &str) -> LookupInput {
@@ -68,12 +68,15 @@ type Outcome = (bool, bool, Option<(&'static str, Vec<String>, String)>);
 async fn check(v: &Verdicts, name: &str, expected: Outcome) {
     let domain = input(name);
     let lookup = v.mx.lookup(domain.domain()).await.unwrap();
-    let mut signals = v.catalog.signals(domain.domain(), &lookup.mx, None);
+    let catalog = v.catalog();
+    let mut signals = catalog.signals(domain.domain(), &lookup.mx, None);
     if signals.listing.is_some_and(|l| l.via_parent) {
-        signals.parent_mail = v.mail_goes_to_parent(domain.domain(), &v.own_infra(&lookup.mx)).await.unwrap();
+        let infra = OwnInfra::of(&catalog, &lookup.mx);
+        signals.parent_mail = v.mail_goes_to_parent(&catalog, domain.domain(), &infra).await.unwrap();
     }
     let result = v.verdict(&domain, None).await.unwrap();
-    let cause = v.review_cause(domain.domain(), &signals, &result).map(|c| (c.reason.as_str(), c.sources, c.listed_as));
+    let cause =
+        review_cause(&catalog, domain.domain(), &signals, &result).map(|c| (c.reason.as_str(), c.sources, c.listed_as));
     assert_eq!((result.disposable, result.review_required, cause), expected, "{name}");
 }
 

@@ -65,7 +65,7 @@ fn store(name: &str) -> Arc<dyn StateStore> {
 fn warmup(store: &Arc<dyn StateStore>, resolver: &Arc<Scripted>) -> Warmup {
     let rate = NonZeroU32::new(1000).unwrap();
     Warmup::new(
-        Arc::new(catalog()),
+        Arc::new(LiveCatalog::fixed(catalog())),
         resolver.clone(),
         store.clone(),
         Arc::new(SystemClock),
@@ -74,9 +74,10 @@ fn warmup(store: &Arc<dyn StateStore>, resolver: &Arc<Scripted>) -> Warmup {
     )
 }
 
+/// One pass, as on a fresh start.
 async fn run(w: &Warmup) {
-    let (_keep, stop) = tokio::sync::watch::channel(false);
-    w.run(stop).await;
+    let (_keep, mut stop) = tokio::sync::watch::channel(false);
+    w.pass(&mut Vec::new(), &mut stop).await;
 }
 
 #[test]
@@ -140,6 +141,34 @@ async fn goes_on_after_the_stored_cursor() {
     assert_eq!(dns.calls.load(Ordering::SeqCst), 3);
     let p = store.warmup_progress().await.unwrap();
     assert_eq!((p.resolved, p.learned, p.failed), (4, 2, 1));
+}
+
+/// A reload adds names on both sides of the cursor: the next pass resolves both, and the
+/// cursor stays where it was for the one before it.
+#[tokio::test]
+async fn a_reload_adds_names_before_and_after_the_cursor() {
+    let (store, dns) = (store("reload"), resolver());
+    let w = warmup(&store, &dns);
+    let (_keep, mut stop) = tokio::sync::watch::channel(false);
+    let mut known = Vec::new();
+    assert!(!w.pass(&mut known, &mut stop).await);
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 5);
+    let mut c = catalog();
+    c.load_disposable("operator", Tier::Strong, "aa-new.example\nzz-new.example\n").unwrap();
+    w.catalog.swap(c);
+    assert!(!w.pass(&mut known, &mut stop).await);
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 7, "the two new names, nothing again");
+    assert_eq!(store.warmup_progress().await.unwrap().cursor, "zz-new.example");
+    assert!(!w.pass(&mut known, &mut stop).await);
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 7, "nothing new: nothing resolved");
+}
+
+#[test]
+fn names_added_up_to_the_cursor() {
+    let names = |s: &[&str]| s.iter().map(|n| Box::<str>::from(*n)).collect::<Vec<_>>();
+    let (old, new) = (names(&["b", "d", "f"]), names(&["a", "b", "c", "d", "e", "g"]));
+    assert_eq!(added_before(&new, &old, "d"), names(&["c", "a"]));
+    assert_eq!(added_before(&new, &old, ""), names(&[]));
 }
 
 #[tokio::test]
