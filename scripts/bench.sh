@@ -11,13 +11,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-if ! command -v wrk >/dev/null 2>&1; then
+for tool in wrk dnsperf; do
+  command -v "$tool" >/dev/null 2>&1 && continue
   sudo=()
   if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk </dev/null ||
-    { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk </dev/null; }
-  echo "installed  wrk ($(command -v wrk))"
-fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$tool" </dev/null ||
+    { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$tool" </dev/null; }
+  echo "installed  $tool ($(command -v "$tool"))"
+done
 
 cargo build --release -p email-verdict -p email-verdict-bench
 scripts/build-filter.sh

@@ -11,6 +11,7 @@
 //! reported as such, never silently averaged in.
 
 pub mod bare;
+pub mod bulk;
 pub mod capture;
 pub mod cold;
 pub mod cpu;

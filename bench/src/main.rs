@@ -39,9 +39,13 @@ struct Args {
     /// Where the results go (also printed).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Sections to run, of 2 (cached lookups), 3 (cold lookups), 4 (Envoy); 5 (footprint) always.
-    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4])]
+    /// Sections to run, of 2 (cached lookups), 3 (cold lookups), 4 (Envoy), 6 (bulk check
+    /// against dnsperf); 5 (footprint) always.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 6])]
     sections: Vec<u8>,
+    /// Distinct domains of section 6.
+    #[arg(long, default_value_t = 100_000)]
+    bulk_domains: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +80,9 @@ fn main() -> anyhow::Result<()> {
     if !run(2) && !run(4) {
         report.add(&cold.unwrap_or_default());
         report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
+        if run(6) {
+            report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
+        }
         return finish(&report, &out);
     }
     let capture = if run(2) {
@@ -92,6 +99,9 @@ fn main() -> anyhow::Result<()> {
         report.add(&gateway::run(&ctx, &sidecar, &capture)?);
     }
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
+    if run(6) {
+        report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
+    }
     finish(&report, &out)
 }
 

@@ -30,15 +30,55 @@ pub enum Recommendation {
     Block,
 }
 
-/// `GET /api/v1/domain/:input` → 200.
+/// `GET /api/v1/domain/:input` → 200: the request id and the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LookupResponse {
     pub request_id: String,
+    #[serde(flatten)]
+    pub record: LookupRecord,
+}
+
+/// What one input came to: the single lookup's answer without `request_id`, and an item of a
+/// batch (`POST /api/v1/domains`) or a line of `email-verdict check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookupRecord {
     pub input: String,
     pub input_type: InputType,
     pub email: String,
     pub domain: String,
     pub result: VerdictResult,
+}
+
+/// `POST /api/v1/domains`: 1 to [`BatchRequest::MAX_INPUTS`] domains or emails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    pub inputs: Vec<String>,
+}
+
+impl BatchRequest {
+    pub const MAX_INPUTS: usize = 1000;
+}
+
+/// `POST /api/v1/domains` → 200: one item per input, in input order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResponse {
+    pub request_id: String,
+    pub results: Vec<BatchItem>,
+}
+
+/// A record, or why the input got none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BatchItem {
+    Record(Box<LookupRecord>),
+    Error { input: String, error: ErrorDetail },
+}
+
+impl BatchItem {
+    pub fn error(input: impl Into<String>, code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::Error { input: input.into(), error: ErrorDetail { code, message: message.into() } }
+    }
 }
 
 /// The `result` object. Build it with [`crate::verdict::decide`], which keeps the spec's

@@ -18,7 +18,10 @@ pub mod lists;
 pub mod signup;
 pub mod verdict;
 
-pub use api::{ErrorBody, ErrorCode, InputType, LookupResponse, VerdictResult};
+pub use api::{
+    BatchItem, BatchRequest, BatchResponse, ErrorBody, ErrorCode, InputType, LookupRecord, LookupResponse,
+    VerdictResult,
+};
 pub use catalog::{Catalog, ListKind};
 pub use domain::Domain;
 pub use email::EmailAddress;

@@ -21,7 +21,7 @@ pub enum CalloutOutcome {
 pub fn classify(response: &CalloutResponse) -> CalloutOutcome {
     match response.status {
         Some(200) => match serde_json::from_slice::<LookupResponse>(&response.body) {
-            Ok(lookup) => CalloutOutcome::Verdict(VerdictSummary::from_result(&lookup.result)),
+            Ok(lookup) => CalloutOutcome::Verdict(VerdictSummary::from_result(&lookup.record.result)),
             Err(_) => CalloutOutcome::Failed(Bypass::SidecarError),
         },
         Some(400) => match serde_json::from_slice::<ErrorBody>(&response.body) {

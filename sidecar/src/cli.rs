@@ -1,4 +1,4 @@
-//! The command line of operations.md: `serve`, `keys create|list|revoke`.
+//! The command line of operations.md: `serve`, `keys create|list|revoke`, `review`, `check`.
 
 use std::path::PathBuf;
 
@@ -28,6 +28,8 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Verdicts in bulk without a server: one input per line in, one record per line out
+    Check(Box<crate::check_cmd::CheckArgs>),
     /// The manual review queue and reviewers' decisions
     Review {
         #[command(flatten)]

@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod check_cmd;
 pub mod cli;
 pub mod client_ip;
 pub mod clock;

@@ -85,12 +85,13 @@ impl Limiter {
         ))
     }
 
-    /// Admits one request for `key` or says why not, as the API error to answer.
-    pub async fn admit(&self, key: &KeyRecord) -> Result<Grant, ApiError> {
+    /// Admits one request for `key`, worth `units` of its daily quota (a lookup: 1; a batch: its
+    /// valid inputs), or says why not, as the API error to answer.
+    pub async fn admit(&self, key: &KeyRecord, units: u64) -> Result<Grant, ApiError> {
         let limits = self.limits(key)?;
         let now_ms = self.clock.now_ms();
         let reset = next_midnight(now_ms.div_euclid(1000));
-        let admission = self.store.admit(&key.id, limits, now_ms).await.map_err(|e| {
+        let admission = self.store.admit(&key.id, limits, units, now_ms).await.map_err(|e| {
             self.metrics.store_error();
             store_error(e)
         })?;
@@ -100,13 +101,19 @@ impl Limiter {
                 let day = utc_day(now_ms.div_euclid(1000));
                 Ok(Grant { key_id: key.id.clone(), day, quota, used, reset })
             }
-            Admission::QuotaExceeded { .. } => {
+            Admission::QuotaExceeded { used } => {
                 let wait = (reset - now_ms.div_euclid(1000)).max(1) as u64;
-                let message =
-                    format!("daily quota of {quota} lookups reached; it resets at midnight UTC, or upgrade the plan");
+                let left = quota.saturating_sub(used);
+                let message = if units > 1 {
+                    format!(
+                        "the batch needs {units} lookups and {left} of the daily quota of {quota} remain; it resets at midnight UTC"
+                    )
+                } else {
+                    format!("daily quota of {quota} lookups reached; it resets at midnight UTC, or upgrade the plan")
+                };
                 Err(with_headers(
                     ApiError::new(ErrorCode::QuotaExceeded, message).with_retry_after(wait),
-                    rate_headers(quota, 0, reset),
+                    rate_headers(quota, left, reset),
                 ))
             }
             Admission::RateLimited { retry_after_ms } => {
@@ -121,10 +128,13 @@ impl Limiter {
         }
     }
 
-    /// Gives the grant's quota unit back (the request was not answered with a verdict).
-    pub async fn refund(&self, grant: &mut Grant) {
-        match self.store.refund(&grant.key_id, &grant.day).await {
-            Ok(()) => grant.used = grant.used.saturating_sub(1),
+    /// Gives `units` of the grant back (lookups not answered with a verdict).
+    pub async fn refund(&self, grant: &mut Grant, units: u64) {
+        if units == 0 {
+            return;
+        }
+        match self.store.refund(&grant.key_id, &grant.day, units).await {
+            Ok(()) => grant.used = grant.used.saturating_sub(units),
             Err(e) => {
                 self.metrics.store_error();
                 tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup");

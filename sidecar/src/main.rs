@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use email_verdict::cli::{Cli, Command};
-use email_verdict::{UsageError, keys_cmd, logging, review_cmd, server};
+use email_verdict::{UsageError, check_cmd, keys_cmd, logging, review_cmd, server};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -29,6 +29,11 @@ fn main() -> ExitCode {
         }),
         Command::Keys { store, command } => block_on(keys_cmd::run(store, command)),
         Command::Review { store, command } => block_on(review_cmd::run(store, command)),
+        Command::Check(args) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(check_cmd::run(*args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

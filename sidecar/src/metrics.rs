@@ -30,6 +30,8 @@ const LATENCY_BUCKETS: [f64; 15] =
 pub enum Route {
     /// `/api/v1/domain/...`
     Lookup,
+    /// `POST /api/v1/domains`
+    Batch,
     /// The public HTML pages.
     Page,
     /// Anything else (404).
@@ -40,6 +42,7 @@ impl Route {
     fn as_str(self) -> &'static str {
         match self {
             Route::Lookup => "lookup",
+            Route::Batch => "batch",
             Route::Page => "page",
             Route::Other => "other",
         }

@@ -116,20 +116,20 @@ async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateS
     let limits = limits("free");
     let mut now = DAY_START + 10 * 3_600_000;
     for expected in 1..=3 {
-        assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::Admitted { used: expected });
+        assert_eq!(store.admit(&key.id, limits, 1, now).await.unwrap(), Admission::Admitted { used: expected });
         now += 1_001;
     }
-    assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::QuotaExceeded { used: 3 });
+    assert_eq!(store.admit(&key.id, limits, 1, now).await.unwrap(), Admission::QuotaExceeded { used: 3 });
     // A refund gives one back; the count is then exactly the answered lookups.
-    store.refund(&key.id, "2026-11-22").await.unwrap();
+    store.refund(&key.id, "2026-11-22", 1).await.unwrap();
     assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![2]);
     now += 1_001;
-    assert_eq!(store.admit(&key.id, limits, now).await.unwrap(), Admission::Admitted { used: 3 });
+    assert_eq!(store.admit(&key.id, limits, 1, now).await.unwrap(), Admission::Admitted { used: 3 });
     // The last millisecond of the day is still the same day; midnight starts a new one.
     let last_ms = DAY_START + 86_400_000 - 1;
-    assert!(matches!(store.admit(&key.id, limits, last_ms).await.unwrap(), Admission::QuotaExceeded { .. }));
+    assert!(matches!(store.admit(&key.id, limits, 1, last_ms).await.unwrap(), Admission::QuotaExceeded { .. }));
     let midnight = DAY_START + 86_400_000;
-    assert_eq!(store.admit(&key.id, limits, midnight).await.unwrap(), Admission::Admitted { used: 1 });
+    assert_eq!(store.admit(&key.id, limits, 1, midnight).await.unwrap(), Admission::Admitted { used: 1 });
     assert_eq!(store.usage(&key.id, &["2026-11-22".into(), "2026-11-23".into()]).await.unwrap(), vec![3, 1]);
 }
 with_all_backends!(quota, quota_is_exact_and_resets_at_midnight);
@@ -141,30 +141,55 @@ async fn unlimited_limits_never_refuse_and_still_count(open: impl Fn() -> Arc<dy
     let t = DAY_START + 7_000;
     for used in 1..=500 {
         // 500 in the same millisecond: no burst window, no quota.
-        assert_eq!(store.admit(&key.id, limits, t).await.unwrap(), Admission::Admitted { used });
+        assert_eq!(store.admit(&key.id, limits, 1, t).await.unwrap(), Admission::Admitted { used });
     }
     assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![500]);
     // A finite burst with an unlimited quota still holds the window.
     let (other, _) = new_key(&*store, plan("pro")).await;
     let burst_only = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: 1 };
-    assert!(admitted(&store.admit(&other.id, burst_only, t).await.unwrap()));
-    assert!(matches!(store.admit(&other.id, burst_only, t + 10).await.unwrap(), Admission::RateLimited { .. }));
+    assert!(admitted(&store.admit(&other.id, burst_only, 1, t).await.unwrap()));
+    assert!(matches!(store.admit(&other.id, burst_only, 1, t + 10).await.unwrap(), Admission::RateLimited { .. }));
 }
 with_all_backends!(unlimited, unlimited_limits_never_refuse_and_still_count);
+
+async fn batches_take_units_whole_or_not_at_all(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, plan("basic")).await;
+    let limits = Limits { daily_quota: 10, burst_per_second: 100 };
+    let t = DAY_START + 9_000;
+    assert_eq!(store.admit(&key.id, limits, 7, t).await.unwrap(), Admission::Admitted { used: 7 });
+    // 4 more would pass the quota: refused whole, nothing counted.
+    assert_eq!(store.admit(&key.id, limits, 4, t + 1).await.unwrap(), Admission::QuotaExceeded { used: 7 });
+    assert_eq!(store.admit(&key.id, limits, 3, t + 2).await.unwrap(), Admission::Admitted { used: 10 });
+    // Units given back (invalid or failed items), never below zero.
+    store.refund(&key.id, "2026-11-22", 4).await.unwrap();
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![6]);
+    store.refund(&key.id, "2026-11-22", 100).await.unwrap();
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![0]);
+    // A request of no units (a batch of invalid inputs) still takes its place in the burst.
+    let one = Limits { daily_quota: 10, burst_per_second: 1 };
+    let (other, _) = new_key(&*store, plan("basic")).await;
+    assert!(admitted(&store.admit(&other.id, one, 0, t).await.unwrap()));
+    assert!(matches!(store.admit(&other.id, one, 0, t + 5).await.unwrap(), Admission::RateLimited { .. }));
+}
+with_all_backends!(units, batches_take_units_whole_or_not_at_all);
 
 async fn burst_is_a_sliding_second(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
     let (key, _) = new_key(&*store, plan("pro")).await;
     let limits = Limits { daily_quota: 1_000, burst_per_second: 2 };
     let t = DAY_START + 5_000;
-    assert!(admitted(&store.admit(&key.id, limits, t).await.unwrap()));
-    assert!(admitted(&store.admit(&key.id, limits, t + 600).await.unwrap()));
+    assert!(admitted(&store.admit(&key.id, limits, 1, t).await.unwrap()));
+    assert!(admitted(&store.admit(&key.id, limits, 1, t + 600).await.unwrap()));
     // Two in (t+999-1000, t+999]: refused until the first leaves the window at t+1000.
-    assert_eq!(store.admit(&key.id, limits, t + 999).await.unwrap(), Admission::RateLimited { retry_after_ms: 1 });
-    assert!(admitted(&store.admit(&key.id, limits, t + 1_000).await.unwrap()));
-    assert_eq!(store.admit(&key.id, limits, t + 1_100).await.unwrap(), Admission::RateLimited { retry_after_ms: 500 });
+    assert_eq!(store.admit(&key.id, limits, 1, t + 999).await.unwrap(), Admission::RateLimited { retry_after_ms: 1 });
+    assert!(admitted(&store.admit(&key.id, limits, 1, t + 1_000).await.unwrap()));
+    assert_eq!(
+        store.admit(&key.id, limits, 1, t + 1_100).await.unwrap(),
+        Admission::RateLimited { retry_after_ms: 500 }
+    );
     // A refused request does not take a place in the window.
-    assert!(admitted(&store.admit(&key.id, limits, t + 1_600).await.unwrap()));
+    assert!(admitted(&store.admit(&key.id, limits, 1, t + 1_600).await.unwrap()));
 }
 with_all_backends!(burst, burst_is_a_sliding_second);
 
@@ -177,7 +202,7 @@ async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn St
     let tasks: Vec<_> = (0..60)
         .map(|i| {
             let (store, id) = (stores[i % 2].clone(), key.id.clone());
-            tokio::spawn(async move { store.admit(&id, limits, now).await.unwrap() })
+            tokio::spawn(async move { store.admit(&id, limits, 1, now).await.unwrap() })
         })
         .collect();
     let mut results = Vec::new();
@@ -193,7 +218,7 @@ async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn St
         let tasks: Vec<_> = (0..20)
             .map(|i| {
                 let (store, id) = (stores[i % 2].clone(), key.id.clone());
-                tokio::spawn(async move { store.admit(&id, tight, now + second * 1_000).await.unwrap() })
+                tokio::spawn(async move { store.admit(&id, tight, 1, now + second * 1_000).await.unwrap() })
             })
             .collect();
         for t in tasks {
@@ -212,14 +237,14 @@ async fn redis_outage_is_a_bounded_error_and_recovers() {
     let limits = limits("pro");
     redis.kill();
     let started = Instant::now();
-    let err = store.admit(&key.id, limits, DAY_START).await.unwrap_err();
+    let err = store.admit(&key.id, limits, 1, DAY_START).await.unwrap_err();
     assert!(matches!(err, StateError::Unavailable(_)), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5), "bounded: {:?}", started.elapsed());
     // Same port and data: the store reconnects by itself.
     redis.restart();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match store.admit(&key.id, limits, DAY_START).await {
+        match store.admit(&key.id, limits, 1, DAY_START).await {
             Ok(a) => {
                 assert!(admitted(&a));
                 break;

@@ -24,6 +24,7 @@ use email_verdict_core::{Domain, EmailAddress, LookupInput};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
 
+use super::body::{Unread, read_body};
 use super::lookup::{auth_error, judge};
 use super::{Api, ApiError, LogFields, Request};
 use crate::metrics::CheckOutcome;
@@ -65,7 +66,7 @@ pub async fn handle(
 
 async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
     let config = &api.ext_authz;
-    let body = match read_body(session).await {
+    let body = match read_body(session, MAX_BODY_BYTES).await {
         Ok(body) => body,
         Err(Unread::TooLarge) => return refused(&LocalReply::BODY_TOO_LARGE),
         Err(Unread::Failed) => return unreadable(api),
@@ -199,30 +200,6 @@ fn response(status: StatusCode, headers: &[(&str, &str)], body: Vec<u8>) -> Resp
         builder = builder.header(*name, *value);
     }
     builder.body(body).unwrap_or_else(|_| Response::new(Vec::new()))
-}
-
-enum Unread {
-    TooLarge,
-    Failed,
-}
-
-/// The whole body Envoy sent, bounded.
-async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Unread> {
-    let mut body = Vec::new();
-    loop {
-        match session.read_request_body().await {
-            Ok(Some(chunk)) if body.len() + chunk.len() > MAX_BODY_BYTES => {
-                session.set_keepalive(None); // the rest is not read
-                return Err(Unread::TooLarge);
-            }
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-            Ok(None) => return Ok(body),
-            Err(_) => {
-                session.set_keepalive(None);
-                return Err(Unread::Failed);
-            }
-        }
-    }
 }
 
 /// The headers of a check's answer, for tests.

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use email_verdict_core::{ErrorCode, LookupInput, LookupResponse, VerdictResult};
+use email_verdict_core::{ErrorCode, LookupInput, LookupRecord, LookupResponse, VerdictResult};
 use percent_encoding::percent_decode_str;
 
 use super::{Api, ApiError, LogFields, Reply, Request};
@@ -31,17 +31,23 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
     match judge(api, &key, &input).await {
         Ok((result, headers)) => {
             log.cached = Some(result.cached);
-            let body = LookupResponse {
-                request_id: request.id.clone(),
-                input: raw.into_owned(),
-                input_type: input.input_type(),
-                email: input.email_string(),
-                domain: input.domain().to_string(),
-                result,
-            };
+            let body =
+                LookupResponse { request_id: request.id.clone(), record: record(raw.into_owned(), &input, result) };
             Reply::Lookup(Box::new(body), headers)
         }
         Err(e) => e.into(),
+    }
+}
+
+/// The record of one input: the single lookup's answer (with its request id), a batch item, a
+/// line of `email-verdict check`. The one place it is made.
+pub fn record(raw: String, input: &LookupInput, result: VerdictResult) -> LookupRecord {
+    LookupRecord {
+        input: raw,
+        input_type: input.input_type(),
+        email: input.email_string(),
+        domain: input.domain().to_string(),
+        result,
     }
 }
 
@@ -53,7 +59,7 @@ pub(super) async fn judge(
     key: &KeyRecord,
     input: &LookupInput,
 ) -> Result<(VerdictResult, Headers), ApiError> {
-    let (admission, decision) = tokio::join!(api.limiter.admit(key), api.verdicts.decision(input.domain()));
+    let (admission, decision) = tokio::join!(api.limiter.admit(key, 1), api.verdicts.decision(input.domain()));
     let mut grant = admission?;
     let verdict = async {
         let decision = decision.map_err(|e| lookup_error(input, e))?;
@@ -62,18 +68,25 @@ pub(super) async fn judge(
     match verdict.await {
         Ok(result) => Ok((result, grant.headers())),
         Err(mut e) => {
-            api.limiter.refund(&mut grant).await;
+            api.limiter.refund(&mut grant, 1).await;
             e.headers.extend(grant.headers());
             Err(e)
         }
     }
 }
 
+/// The verdict for `input` once admitted: the reviewer's decision, then the verdict (a batch's
+/// items; the single lookup reads the decision beside its admission instead).
+pub(super) async fn verdict_of(api: &Api, input: &LookupInput) -> Result<VerdictResult, ApiError> {
+    let decision = api.verdicts.decision(input.domain()).await.map_err(|e| lookup_error(input, e))?;
+    api.verdicts.verdict(input, decision).await.map_err(|e| lookup_error(input, e))
+}
+
 /// An input refused as invalid still answers whatever the admission says first (402, 429).
 async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) -> ApiError {
-    match api.limiter.admit(key).await {
+    match api.limiter.admit(key, 1).await {
         Ok(mut grant) => {
-            api.limiter.refund(&mut grant).await;
+            api.limiter.refund(&mut grant, 1).await;
             e.headers.extend(grant.headers());
             e
         }
@@ -81,7 +94,7 @@ async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) ->
     }
 }
 
-fn lookup_error(input: &LookupInput, e: LookupError) -> ApiError {
+pub(super) fn lookup_error(input: &LookupInput, e: LookupError) -> ApiError {
     match e {
         LookupError::Dns(e) => {
             tracing::warn!(domain = %input.domain(), error = %e, "lookup failed");

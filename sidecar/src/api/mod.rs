@@ -6,6 +6,8 @@
 //! email address (the query string is dropped and the key stripped from the request before
 //! anything, Pingora included, can log it).
 
+mod batch;
+mod body;
 pub mod ext_authz;
 mod lookup;
 mod response;
@@ -25,6 +27,7 @@ use crate::client_ip::client_ip;
 use crate::limits::Limiter;
 use crate::metrics::{Metrics, Route};
 use crate::verdicts::Verdicts;
+pub use lookup::record;
 pub use response::{ApiError, Reply, json_response};
 
 const LOOKUP_PREFIX: &str = "/api/v1/domain";
@@ -55,6 +58,8 @@ pub struct LogFields {
     pub code: Option<&'static str>,
     /// ext_authz: what the check came to.
     pub outcome: Option<&'static str>,
+    /// A batch: how many inputs it had.
+    pub items: Option<usize>,
 }
 
 /// A request as the handlers see it: the key already taken out.
@@ -84,6 +89,10 @@ impl ServeHttp for ApiApp {
             log_request(&request, "ext_authz", response.status().as_u16(), &log, started);
             return response;
         }
+        if request.path == batch::PATH {
+            let reply = batch::handle(&self.0, session, &request, &mut log).await;
+            return self.finish(&request, reply, &mut log, started);
+        }
         if !matches!(request.method, Method::GET | Method::HEAD) {
             session.set_keepalive(None); // the body was not read
         }
@@ -96,10 +105,17 @@ impl ServeHttp for ApiApp {
             return page;
         }
         let reply = route(&self.0, &request, &mut log).await;
+        self.finish(&request, reply, &mut log, started)
+    }
+}
+
+impl ApiApp {
+    /// Counts and logs an API reply, and makes the response.
+    fn finish(&self, request: &Request, reply: Reply, log: &mut LogFields, started: Instant) -> Response<Vec<u8>> {
         let (status, code) = reply.status_and_code();
         count(&self.0.metrics, &request.path, &reply, started);
         log.code = code;
-        log_request(&request, route_name(&request.path), status, &log, started);
+        log_request(request, route_name(&request.path), status, log, started);
         reply.into_response(&request.id)
     }
 }
@@ -107,10 +123,14 @@ impl ServeHttp for ApiApp {
 /// Counts an API request, and times it when it is a lookup.
 fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
     let (status, code) = match reply {
-        Reply::Lookup(..) => (200, None),
+        Reply::Lookup(..) | Reply::Batch(..) => (200, None),
         Reply::Error(e) => (e.code.status(), Some(e.code)),
     };
-    let route = if lookup_segment(path).is_some() { Route::Lookup } else { Route::Other };
+    let route = match path {
+        _ if lookup_segment(path).is_some() => Route::Lookup,
+        batch::PATH => Route::Batch,
+        _ => Route::Other,
+    };
     metrics.request(route, status, code);
     if route == Route::Lookup {
         metrics.lookup_latency(started.elapsed());
@@ -130,6 +150,7 @@ fn log_request(request: &Request, route: &'static str, status: u16, log: &LogFie
         key_id = log.key_id.as_deref(),
         domain = log.domain.as_deref(),
         cached = log.cached,
+        items = log.items,
         micros = started.elapsed().as_micros() as u64,
         "request"
     );
@@ -189,7 +210,11 @@ fn lookup_segment(path: &str) -> Option<&str> {
 }
 
 fn route_name(path: &str) -> &'static str {
-    if lookup_segment(path).is_some() { "lookup" } else { "other" }
+    match path {
+        _ if lookup_segment(path).is_some() => "lookup",
+        batch::PATH => "batch",
+        _ => "other",
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Turning handler results into HTTP responses: JSON bodies, `X-Request-ID`, error statuses.
 
-use email_verdict_core::{ErrorBody, ErrorCode, LookupResponse};
+use email_verdict_core::{BatchResponse, ErrorBody, ErrorCode, LookupResponse};
 use http::{Response, StatusCode};
 use serde::Serialize;
 
@@ -32,6 +32,7 @@ impl ApiError {
 /// What a request is answered with.
 pub enum Reply {
     Lookup(Box<LookupResponse>, Headers),
+    Batch(Box<BatchResponse>, Headers),
     Error(ApiError),
 }
 
@@ -45,7 +46,7 @@ impl Reply {
     /// Status and error code, for the log line.
     pub fn status_and_code(&self) -> (u16, Option<&'static str>) {
         match self {
-            Reply::Lookup(..) => (200, None),
+            Reply::Lookup(..) | Reply::Batch(..) => (200, None),
             Reply::Error(e) => (e.code.status(), Some(e.code.as_str())),
         }
     }
@@ -53,6 +54,7 @@ impl Reply {
     pub fn into_response(self, request_id: &str) -> Response<Vec<u8>> {
         match self {
             Reply::Lookup(body, headers) => json_response(StatusCode::OK, request_id, &body, &headers),
+            Reply::Batch(body, headers) => json_response(StatusCode::OK, request_id, &body, &headers),
             Reply::Error(e) => {
                 let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 json_response(status, request_id, &ErrorBody::new(request_id, e.code, e.message), &e.headers)

@@ -117,11 +117,14 @@ pub trait KeyStore: Send + Sync + 'static {
     /// Applies `change`; the updated record, or `None` when no key has that id.
     async fn update_key(&self, id: &str, change: KeyChange) -> Result<Option<KeyRecord>, StateError>;
 
-    /// One atomic step: if `key_id` has quota left on the UTC day of `now_ms` and fewer than
-    /// `burst` requests admitted in the second before `now_ms`, count this one in both.
-    async fn admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<Admission, StateError>;
-    /// Gives back one lookup admitted on `day` that was not answered (a failure on our side).
-    async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError>;
+    /// One atomic step: if `key_id` has `units` of quota left on the UTC day of `now_ms` and
+    /// fewer than `burst` requests admitted in the second before `now_ms`, count the request in
+    /// the burst window and its `units` (a lookup: 1; a batch: its valid inputs) in the quota.
+    /// Otherwise nothing is counted.
+    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError>;
+    /// Gives back `units` admitted on `day` that were not answered (a failure on our side, an
+    /// invalid input); never below zero.
+    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError>;
     /// Lookups counted for `key_id` on each of `days`.
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError>;
 }

@@ -114,8 +114,10 @@ impl RedisStore {
             target,
             conns: Mutex::default(),
             admit: Script::new(include_str!("admit.lua")),
+            // Never below zero.
             refund: Script::new(
-                "if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end return 0",
+                "local n = math.min(tonumber(redis.call('GET', KEYS[1]) or '0'), tonumber(ARGV[1]))
+                 if n > 0 then redis.call('DECRBY', KEYS[1], n) end return 0",
             ),
             // Sets fields of an existing key record only; returns 0 when there is none.
             update: Script::new(
@@ -301,7 +303,7 @@ impl KeyStore for RedisStore {
         if done == 1 { self.record(id).await } else { Ok(None) }
     }
 
-    async fn admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<Admission, StateError> {
+    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
         let day = utc_day(now_ms.div_euclid(1000));
         let t = tag(key_id);
         let (code, value): (i64, i64) = self
@@ -316,6 +318,7 @@ impl KeyStore for RedisStore {
                     .arg(now_ms)
                     .arg(BURST_WINDOW_MS)
                     .arg(USAGE_TTL_SECS)
+                    .arg(units)
                     .invoke_async(c)
                     .await
             })
@@ -328,9 +331,9 @@ impl KeyStore for RedisStore {
         })
     }
 
-    async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError> {
+    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError> {
         let counter = format!("{}:used:{day}", tag(key_id));
-        let _: i64 = self.call(async |c| self.refund.key(&counter).invoke_async(c).await).await?;
+        let _: i64 = self.call(async |c| self.refund.key(&counter).arg(units).invoke_async(c).await).await?;
         Ok(())
     }
 

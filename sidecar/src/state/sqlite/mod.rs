@@ -285,7 +285,7 @@ fn read_key(c: &Connection, id: &str) -> Result<Option<KeyRecord>, StateError> {
 /// The admission step. It runs inside the group transaction (`BEGIN IMMEDIATE` took the write
 /// lock, so admissions from any process are serialized); a refusal writes nothing but the
 /// removal of burst entries that have left the window.
-fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<Admission> {
+fn admit(c: &Connection, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> rusqlite::Result<Admission> {
     let day = utc_day(now_ms.div_euclid(1000));
     let used: i64 = c
         .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
@@ -293,7 +293,7 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
         .optional()?
         .unwrap_or(0);
     let used = used.max(0) as u64;
-    if used >= limits.daily_quota {
+    if used.saturating_add(units) > limits.daily_quota {
         return Ok(Admission::QuotaExceeded { used });
     }
     // An unlimited burst keeps no window (it would only grow with the load).
@@ -311,10 +311,10 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite:
     }
     let used: i64 = c
         .prepare_cached(
-            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, 1)
-             ON CONFLICT (key_id, day) DO UPDATE SET count = count + 1 RETURNING count",
+            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key_id, day) DO UPDATE SET count = count + ?3 RETURNING count",
         )?
-        .query_row(params![key_id, day], |r| r.get(0))?;
+        .query_row(params![key_id, day, i64::try_from(units).unwrap_or(i64::MAX)], |r| r.get(0))?;
     Ok(Admission::Admitted { used: used as u64 })
 }
 
@@ -398,16 +398,17 @@ impl KeyStore for SqliteStore {
         .await
     }
 
-    async fn admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<Admission, StateError> {
+    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
         let key_id = key_id.to_owned();
-        self.in_group(move |c| admit(c, &key_id, limits, now_ms).map_err(unavailable)).await
+        self.in_group(move |c| admit(c, &key_id, limits, units, now_ms).map_err(unavailable)).await
     }
 
-    async fn refund(&self, key_id: &str, day: &str) -> Result<(), StateError> {
+    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError> {
         let (key_id, day) = (key_id.to_owned(), day.to_owned());
+        let units = i64::try_from(units).unwrap_or(i64::MAX);
         self.in_group(move |c| {
-            c.prepare_cached("UPDATE usage SET count = count - 1 WHERE key_id = ?1 AND day = ?2 AND count > 0")
-                .and_then(|mut stmt| stmt.execute(params![key_id, day]))
+            c.prepare_cached("UPDATE usage SET count = MAX(count - ?3, 0) WHERE key_id = ?1 AND day = ?2")
+                .and_then(|mut stmt| stmt.execute(params![key_id, day, units]))
                 .map_err(unavailable)?;
             Ok(())
         })
@@ -475,7 +476,7 @@ mod tests {
         let now_ms = 1_700_000_000_000;
         let calls = (0..100).map(|_| {
             let store = std::sync::Arc::clone(&store);
-            tokio::spawn(async move { store.admit("key_1", limits, now_ms).await.unwrap() })
+            tokio::spawn(async move { store.admit("key_1", limits, 1, now_ms).await.unwrap() })
         });
         let outcomes = futures::future::join_all(calls).await;
         let admitted = outcomes.iter().filter(|o| matches!(o, Ok(Admission::Admitted { .. }))).count();
@@ -498,7 +499,7 @@ mod tests {
                 .map_err(unavailable)?;
             panic!("a bug in a store call")
         });
-        let admitted = store.admit("key_1", limits, 1_700_000_000_000);
+        let admitted = store.admit("key_1", limits, 1, 1_700_000_000_000);
         let (failing, panicking, admitted) = tokio::join!(failing, panicking, admitted);
         assert!(failing.is_err() && panicking.is_err());
         assert_eq!(admitted.unwrap(), Admission::Admitted { used: 1 });

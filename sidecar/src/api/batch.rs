@@ -1,0 +1,87 @@
+//! `POST /api/v1/domains`: verdicts for 1 to 1,000 inputs in one request, in input order.
+//!
+//! Same key, limits and headers as the single lookup: the request takes one place in the burst
+//! window and one unit of daily quota per valid input, all admitted in one step or refused
+//! whole (`402`, nothing counted); units of inputs that get no verdict (a DNS or store failure)
+//! are given back. Lookups run at most [`CONCURRENCY`] at a time, through the same MX cache and
+//! single flight as every other lookup, so a batch never has more than that many resolutions
+//! under way.
+
+use email_verdict_core::{BatchItem, BatchRequest, BatchResponse, ErrorCode, LookupInput};
+use futures::StreamExt;
+use http::Method;
+use pingora::protocols::http::ServerSession;
+
+use super::body::{Unread, read_body};
+use super::lookup::{auth_error, record, verdict_of};
+use super::{Api, ApiError, LogFields, Reply, Request};
+
+pub const PATH: &str = "/api/v1/domains";
+/// Lookups of one batch under way at once.
+pub const CONCURRENCY: usize = 16;
+/// 1,000 inputs of at most 254 octets, JSON-quoted, fit well within.
+const MAX_BODY_BYTES: usize = 1 << 20;
+
+pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Reply {
+    if request.method != Method::POST {
+        session.set_keepalive(None); // a body, if any, was not read
+        return ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")
+            .with_header("Allow", "POST")
+            .into();
+    }
+    let key = match api.auth.authenticate(request.key.as_deref(), request.client).await {
+        Ok(key) => key,
+        Err(e) => {
+            session.set_keepalive(None);
+            return auth_error(api, e).into();
+        }
+    };
+    log.key_id = Some(key.id.clone());
+    let inputs = match inputs(session).await {
+        Ok(inputs) => inputs,
+        Err(e) => return e.into(),
+    };
+    let parsed: Vec<Result<LookupInput, String>> =
+        inputs.iter().map(|raw| LookupInput::parse(raw).map_err(|e| e.to_string())).collect();
+    let valid = parsed.iter().filter(|p| p.is_ok()).count() as u64;
+    let mut grant = match api.limiter.admit(&key, valid).await {
+        Ok(grant) => grant,
+        Err(e) => return e.into(),
+    };
+    let results: Vec<BatchItem> = futures::stream::iter(inputs.into_iter().zip(parsed))
+        .map(|(raw, parsed)| async move {
+            match parsed {
+                Err(message) => BatchItem::error(raw, ErrorCode::InvalidInput, message),
+                Ok(input) => match verdict_of(api, &input).await {
+                    Ok(result) => BatchItem::Record(Box::new(record(raw, &input, result))),
+                    Err(e) => BatchItem::error(raw, e.code, e.message),
+                },
+            }
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    let failed =
+        results.iter().filter(|i| matches!(i, BatchItem::Error { error, .. } if error.code != ErrorCode::InvalidInput));
+    api.limiter.refund(&mut grant, failed.count() as u64).await;
+    log.items = Some(results.len());
+    Reply::Batch(Box::new(BatchResponse { request_id: request.id.clone(), results }), grant.headers())
+}
+
+/// The body's inputs: JSON `{"inputs": [...]}` with 1 to 1,000 strings.
+async fn inputs(session: &mut ServerSession) -> Result<Vec<String>, ApiError> {
+    let invalid = |message: String| ApiError::new(ErrorCode::InvalidInput, message);
+    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| match e {
+        Unread::TooLarge => invalid(format!("the body is larger than {MAX_BODY_BYTES} bytes")),
+        Unread::Failed => invalid("the body could not be read".to_owned()),
+    })?;
+    let batch: BatchRequest = serde_json::from_slice(&body)
+        .map_err(|e| invalid(format!("the body must be JSON {{\"inputs\": [\"domain or email\", ...]}}: {e}")))?;
+    match batch.inputs.len() {
+        0 => Err(invalid("\"inputs\" is empty: give 1 to 1000 domains or emails".to_owned())),
+        n if n > BatchRequest::MAX_INPUTS => {
+            Err(invalid(format!("{n} inputs: at most {} in one request", BatchRequest::MAX_INPUTS)))
+        }
+        _ => Ok(batch.inputs),
+    }
+}

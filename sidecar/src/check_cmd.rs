@@ -1,0 +1,338 @@
+//! `email-verdict check [FILE]`: verdicts in bulk without a server or a key. One input per line
+//! (standard input without FILE), one output line per input, in order: the lookup record (JSON
+//! lines) or a CSV row; an invalid line gets its error in its own output line.
+//!
+//! Streams: at most `--concurrency` lookups under way and that many results waiting to be
+//! written in order, whatever the file's size; lines longer than [`MAX_LINE`] are an error
+//! (skipped to their end, never held). Lookups go through the server's own path (MX cache with
+//! single flight, lists, the verdict rules), so a domain that repeats is resolved once while it
+//! is in the cache. Ctrl-C stops reading; every line written is whole.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use email_verdict_core::{BatchItem, Catalog, ErrorCode, LookupInput, LookupRecord};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+
+use crate::clock::SystemClock;
+use crate::config::ServeArgs;
+use crate::dns::{HickoryResolver, MxCache};
+use crate::lists::{LiveCatalog, offline_catalog};
+use crate::metrics::Metrics;
+use crate::state::{self, StateStore};
+use crate::usage_error;
+use crate::verdicts::{LookupError, Verdicts};
+
+/// Longer lines cannot be an email address (254 octets) or a domain; they are not buffered.
+const MAX_LINE: usize = 4096;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// One domain or email per line [default: standard input]
+    pub file: Option<PathBuf>,
+    /// Nameserver ADDR[:PORT] to query instead of the system resolver; repeatable
+    #[arg(long, env = "EMAIL_VERDICT_DNS", value_name = "ADDR[:PORT]", value_delimiter = ',')]
+    pub dns: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    pub format: Format,
+    /// Lookups under way at once
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// Settings file (TOML, as for serve): its lists and DNS settings apply
+    #[arg(long, env = "EMAIL_VERDICT_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// State store whose reviewer decisions apply [default: none, a temporary one]
+    #[arg(long, value_name = "URL")]
+    pub state: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Csv,
+}
+
+pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
+    let settings = ServeArgs { dns: args.dns.clone(), config: args.config.clone(), ..Default::default() }.resolve()?;
+    let (store, _temporary) = store(args.state.as_deref())?;
+    let metrics = Arc::new(Metrics::new());
+    let resolver =
+        Arc::new(HickoryResolver::new(&settings.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
+    let verdicts = Verdicts::new(
+        // The lists as they are now (files, kept copies of URL lists): a run does not reload.
+        Arc::new(LiveCatalog::fixed(Catalog::clone(&*offline_catalog(&settings.lists)?))),
+        MxCache::new(resolver, settings.cache.clone(), metrics.clone()),
+        store,
+        Arc::new(SystemClock),
+        settings.infra_threshold,
+        metrics,
+    );
+    let (reader, size): (Box<dyn AsyncBufRead + Unpin + Send>, Option<u64>) = match &args.file {
+        Some(path) => {
+            let file = tokio::fs::File::open(path)
+                .await
+                .map_err(|e| usage_error(format!("cannot read {}: {e}", path.display())))?;
+            let size = file.metadata().await.ok().map(|m| m.len());
+            (Box::new(BufReader::with_capacity(1 << 16, file)), size)
+        }
+        None => (Box::new(BufReader::new(tokio::io::stdin())), None),
+    };
+    let progress = progress(size);
+    let mut out = Output::new(args.format)?;
+    let lines = futures::stream::unfold(reader, |mut r| async move {
+        match read_line(&mut r).await {
+            Ok(Some(line)) => Some((Ok(line), r)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), r)),
+        }
+    });
+    let verdicts = &verdicts;
+    let results = lines
+        .map(|line| async move {
+            match line {
+                Ok(line) => Ok((line.consumed, judge(verdicts, line.text).await)),
+                Err(e) => Err(e),
+            }
+        })
+        .buffered(args.concurrency as usize);
+    tokio::pin!(results);
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut written = 0u64;
+    loop {
+        tokio::select! {
+            item = results.next() => match item {
+                Some(Ok((consumed, item))) => {
+                    out.write(&item)?;
+                    written += 1;
+                    progress.inc(consumed);
+                }
+                Some(Err(e)) => {
+                    out.finish()?;
+                    return Err(anyhow::Error::new(e).context(format!("reading the input after {written} lines")));
+                }
+                None => break,
+            },
+            _ = &mut interrupt => {
+                out.finish()?;
+                progress.abandon();
+                anyhow::bail!("interrupted: {written} lines written, each whole");
+            }
+        }
+    }
+    out.finish()?;
+    progress.finish();
+    Ok(())
+}
+
+/// The store whose reviewer decisions apply, or a temporary one (removed with the guard).
+fn store(url: Option<&str>) -> anyhow::Result<(Arc<dyn StateStore>, Option<TempState>)> {
+    if let Some(url) = url {
+        return Ok((state::open(url)?, None));
+    }
+    let path = std::env::temp_dir().join(format!("email-verdict-check-{}.db", std::process::id()));
+    let store = state::open(&format!("sqlite:{}", path.display()))?;
+    Ok((store, Some(TempState(path))))
+}
+
+struct TempState(PathBuf);
+
+impl Drop for TempState {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// One input line: its text (without the line end) and how many bytes it took in the input.
+struct Line {
+    text: Result<String, &'static str>,
+    consumed: u64,
+}
+
+/// The next line, bounded by [`MAX_LINE`] (a longer one is skipped to its end); `None` at the
+/// end of the input.
+async fn read_line(r: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Option<Line>> {
+    let mut bytes = Vec::new();
+    let mut consumed = 0u64;
+    let mut too_long = false;
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            if consumed == 0 {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        if !too_long && bytes.len() + chunk.len() <= MAX_LINE + 2 {
+            bytes.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            bytes.clear();
+        }
+        let n = chunk.len();
+        consumed += n as u64;
+        r.consume(n);
+        if done {
+            break;
+        }
+    }
+    while matches!(bytes.last(), Some(b'\n' | b'\r')) {
+        bytes.pop();
+    }
+    let text = if too_long {
+        Err("the line is longer than 4096 bytes")
+    } else {
+        String::from_utf8(bytes).map_err(|_| "the line is not UTF-8")
+    };
+    Ok(Some(Line { text, consumed }))
+}
+
+/// The record of one line, or its error.
+async fn judge(verdicts: &Verdicts, line: Result<String, &'static str>) -> BatchItem {
+    let raw = match line {
+        Ok(raw) => raw,
+        Err(why) => return BatchItem::error("", ErrorCode::InvalidInput, why),
+    };
+    let input = match LookupInput::parse(raw.trim()) {
+        Ok(input) => input,
+        Err(e) => return BatchItem::error(raw, ErrorCode::InvalidInput, e.to_string()),
+    };
+    let verdict = async {
+        let decision = verdicts.decision(input.domain()).await?;
+        verdicts.verdict(&input, decision).await
+    };
+    match verdict.await {
+        Ok(result) => BatchItem::Record(Box::new(crate::api::record(raw, &input, result))),
+        Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
+        Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
+    }
+}
+
+/// A progress bar on standard error when it is a terminal; hidden otherwise.
+fn progress(size: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match size {
+        Some(size) => ProgressBar::new(size).with_style(
+            ProgressStyle::with_template("{bar:40} {percent:>3}% {binary_bytes_per_sec} ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {binary_bytes} read, {binary_bytes_per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+/// Standard output, one whole line per item.
+enum Output {
+    Jsonl(std::io::BufWriter<std::io::Stdout>),
+    Csv(Box<csv::Writer<std::io::Stdout>>),
+}
+
+const CSV_HEADER: [&str; 17] = [
+    "input",
+    "input_type",
+    "email",
+    "domain",
+    "verdict",
+    "free_provider",
+    "business_email",
+    "shared_mx",
+    "has_mx",
+    "domain_exists",
+    "mx_records",
+    "review_required",
+    "allowlisted",
+    "blocked",
+    "mx_ip_match",
+    "error",
+    "error_message",
+];
+
+impl Output {
+    fn new(format: Format) -> anyhow::Result<Self> {
+        Ok(match format {
+            Format::Jsonl => Self::Jsonl(std::io::BufWriter::new(std::io::stdout())),
+            Format::Csv => {
+                let mut w = csv::Writer::from_writer(std::io::stdout());
+                w.write_record(CSV_HEADER)?;
+                Self::Csv(Box::new(w))
+            }
+        })
+    }
+
+    fn write(&mut self, item: &BatchItem) -> anyhow::Result<()> {
+        match self {
+            Self::Jsonl(w) => {
+                let mut line = serde_json::to_vec(item)?;
+                line.push(b'\n');
+                w.write_all(&line)?;
+            }
+            Self::Csv(w) => w.write_record(csv_row(item))?,
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> anyhow::Result<()> {
+        match self {
+            Self::Jsonl(w) => w.flush()?,
+            Self::Csv(w) => w.flush()?,
+        }
+        Ok(())
+    }
+}
+
+fn csv_row(item: &BatchItem) -> Vec<String> {
+    match item {
+        BatchItem::Record(r) => record_row(r),
+        BatchItem::Error { input, error } => {
+            let mut row = vec![String::new(); CSV_HEADER.len()];
+            row[0] = input.clone();
+            row[CSV_HEADER.len() - 2] = error.code.as_str().to_owned();
+            row[CSV_HEADER.len() - 1] = error.message.clone();
+            row
+        }
+    }
+}
+
+fn record_row(r: &LookupRecord) -> Vec<String> {
+    let v = &r.result;
+    let b = |x: bool| x.to_string();
+    let input_type = serde_json::to_value(r.input_type).ok().and_then(|t| t.as_str().map(str::to_owned));
+    let verdict = serde_json::to_value(v.verdict).ok().and_then(|t| t.as_str().map(str::to_owned));
+    vec![
+        r.input.clone(),
+        input_type.unwrap_or_default(),
+        r.email.clone(),
+        r.domain.clone(),
+        verdict.unwrap_or_default(),
+        b(v.free_provider),
+        b(v.business_email),
+        b(v.shared_mx),
+        b(v.has_mx),
+        b(v.domain_exists),
+        v.mx_records.join(" "),
+        b(v.review_required),
+        b(v.allowlisted),
+        b(v.blocked),
+        b(v.mx_ip_match),
+        String::new(),
+        String::new(),
+    ]
+}

@@ -1,0 +1,198 @@
+//! Issue 18: verdicts in bulk, against the built binary and NSD's fixture zones:
+//! `POST /api/v1/domains` (quota per answered item, all or nothing; the burst per request) and
+//! `email-verdict check` (one output line per input, in order; CSV; Ctrl-C keeps lines whole).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use email_verdict_tests::verdict::check_error;
+use email_verdict_tests::{Nsd, Request, Response, Sidecar, TestDir, start_with};
+use serde_json::{Value, json};
+
+fn batch(sc: &Sidecar, key: &str, inputs: &[&str]) -> Response {
+    let body = json!({ "inputs": inputs }).to_string();
+    sc.send(
+        &Request::new("POST", "/api/v1/domains")
+            .bearer(key)
+            .header("Content-Type", "application/json")
+            .body(body.as_bytes()),
+    )
+}
+
+fn used_today(sc: &Sidecar, name: &str) -> u64 {
+    sc.cli().row_named(name).used_today.parse().expect("a count")
+}
+
+#[test]
+fn a_batch_answers_in_order_and_costs_one_unit_per_verdict() {
+    let (sc, _nsd) = start_with(|b| b.keys(&["basic"]));
+    let key = sc.key().to_owned();
+    let domains = ["gmail.com", "mailinator.com", "Ann@Outlook.com", "not an email", "yopmail.com"];
+    // 1,000 inputs: the five above over and over (repeats are resolved once), 200 invalid.
+    let inputs: Vec<&str> = (0..1000).map(|i| domains[i % domains.len()]).collect();
+    let r = batch(&sc, &key, &inputs);
+    assert_eq!(r.status, 200, "{r}");
+    let body = r.json();
+    let results = body["results"].as_array().expect("results");
+    assert_eq!(results.len(), 1000);
+    assert!(body["request_id"].is_string() && body.get("input").is_none(), "{body}");
+    for (i, item) in results.iter().enumerate() {
+        assert_eq!(item["input"], inputs[i], "item {i} is in input order");
+        if inputs[i] == "not an email" {
+            assert_eq!(item["error"]["code"], "invalid_input", "{item}");
+        } else {
+            assert!(item.get("request_id").is_none(), "{item}");
+            let expected = match inputs[i] {
+                "mailinator.com" | "yopmail.com" => "disposable",
+                _ => "safe",
+            };
+            assert_eq!(item["result"]["verdict"], expected, "{item}");
+        }
+    }
+    assert_eq!(results[2]["email"], "Ann@outlook.com", "the local part keeps its case, the domain is normalized");
+    assert_eq!(used_today(&sc, "test-0"), 800, "800 verdicts, 200 invalid inputs free");
+    assert_eq!(r.header("x-ratelimit-remaining"), Some("4200"), "{r}");
+    // More valid inputs than remain today: refused whole, nothing counted.
+    std::thread::sleep(Duration::from_millis(1100));
+    let many: Vec<String> = (0..1000).map(|i| format!("n{i}.example")).collect();
+    for _ in 0..4 {
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(batch(&sc, &key, &refs).status, 200);
+    }
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    let r = batch(&sc, &key, &refs);
+    check_error(&r, 402, "quota_exceeded", "1,000 valid inputs with 200 left");
+    assert_eq!(r.header("x-ratelimit-remaining"), Some("200"), "{r}");
+    assert_eq!(used_today(&sc, "test-0"), 4800, "the refused batch cost nothing");
+}
+
+#[test]
+fn the_burst_counts_requests_and_bad_bodies_are_refused() {
+    let (sc, _nsd) = start_with(|b| b.keys(&["free"]));
+    let key = sc.key().to_owned();
+    assert_eq!(batch(&sc, &key, &["gmail.com", "x", "mailinator.com"]).status, 200);
+    check_error(&batch(&sc, &key, &["gmail.com"]), 429, "rate_limit_exceeded", "the same second");
+    std::thread::sleep(Duration::from_millis(1100));
+    check_error(&batch(&sc, &key, &["a.example", "b.example"]), 402, "quota_exceeded", "2 with 1 left");
+    assert_eq!(used_today(&sc, "test-0"), 2);
+    let send = |body: &[u8]| {
+        std::thread::sleep(Duration::from_millis(1100));
+        sc.send(
+            &Request::new("POST", "/api/v1/domains").bearer(&key).header("Content-Type", "application/json").body(body),
+        )
+    };
+    for body in [
+        &br#"{"inputs": []}"#[..],
+        b"{}",
+        b"[\"gmail.com\"]",
+        b"{\"inputs\": [1]}",
+        b"not json",
+        b"{\"inputs\":[\"a.b\"],\"x\":1}",
+    ] {
+        check_error(&send(body), 400, "invalid_input", &String::from_utf8_lossy(body));
+    }
+    let thousand_and_one = json!({ "inputs": vec!["gmail.com"; 1001] }).to_string();
+    check_error(&send(thousand_and_one.as_bytes()), 400, "invalid_input", "1,001 inputs");
+    let r = sc.send(&Request::get("/api/v1/domains").bearer(&key));
+    check_error(&r, 405, "method_not_allowed", "GET");
+    check_error(
+        &batch(&sc, "ev_0000000000000000000000000000000000000000", &["gmail.com"]),
+        401,
+        "api_key_invalid",
+        "bad key",
+    );
+}
+
+/// `email-verdict check ARGS` with `stdin`, against NSD.
+fn check(nsd: &Nsd, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    let dir = TestDir::new("check");
+    let mut child = Command::new(email_verdict_tests::sidecar::binary())
+        .arg("check")
+        .args(["--dns", &nsd.addr().to_string()])
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("EMAIL_VERDICT_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run email-verdict check");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_writes_one_line_per_input_in_order() {
+    let nsd = Nsd::start();
+    let input =
+        "gmail.com\nann@mailinator.com\n\nnot an email\n\u{fffd}bad\nyopmail.com\r\ngmail.com\nlast@outlook.com";
+    let (code, stdout, stderr) = check(&nsd, &[], input);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let inputs: Vec<&str> = input.split('\n').map(|l| l.trim_end_matches('\r')).collect();
+    assert_eq!(lines.len(), inputs.len(), "{stdout}");
+    for (line, input) in lines.iter().zip(&inputs) {
+        assert_eq!(line["input"], *input, "{line}");
+    }
+    assert_eq!(lines[0]["result"]["verdict"], "safe");
+    assert_eq!(lines[1]["result"]["verdict"], "disposable");
+    assert_eq!(lines[1]["email"], "ann@mailinator.com");
+    assert_eq!(lines[2]["error"]["code"], "invalid_input");
+    assert_eq!(lines[3]["error"]["code"], "invalid_input");
+    assert_eq!(lines[5]["result"]["verdict"], "disposable");
+    assert!(lines.iter().all(|l| l.get("request_id").is_none()));
+    assert!(!stderr.contains("%"), "no progress bar when stderr is not a terminal: {stderr}");
+    // CSV, from a file.
+    let dir = TestDir::new("check-file");
+    let file = dir.join("in.txt");
+    std::fs::write(&file, "gmail.com\nx\n").unwrap();
+    let (code, stdout, _) = check(&nsd, &["--format", "csv", &file.display().to_string()], "");
+    assert_eq!(code, Some(0));
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert!(rows[0].starts_with("input,input_type,email,domain,verdict,"), "{stdout}");
+    assert!(rows[1].starts_with("gmail.com,domain,,gmail.com,safe,"), "{stdout}");
+    assert!(rows[2].starts_with("x,") && rows[2].contains("invalid_input"), "{stdout}");
+    // A file that cannot be read is bad usage.
+    let (code, _, stderr) = check(&nsd, &["/nonexistent/in.txt"], "");
+    assert_eq!(code, Some(2), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_stops_check_with_every_written_line_whole() {
+    let nsd = Nsd::start();
+    let dir = TestDir::new("check-interrupt");
+    let mut child = Command::new(email_verdict_tests::sidecar::binary())
+        .arg("check")
+        .args(["--dns", &nsd.addr().to_string(), "--concurrency", "4"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run email-verdict check");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Distinct names: each needs a DNS answer. Keep stdin open: the run can only end by Ctrl-C.
+    let names: String = (0..2000).map(|i| format!("user{i}@n{i}.example\n")).collect();
+    stdin.write_all(names.as_bytes()).expect("write stdin");
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().expect("kill").success());
+    let out = child.wait_with_output().expect("wait");
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.ends_with('\n') || stdout.is_empty(), "the last line is whole");
+    for (i, line) in stdout.lines().enumerate() {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {i} is not whole JSON ({e}): {line}"));
+        assert_eq!(v["input"], format!("user{i}@n{i}.example"), "in order");
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"), "{}", String::from_utf8_lossy(&out.stderr));
+}
