@@ -5,6 +5,7 @@
 
 use crate::Domain;
 use crate::lists::{DomainSet, LoadReport, NameMap};
+use crate::suggest::Providers;
 #[cfg(test)]
 use crate::verdict::MxHost;
 use crate::verdict::{Decision, Listing, MxInfo, Signals};
@@ -83,6 +84,8 @@ pub struct Catalog {
     /// Operator decisions from files: names forced `safe` / `disposable`.
     pub allow: DomainSet,
     pub block: DomainSet,
+    /// Popular mail providers: the only names a typo suggestion may point to.
+    pub popular: Providers,
 }
 
 /// Which non-disposable list of a [`Catalog`] a text is loaded into (disposable sources go
@@ -94,6 +97,7 @@ pub enum ListKind {
     SharedMx,
     Allow,
     Block,
+    Popular,
 }
 
 /// A disposable listing as found for a name, for explaining a verdict.
@@ -112,6 +116,7 @@ impl Catalog {
             ListKind::SharedMx => self.shared_mx.load_tsv(text),
             ListKind::Allow => self.allow.load_text(text),
             ListKind::Block => self.block.load_text(text),
+            ListKind::Popular => self.popular.load_text(text),
         }
     }
 
