@@ -20,7 +20,7 @@ pub mod signup;
 pub mod suggest;
 pub mod verdict;
 
-pub use api::{ErrorBody, ErrorCode, InputType, LookupResponse, VerdictResult};
+pub use api::{ErrorBody, ErrorCode, InputType, LookupRecord, LookupResponse, VerdictResult};
 pub use catalog::{Catalog, ListKind};
 pub use domain::Domain;
 pub use email::EmailAddress;
