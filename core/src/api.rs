@@ -46,6 +46,11 @@ pub struct LookupRecord {
     pub input_type: InputType,
     pub email: String,
     pub domain: String,
+    /// Beyond the spec: the corrected email (an email input: same local part) or domain when
+    /// the domain is very probably a typo of a popular mail provider ([`crate::suggest`]);
+    /// `null` otherwise. Absent in an answer of an older sidecar, read as `null`.
+    #[serde(default)]
+    pub did_you_mean: Option<String>,
     pub result: VerdictResult,
 }
 
@@ -169,6 +174,38 @@ impl ErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::{MxInfo, Signals, decide};
+
+    fn response(did_you_mean: Option<&str>) -> LookupResponse {
+        let record = LookupRecord {
+            input: "ann@gmial.com".into(),
+            input_type: InputType::Email,
+            email: "ann@gmial.com".into(),
+            domain: "gmial.com".into(),
+            did_you_mean: did_you_mean.map(str::to_owned),
+            result: decide(&Signals::default(), &MxInfo::NoDomain, false),
+        };
+        LookupResponse { request_id: "r1".into(), record }
+    }
+
+    #[test]
+    fn the_record_is_flat_with_did_you_mean_beside_the_spec_fields() {
+        let text = serde_json::to_string(&response(Some("ann@gmail.com"))).unwrap();
+        let keys = ["request_id", "input", "input_type", "email", "domain", "did_you_mean", "result"];
+        let at: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["did_you_mean"], "ann@gmail.com");
+        let none = serde_json::to_value(response(None)).unwrap();
+        assert!(none["did_you_mean"].is_null(), "null, not absent");
+        // An older sidecar's answer, without the field, still reads.
+        let mut old = none.clone();
+        old.as_object_mut().unwrap().remove("did_you_mean");
+        let read: LookupResponse = serde_json::from_value(old).unwrap();
+        assert_eq!(read, response(None));
+        let round: LookupResponse = serde_json::from_value(json).unwrap();
+        assert_eq!(round, response(Some("ann@gmail.com")));
+    }
 
     #[test]
     fn error_codes_serialize_as_their_names() {

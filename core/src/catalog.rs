@@ -5,6 +5,8 @@
 
 use crate::Domain;
 use crate::lists::{DomainSet, LoadReport, NameMap, ParsedList};
+
+use crate::suggest::Providers;
 #[cfg(test)]
 use crate::verdict::MxHost;
 use crate::verdict::{Decision, Listing, MxInfo, Signals};
@@ -83,6 +85,8 @@ pub struct Catalog {
     /// Operator decisions from files: names forced `safe` / `disposable`.
     pub allow: DomainSet,
     pub block: DomainSet,
+    /// Popular mail providers: the only names a typo suggestion may point to.
+    pub popular: Providers,
 }
 
 /// Which non-disposable list of a [`Catalog`] a text is loaded into (disposable sources go
@@ -94,6 +98,7 @@ pub enum ListKind {
     SharedMx,
     Allow,
     Block,
+    Popular,
 }
 
 /// A disposable listing as found for a name, for explaining a verdict.
@@ -112,6 +117,7 @@ impl Catalog {
             ListKind::SharedMx => self.shared_mx.load_tsv(text),
             ListKind::Allow => self.allow.load_text(text),
             ListKind::Block => self.block.load_text(text),
+            ListKind::Popular => self.popular.load_text(text),
         }
     }
 
@@ -123,14 +129,15 @@ impl Catalog {
     }
 
     /// Like [`load`](Self::load) for a list already read (an operator's list reloaded at run
-    /// time). Shared-MX lists carry values and are only loaded from text.
+    /// time).
     pub fn load_parsed(&mut self, kind: ListKind, list: &ParsedList) {
         let set = match kind {
             ListKind::Free => &mut self.free,
             ListKind::Relay => &mut self.relay,
             ListKind::Allow => &mut self.allow,
             ListKind::Block => &mut self.block,
-            ListKind::SharedMx => return,
+            // Shared-MX lists carry values, and the providers are shipped only: loaded from text.
+            ListKind::SharedMx | ListKind::Popular => return,
         };
         set.extend_parsed(list, (), |_, _| {});
     }

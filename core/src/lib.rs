@@ -2,7 +2,8 @@
 //!
 //! Holds everything that decides *what* a verdict is, and nothing that does I/O:
 //! input parsing and normalization ([`input`], [`domain`], [`email`]), list matching bounded by
-//! the Public Suffix List ([`lists`]), the verdict rules of the spec ([`verdict`]), the JSON
+//! the Public Suffix List ([`lists`]), the verdict rules of the spec ([`verdict`]), typo
+//! suggestions towards popular mail providers ([`suggest`]), the JSON
 //! types of `/api/v1` ([`api`]), and what a gateway does with a signup request ([`signup`]:
 //! finding the email, the enforcement settings, the answers), shared by the filter and ext_authz.
 //!
@@ -16,6 +17,7 @@ pub mod email;
 pub mod input;
 pub mod lists;
 pub mod signup;
+pub mod suggest;
 pub mod verdict;
 
 pub use api::{
@@ -27,4 +29,5 @@ pub use domain::Domain;
 pub use email::EmailAddress;
 pub use input::{InputError, LookupInput};
 pub use lists::{DomainSet, NameMap};
+pub use suggest::Providers;
 pub use verdict::{Decision, MxHost, MxInfo, Signals};

@@ -16,6 +16,10 @@ pub enum EntryError {
     Invalid,
     #[error("is a public suffix")]
     PublicSuffix,
+    #[error("is not a registrable domain under a known public suffix")]
+    NotRegistrable,
+    #[error("is over the list's bound")]
+    OverLimit,
 }
 
 /// What loading a list text did: how many entries it took and which lines it refused.
@@ -221,7 +225,7 @@ impl<V> NameMap<V> {
     }
 }
 
-fn load_lines(text: &str, mut insert: impl FnMut(&str) -> Result<(), EntryError>) -> LoadReport {
+pub(crate) fn load_lines(text: &str, mut insert: impl FnMut(&str) -> Result<(), EntryError>) -> LoadReport {
     let mut report = LoadReport::default();
     for line in text.lines() {
         let line = line.split(" #").next().unwrap_or_default().trim();

@@ -120,6 +120,11 @@ impl Signals {
         self.listing.is_some_and(|l| l.strong && (!l.via_parent || self.parent_mail))
     }
 
+    /// Some list, operator file or reviewer knows the name (a typo suggestion is never made then).
+    pub fn on_any_list(&self) -> bool {
+        self.free || self.relay || self.listing.is_some() || self.decision.is_some()
+    }
+
     /// A listing that did not decide: the domain is queued for review because of it.
     pub fn listing_in_question(&self) -> bool {
         self.listing.is_some() && !self.listing_decides()

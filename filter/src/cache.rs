@@ -13,7 +13,8 @@ use crate::host::HostError;
 use email_verdict_core::signup::{Flags, VerdictSummary};
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
-const FORMAT: &str = "ev1";
+/// `ev2` added the suggestion; an `ev1` entry (a filter before it) is a miss.
+const FORMAT: &str = "ev2";
 
 /// Why a shared-data write did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,15 +102,17 @@ struct Entry<'a> {
     expires_ms: u64,
 }
 
-/// `ev1|<expires ms>|<d or s>|<flag bits>|<domain>`; a domain never holds `|`.
+/// `ev2|<expires ms>|<d or s>|<flag bits>|<suggested domain or nothing>|<domain>`; a domain
+/// never holds `|`.
 fn encode(domain: &str, summary: &VerdictSummary, expires_ms: u64) -> String {
     let verdict = if summary.disposable { 'd' } else { 's' };
-    format!("{FORMAT}|{expires_ms}|{verdict}|{}|{domain}", summary.flags.bits())
+    let suggestion = summary.suggestion.as_ref().map_or("", Domain::as_str);
+    format!("{FORMAT}|{expires_ms}|{verdict}|{}|{suggestion}|{domain}", summary.flags.bits())
 }
 
 fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut fields = text.splitn(5, '|');
+    let mut fields = text.splitn(6, '|');
     if fields.next()? != FORMAT {
         return None;
     }
@@ -120,8 +123,12 @@ fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
         _ => return None,
     };
     let flags = Flags::from_bits(fields.next()?.parse().ok()?)?;
+    let suggestion = match fields.next()? {
+        "" => None,
+        name => Some(Domain::parse(name).ok()?),
+    };
     let domain = fields.next()?;
-    Some(Entry { domain, summary: VerdictSummary { disposable, flags }, expires_ms })
+    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, expires_ms })
 }
 
 /// 64-bit FNV-1a: deterministic everywhere, unlike `std`'s hasher, which is free to change.
@@ -169,7 +176,7 @@ mod tests {
     }
 
     fn summary(disposable: bool, flags: &[Flag]) -> VerdictSummary {
-        VerdictSummary { disposable, flags: flags.iter().copied().collect() }
+        VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None }
     }
 
     #[test]
@@ -233,12 +240,14 @@ mod tests {
         for junk in [
             &b""[..],
             b"\xff\xfe",
-            b"ev1",
+            b"ev2",
+            b"ev1|999|d|0|a.example", // the format before suggestions
             b"ev2|999|d|0|a.example",
-            b"ev1|x|d|0|a.example",
-            b"ev1|999|q|0|a.example",
-            b"ev1|999|d|99999|a.example",
-            b"ev1|999|d|0",
+            b"ev2|x|d|0||a.example",
+            b"ev2|999|q|0||a.example",
+            b"ev2|999|d|99999||a.example",
+            b"ev2|999|d|0|not a domain|a.example",
+            b"ev2|999|d|0|",
         ] {
             let mut store = Store::default();
             store.data.insert(cache.slot_key(&domain), (junk.to_vec(), 5));
@@ -247,10 +256,14 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_every_flag() {
+    fn round_trips_every_flag_and_the_suggestion() {
         let all = summary(false, &Flag::ALL);
         let text = encode("a.example", &all, 42);
         assert_eq!(decode(text.as_bytes()), Some(Entry { domain: "a.example", summary: all, expires_ms: 42 }));
+        let typo = VerdictSummary { suggestion: Some(d("gmail.com")), ..summary(false, &[]) };
+        let text = encode("gmial.com", &typo, 42);
+        assert_eq!(text, "ev2|42|s|0|gmail.com|gmial.com");
+        assert_eq!(decode(text.as_bytes()), Some(Entry { domain: "gmial.com", summary: typo, expires_ms: 42 }));
     }
 
     #[test]

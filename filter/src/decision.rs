@@ -21,7 +21,10 @@ pub enum CalloutOutcome {
 pub fn classify(response: &CalloutResponse) -> CalloutOutcome {
     match response.status {
         Some(200) => match serde_json::from_slice::<LookupResponse>(&response.body) {
-            Ok(lookup) => CalloutOutcome::Verdict(VerdictSummary::from_result(&lookup.record.result)),
+            Ok(lookup) => CalloutOutcome::Verdict(
+                VerdictSummary::from_result(&lookup.record.result)
+                    .with_suggestion(lookup.record.did_you_mean.as_deref()),
+            ),
             Err(_) => CalloutOutcome::Failed(Bypass::SidecarError),
         },
         Some(400) => match serde_json::from_slice::<ErrorBody>(&response.body) {
@@ -68,8 +71,9 @@ mod tests {
     fn classifies_sidecar_answers() {
         use Bypass::{SidecarError, SidecarRejected, SidecarTimeout};
         use CalloutOutcome::*;
-        let verdict =
-            |disposable, flags: &[Flag]| Verdict(VerdictSummary { disposable, flags: flags.iter().copied().collect() });
+        let verdict = |disposable, flags: &[Flag]| {
+            Verdict(VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None })
+        };
         let cases: &[(Option<u16>, String, CalloutOutcome)] = &[
             (Some(200), lookup_body("disposable", &["has_mx"]), verdict(true, &[Flag::HasMx])),
             (

@@ -10,7 +10,7 @@
 //! ```
 //! Every configured source is read and must agree (`extract`); a body that cannot be read in
 //! full is `on_unreadable_body`, not a missing email.
-//! Client copies of the four flag headers are stripped from every request first. Request
+//! Client copies of the five flag headers are stripped from every request first. Request
 //! headers can still be changed in the body phase because Envoy runs the filter with
 //! `allow_on_headers_stop_iteration: true`. Without it (`hold_headers: false`, block only) the
 //! headers go upstream at once and the body is held until the verdict: a blocked signup never
@@ -173,7 +173,7 @@ struct Ctx<'a, H: Host> {
 }
 
 impl<H: Host> Ctx<'_, H> {
-    /// Removes every value of those of the four flag headers that `present` holds (all four
+    /// Removes every value of those of the five flag headers that `present` holds (all five
     /// when the headers could not be read); all are tried, the first error returned.
     fn strip_flag_headers(&mut self, present: Option<&RequestHeaders>) -> Result<(), HostError> {
         let mut result = Ok(());
@@ -314,7 +314,7 @@ impl<H: Host> Ctx<'_, H> {
 
     /// A verdict: block a disposable address in block mode, otherwise flag and go on.
     fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary) -> Step {
-        self.judged(domain, summary.disposable, &summary.flags.header_value())
+        self.judged(domain, summary.disposable, &summary.flags.header_value(), summary.suggestion.as_ref())
     }
 
     /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
@@ -326,12 +326,14 @@ impl<H: Host> Ctx<'_, H> {
                 LogLevel::Info,
                 &format!("{domain} is on the embedded strong lists: disposable without the sidecar"),
             );
-            return self.judged(domain, true, LOCAL_FALLBACK_FLAG);
+            return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None);
         }
         self.fail(bypass)
     }
 
-    fn judged(&mut self, domain: &Domain, disposable: bool, flags: &str) -> Step {
+    /// A verdict reached: block, or add the verdict headers (and the suggested provider domain
+    /// of a probable typo, never the email's local part) and go on.
+    fn judged(&mut self, domain: &Domain, disposable: bool, flags: &str, suggestion: Option<&Domain>) -> Step {
         self.host.increment(Counter::Checked);
         let enforce = &self.config.enforce;
         if disposable && enforce.mode == Mode::Block {
@@ -343,8 +345,10 @@ impl<H: Host> Ctx<'_, H> {
         }
         let names = &self.config.enforce.flag_headers;
         let verdict = if disposable { "disposable" } else { "safe" };
+        let suggested = suggestion.map(|s| (&names.suggestion, s.as_str()));
         let set = [(&names.verdict, verdict), (&names.domain, domain.as_str()), (&names.flags, flags)]
             .into_iter()
+            .chain(suggested)
             .try_for_each(|(name, value)| self.host.set_request_header(name, value));
         match set {
             Ok(()) => {

@@ -205,6 +205,15 @@ pub fn lookup_response(domain: &str, verdict: &str, flags: &[&str]) -> crate::ho
     crate::host::CalloutResponse { status: Some(200), body: body.to_string().into_bytes() }
 }
 
+/// A sidecar answer for a domain without mail that is a probable typo of `suggestion`.
+pub fn lookup_response_suggesting(domain: &str, suggestion: &str) -> crate::host::CalloutResponse {
+    let mut response = lookup_response(domain, "safe", &[]);
+    let mut body: serde_json::Value = serde_json::from_slice(&response.body).unwrap_or_default();
+    body["did_you_mean"] = suggestion.into();
+    response.body = body.to_string().into_bytes();
+    response
+}
+
 /// A sidecar error answer, `{"request_id", "error": {"code", "message"}}`.
 pub fn error_response(status: u16, code: &str) -> crate::host::CalloutResponse {
     let body = format!(r#"{{"request_id":"r1","error":{{"code":"{code}","message":"m"}}}}"#);

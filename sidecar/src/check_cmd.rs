@@ -214,7 +214,7 @@ async fn judge(verdicts: &Verdicts, line: Result<String, &'static str>) -> Batch
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {
-        Ok(result) => BatchItem::Record(Box::new(crate::api::record(raw, &input, result))),
+        Ok(judged) => BatchItem::Record(Box::new(crate::api::record(&raw, &input, judged))),
         Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
         Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
     }
@@ -245,7 +245,7 @@ enum Output {
     Csv(Box<csv::Writer<std::io::Stdout>>),
 }
 
-const CSV_HEADER: [&str; 17] = [
+const CSV_HEADER: [&str; 18] = [
     "input",
     "input_type",
     "email",
@@ -261,6 +261,7 @@ const CSV_HEADER: [&str; 17] = [
     "allowlisted",
     "blocked",
     "mx_ip_match",
+    "did_you_mean",
     "error",
     "error_message",
 ];
@@ -332,6 +333,7 @@ fn record_row(r: &LookupRecord) -> Vec<String> {
         b(v.allowlisted),
         b(v.blocked),
         b(v.mx_ip_match),
+        r.did_you_mean.clone().unwrap_or_default(),
         String::new(),
         String::new(),
     ]

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use email_verdict_core::suggest::did_you_mean;
 use email_verdict_core::verdict::decide;
 use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult};
 
@@ -47,10 +48,19 @@ pub struct Verdicts {
     learned: Mutex<LruCache<u64, Instant>>,
 }
 
+/// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
+/// `core::suggest`, only for a domain without mail that nothing knows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    pub result: VerdictResult,
+    pub suggestion: Option<Domain>,
+}
+
 /// A verdict with what it was reached from.
 struct Decided {
     result: VerdictResult,
     catalog: Arc<Catalog>,
+    suggestion: Option<Domain>,
     mx: Arc<MxInfo>,
     signals: Signals,
     /// Own MX host names or addresses the index knows as disposable infrastructure, each with
@@ -61,6 +71,7 @@ struct Decided {
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
 pub struct Explained {
     pub result: VerdictResult,
+    pub suggestion: Option<Domain>,
     pub mx: Arc<MxInfo>,
     pub why: Why,
     /// The catalog the verdict was reached with (the page describes the domain by it).
@@ -118,8 +129,9 @@ impl Verdicts {
     }
 
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
-    pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<VerdictResult, LookupError> {
-        Ok(self.decided(input, decision).await?.result)
+    pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Judged, LookupError> {
+        let d = self.decided(input, decision).await?;
+        Ok(Judged { result: d.result, suggestion: d.suggestion })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
@@ -136,7 +148,7 @@ impl Verdicts {
         let applied = self.applied_decision(input.domain()).await?;
         let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, d.infra_matches);
-        Ok(Explained { result: d.result, mx: d.mx, why, catalog: d.catalog })
+        Ok(Explained { result: d.result, suggestion: d.suggestion, mx: d.mx, why, catalog: d.catalog })
     }
 
     async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
@@ -161,9 +173,11 @@ impl Verdicts {
             signals.mx_ip_match = !infra_matches.is_empty();
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
+        let suggestion =
+            did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         self.metrics.verdict(result.verdict);
         self.record(&catalog, domain, &signals, &result, infra);
-        Ok(Decided { result, catalog, mx: lookup.mx, signals, infra_matches })
+        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra_matches })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).

@@ -1,6 +1,6 @@
 // node pages.mjs BASE_URL SCREENSHOT_DIR
-// Every language: the pages of a disposable, a free, a business and a no-MX domain show the
-// verdict, the provider and (with MX) the MX table with address, country, ASN and reverse DNS;
+// Every language: the pages of a disposable, a free, a business, a no-MX domain and a typo of a
+// popular provider (with its "Did you mean ...?" link) show the verdict, the provider and (with MX) the MX table with address, country, ASN and reverse DNS;
 // the bare URL picks the language from the browser's Accept-Language.
 import { LANGS, messages, fill, check, equal, launch, screenshots, run } from "./lib.mjs";
 
@@ -10,6 +10,7 @@ const CASES = [
   { domain: "gmail.com", verdict: "safe", service: "free", provider: "Google Workspace", mx: { ip: "2001:db8::11", ptr: "gmail-smtp-in.l.google.com", asn: "AS64501", country: "(DE)" } },
   { domain: "shopco.example", verdict: "safe", service: "business", mx: { ip: "192.0.2.30", ptr: "mail-protection.outlook.com", asn: "AS64500", country: "(US)" } },
   { domain: "nomx.example", verdict: "safe", service: "other", queued: "no_mx" },
+  { domain: "yhaoo.com", verdict: "safe", service: "other", queued: "no_mx", suggestion: "yahoo.com" },
 ];
 
 async function checkPage(page, lang, c) {
@@ -24,6 +25,12 @@ async function checkPage(page, lang, c) {
   equal(await page.getAttribute("[data-service]", "data-service"), c.service, `${lang} ${c.domain}: service`);
   if (c.provider) equal((await page.textContent("[data-provider]")).trim(), c.provider, `${lang} ${c.domain}: provider`);
   equal(await page.locator('link[rel="alternate"][hreflang]').count(), 7, `${lang} ${c.domain}: hreflang alternates`);
+  const suggestion = page.locator("[data-suggestion]");
+  equal(await suggestion.count(), c.suggestion ? 1 : 0, `${lang} ${c.domain}: a suggestion or none`);
+  if (c.suggestion) {
+    equal((await suggestion.textContent()).trim(), fill(t.did_you_mean, { domain: c.suggestion }), `${lang} ${c.domain}: did you mean`);
+    equal(await suggestion.getAttribute("href"), `/${lang}/domain/${c.suggestion}`, `${lang} ${c.domain}: the provider's page`);
+  }
   if (c.queued) {
     equal((await page.textContent(`[data-queued="${c.queued}"]`)).trim(), t.queued_no_mx, `${lang} ${c.domain}: queued for review`);
     equal(await page.locator("table.mx").count(), 0, `${lang} ${c.domain}: no MX table`);

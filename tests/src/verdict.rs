@@ -94,6 +94,9 @@ pub fn shape_problems(v: &Value) -> Vec<String> {
     if !matches!(it, Some("domain" | "email")) {
         p.push(format!("input_type {it:?} not domain|email"));
     }
+    if !v.get("did_you_mean").is_some_and(|d| d.is_null() || d.is_string()) {
+        p.push(format!("did_you_mean is not null or a string: {:?}", v.get("did_you_mean")));
+    }
     let Some(r) = v.get("result").filter(|r| r.is_object()) else {
         p.push("result is not an object".into());
         return p;
@@ -144,6 +147,7 @@ pub fn consistency_problems(v: &Value) -> Vec<String> {
     if s("recommendation") != Some(rec) {
         p.push(format!("recommendation {:?} does not mirror verdict {verdict}", s("recommendation")));
     }
+    p.extend(suggestion_problems(v));
     let mx = strings(&r["mx_records"]);
     for h in &mx {
         if h.ends_with('.') || h.chars().any(|c| c.is_ascii_uppercase()) || h.is_empty() {
@@ -190,4 +194,28 @@ pub fn expect_fields(v: &Value, expected: &[(&str, Value)], what: &str) {
         .map(|(ptr, want)| format!("{ptr}: expected {want}, got {:?}", v.pointer(ptr)))
         .collect();
     assert!(mismatches.is_empty(), "{what}:\n  - {}\nbody: {v:#}", mismatches.join("\n  - "));
+}
+
+/// `did_you_mean`: only for a domain without mail, the same kind as the input (an email keeps
+/// its local part, a domain stays a domain), and never the checked domain itself.
+fn suggestion_problems(v: &Value) -> Vec<String> {
+    let Some(suggested) = v.get("did_you_mean").and_then(Value::as_str) else { return Vec::new() };
+    let mut p = Vec::new();
+    if v["result"]["has_mx"] != Value::Bool(false) {
+        p.push(format!("did_you_mean {suggested:?} for a domain with MX"));
+    }
+    let (local, domain) = match suggested.rsplit_once('@') {
+        Some((local, domain)) => (Some(local), domain),
+        None => (None, suggested),
+    };
+    let email = v.get("email").and_then(Value::as_str).unwrap_or_default();
+    match (v.get("input_type").and_then(Value::as_str), local) {
+        (Some("email"), Some(local)) if email.rsplit_once('@').map(|(l, _)| l) == Some(local) => {}
+        (Some("domain"), None) => {}
+        _ => p.push(format!("did_you_mean {suggested:?} does not keep the input's form ({email:?})")),
+    }
+    if Some(domain) == v.get("domain").and_then(Value::as_str) {
+        p.push(format!("did_you_mean {suggested:?} suggests the checked domain itself"));
+    }
+    p
 }

@@ -6,7 +6,8 @@ use email_verdict_tests::{Recorded, Request, Response};
 use serde_json::json;
 use std::time::Duration;
 
-const VERDICT_HEADERS: [&str; 4] = ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"];
+const VERDICT_HEADERS: [&str; 5] =
+    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
 
 fn assert_blocked(resp: &Response, what: &str) {
     assert_eq!(resp.status, 403, "{what}: a disposable signup must be blocked\n{resp}");

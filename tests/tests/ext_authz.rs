@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 const KEY: &str = "ev_0123456789abcdef0123456789abcdef01234567";
-const VERDICT_HEADERS: [&str; 4] = ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"];
+const VERDICT_HEADERS: [&str; 5] =
+    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
 
 /// `envoy/ext-authz-config.json`: the shipped settings (also read `?email=`, like the filter's).
 fn shipped_config() -> String {

@@ -28,9 +28,20 @@ const RETRIES_ON_429: usize = 10;
 /// Looks `names` up on `addr` with `threads` client threads, the i-th name with key
 /// `i % keys.len()`; the outcomes in the order of `names`.
 pub fn lookup_all(addr: SocketAddr, keys: &[String], names: &[&str], threads: usize) -> Vec<Outcome> {
+    fetch_all(addr, keys, names, threads, &outcome)
+}
+
+/// Like [`lookup_all`], each answer (status and body; status 0 when none came) read by `read`.
+pub fn fetch_all<T: Clone + Default + Send>(
+    addr: SocketAddr,
+    keys: &[String],
+    names: &[&str],
+    threads: usize,
+    read: &(dyn Fn(u16, &[u8]) -> T + Sync),
+) -> Vec<T> {
     let next = AtomicUsize::new(0);
-    let mut out = vec![Outcome::default(); names.len()];
-    let results: Vec<Vec<(usize, Outcome)>> = std::thread::scope(|s| {
+    let mut out = vec![T::default(); names.len()];
+    let results: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads.max(1))
             .map(|_| {
                 s.spawn(|| {
@@ -38,7 +49,7 @@ pub fn lookup_all(addr: SocketAddr, keys: &[String], names: &[&str], threads: us
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(name) = names.get(i) else { break mine };
-                        mine.push((i, lookup(addr, &keys[i % keys.len()], name)));
+                        mine.push((i, lookup(addr, &keys[i % keys.len()], name, read)));
                     }
                 })
             })
@@ -51,16 +62,16 @@ pub fn lookup_all(addr: SocketAddr, keys: &[String], names: &[&str], threads: us
     out
 }
 
-fn lookup(addr: SocketAddr, key: &str, name: &str) -> Outcome {
+fn lookup<T: Default>(addr: SocketAddr, key: &str, name: &str, read: &(dyn Fn(u16, &[u8]) -> T + Sync)) -> T {
     let req = Request::get(&api_target(name, key)).timeout(Duration::from_secs(30));
     for _ in 0..=RETRIES_ON_429 {
         match req.try_send(addr) {
             Ok(r) if r.status == 429 => std::thread::sleep(Duration::from_millis(1100)),
-            Ok(r) => return outcome(r.status, &r.body),
-            Err(_) => return Outcome::default(),
+            Ok(r) => return read(r.status, &r.body),
+            Err(_) => return T::default(),
         }
     }
-    Outcome { status: 429, ..Outcome::default() }
+    read(429, b"")
 }
 
 fn outcome(status: u16, body: &[u8]) -> Outcome {

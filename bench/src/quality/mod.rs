@@ -11,6 +11,7 @@ pub mod labels;
 pub mod measure;
 pub mod report;
 pub mod sources;
+pub mod suggest;
 pub mod warmup;
 pub mod zone;
 

@@ -1,9 +1,21 @@
 //! Any input string: parsing never panics, and whatever parses holds the `Domain` and
-//! `EmailAddress` invariants, and parsing is idempotent on the normalized form.
+//! `EmailAddress` invariants, and parsing is idempotent on the normalized form. A typo suggestion
+//! for its domain (the shipped providers) never panics and is a provider other than the domain.
 #![no_main]
 
-use email_verdict_core::{Domain, LookupInput};
+use std::sync::OnceLock;
+
+use email_verdict_core::{Domain, LookupInput, Providers};
 use libfuzzer_sys::fuzz_target;
+
+fn providers() -> &'static Providers {
+    static PROVIDERS: OnceLock<Providers> = OnceLock::new();
+    PROVIDERS.get_or_init(|| {
+        let mut p = Providers::default();
+        p.load_text(include_str!("../../../data/popular.txt"));
+        p
+    })
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -19,4 +31,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(LookupInput::parse(&e.to_string()).map(|i| i.email_string()), Ok(e.to_string()));
     }
     let _ = input.domain().parents_to_registrable().count();
+    if let Some(suggested) = providers().closest(input.domain()) {
+        assert!(providers().contains(suggested) && suggested != domain, "{domain} -> {suggested}");
+    }
 });

@@ -2,8 +2,8 @@
 //! flags header's names and order, the bypass values, and the replies it sends instead of
 //! forwarding a signup.
 
-use crate::VerdictResult;
 use crate::api::Verdict;
+use crate::{Domain, VerdictResult};
 
 /// The flags header of a verdict an enforcement point made alone from the strong lists, because
 /// no full verdict could be had (the sidecar down or refusing the gateway's key).
@@ -102,6 +102,9 @@ impl FromIterator<Flag> for Flags {
 pub struct VerdictSummary {
     pub disposable: bool,
     pub flags: Flags,
+    /// The provider domain the checked domain is very probably a typo of (`did_you_mean`, as a
+    /// domain: an enforcement point never passes an email's local part on).
+    pub suggestion: Option<Domain>,
 }
 
 impl VerdictSummary {
@@ -109,7 +112,17 @@ impl VerdictSummary {
         Self {
             disposable: r.verdict == Verdict::Disposable,
             flags: Flag::ALL.into_iter().filter(|f| f.of(r)).collect(),
+            suggestion: None,
         }
+    }
+
+    /// With the record's `did_you_mean`: its domain part (an email's local part is dropped), or
+    /// nothing when it is not a valid domain.
+    pub fn with_suggestion(mut self, did_you_mean: Option<&str>) -> Self {
+        self.suggestion = did_you_mean
+            .map(|s| s.rsplit_once('@').map_or(s, |(_, domain)| domain))
+            .and_then(|d| Domain::parse(d).ok());
+        self
     }
 
     /// The verdict header's value.
@@ -189,5 +202,18 @@ mod tests {
         );
         assert_eq!(Flags::from_bits(0xff), Some(Flag::ALL.into_iter().collect()));
         assert_eq!(Flags::from_bits(0), Some(Flags::default()));
+    }
+
+    #[test]
+    fn the_suggestion_is_a_domain_only() {
+        let result = crate::verdict::decide(&Default::default(), &crate::MxInfo::NoDomain, false);
+        let check = |did_you_mean: Option<&str>, expected: Option<&str>| {
+            let summary = VerdictSummary::from_result(&result).with_suggestion(did_you_mean);
+            assert_eq!(summary.suggestion.as_ref().map(Domain::as_str), expected, "{did_you_mean:?}");
+        };
+        check(None, None);
+        check(Some("gmail.com"), Some("gmail.com"));
+        check(Some("ann@gmail.com"), Some("gmail.com"));
+        check(Some("not a domain"), None);
     }
 }

@@ -124,6 +124,10 @@ pub struct FlagHeaders {
     pub flags: String,
     #[serde(default = "default_bypass_header")]
     pub bypass: String,
+    /// The suggested provider domain of a probable typo (`did_you_mean`): the domain only,
+    /// never the email's local part.
+    #[serde(default = "default_suggestion_header")]
+    pub suggestion: String,
 }
 
 impl Default for FlagHeaders {
@@ -133,14 +137,15 @@ impl Default for FlagHeaders {
             domain: default_domain_header(),
             flags: default_flags_header(),
             bypass: default_bypass_header(),
+            suggestion: default_suggestion_header(),
         }
     }
 }
 
 impl FlagHeaders {
-    /// The four names, for stripping client copies.
-    pub fn all(&self) -> [&str; 4] {
-        [&self.verdict, &self.domain, &self.flags, &self.bypass]
+    /// The five names, for stripping client copies.
+    pub fn all(&self) -> [&str; 5] {
+        [&self.verdict, &self.domain, &self.flags, &self.bypass, &self.suggestion]
     }
 }
 
@@ -200,9 +205,13 @@ impl EnforcementConfig {
         let mut email = self.email;
         email.headers.iter_mut().for_each(|h| h.make_ascii_lowercase());
         let mut flag_headers = self.flag_headers;
-        for name in
-            [&mut flag_headers.verdict, &mut flag_headers.domain, &mut flag_headers.flags, &mut flag_headers.bypass]
-        {
+        for name in [
+            &mut flag_headers.verdict,
+            &mut flag_headers.domain,
+            &mut flag_headers.flags,
+            &mut flag_headers.bypass,
+            &mut flag_headers.suggestion,
+        ] {
             name.make_ascii_lowercase();
         }
         Ok(Enforcement {
@@ -252,7 +261,13 @@ impl EnforcementConfig {
 
     fn validate_headers(&self) -> Result<(), ConfigError> {
         let f = &self.flag_headers;
-        let named = [("verdict", &f.verdict), ("domain", &f.domain), ("flags", &f.flags), ("bypass", &f.bypass)];
+        let named = [
+            ("verdict", &f.verdict),
+            ("domain", &f.domain),
+            ("flags", &f.flags),
+            ("bypass", &f.bypass),
+            ("suggestion", &f.suggestion),
+        ];
         for (i, (field, name)) in named.iter().enumerate() {
             let path = format!("flag_headers.{field}");
             check_header_name(&path, name)?;
@@ -364,6 +379,9 @@ fn default_flags_header() -> String {
 fn default_bypass_header() -> String {
     "x-email-verdict-bypass".to_owned()
 }
+fn default_suggestion_header() -> String {
+    "x-email-suggestion".to_owned()
+}
 
 #[cfg(test)]
 mod tests {
@@ -377,7 +395,7 @@ mod tests {
         assert_eq!((e.mode, e.block_status), (Mode::Block, 403));
         assert_eq!(
             e.flag_headers.all(),
-            ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]
+            ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"]
         );
         assert_eq!(
             (e.on_missing_email, e.on_invalid_email, e.on_unreadable_body),

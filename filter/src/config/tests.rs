@@ -66,7 +66,7 @@ fn minimal_config_gets_the_contract_defaults() {
     assert_eq!(body, json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."}));
     assert_eq!(
         c.enforce.flag_headers.all(),
-        ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"]
+        ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"]
     );
     assert_eq!(
         (c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode),

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::EnvError;
-use crate::mock_host::{MockHost, Sent, Store, error_response, lookup_response};
+use crate::mock_host::{MockHost, Sent, Store, error_response, lookup_response, lookup_response_suggesting};
 
-const FLAG_HEADERS: [&str; 4] = ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"];
+const FLAG_HEADERS: [&str; 5] =
+    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
 
 /// A filter configuration: the minimal document with `overrides` merged in at the top level.
 struct Harness {
@@ -206,6 +207,33 @@ fn safe_verdicts_add_the_flag_headers_and_resume() {
     assert_eq!((host.count(Counter::Checked), host.count(Counter::Flagged), host.count(Counter::Blocked)), (1, 1, 0));
     // Once decided, the rest of the stream flows.
     assert_eq!(f.on_request_body(&mut host, 10, true), Action::Continue);
+}
+
+#[test]
+fn a_probable_typo_adds_the_suggested_domain_only() {
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "ann@gmial.com");
+    send(&mut f, &mut host);
+    // The callout carried the domain only; so does the sidecar's answer and the header.
+    assert_eq!(host.dispatched[0].header(":path"), Some("/api/v1/domain/gmial.com"));
+    answer(&mut f, &mut host, lookup_response_suggesting("gmial.com", "gmail.com"));
+    assert_eq!(host.resumed, 1);
+    assert_eq!(host.header("x-email-suggestion").as_deref(), Some("gmail.com"));
+    assert_eq!(host.header("x-email-domain").as_deref(), Some("gmial.com"));
+    // Cached with the verdict: the next signup at that domain gets it without a callout.
+    let mut host = json_signup(&h, "bob@gmial.com");
+    assert_eq!(send(&mut h.filter(), &mut host), (Action::Pause, Action::Continue));
+    assert!(host.dispatched.is_empty());
+    assert_eq!(host.header("x-email-suggestion").as_deref(), Some("gmail.com"));
+    // A client's forged copy never reaches the app, with a suggestion or without.
+    let mut host = json_signup(&h, "ann@gmail.com");
+    host.headers.push(("x-email-suggestion".into(), b"evil.example".to_vec()));
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
+    assert_eq!(host.header("x-email-verdict").as_deref(), Some("safe"));
+    assert_eq!(host.header("x-email-suggestion"), None);
 }
 
 #[test]
@@ -441,7 +469,7 @@ fn failed_host_calls_never_hang_or_panic() {
     host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
     host.fail.read_header = true;
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
-    assert_eq!(host.header_removals, 4);
+    assert_eq!(host.header_removals, 5);
     assert_no_flag_headers_but(&host, &[]);
     assert!(host.dispatched.is_empty());
     // Reading the body fails.

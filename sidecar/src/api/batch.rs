@@ -53,7 +53,7 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
             match parsed {
                 Err(message) => BatchItem::error(raw, ErrorCode::InvalidInput, message),
                 Ok(input) => match verdict_of(api, &input).await {
-                    Ok(result) => BatchItem::Record(Box::new(record(raw, &input, result))),
+                    Ok(judged) => BatchItem::Record(Box::new(record(&raw, &input, judged))),
                     Err(e) => BatchItem::error(raw, e.code, e.message),
                 },
             }

@@ -6,7 +6,8 @@
 //! The email is found exactly as the filter finds it (core's `signup::extract`, with the same
 //! settings: `--ext-authz-config`) and judged by the lookup API's own path ([`lookup::judge`]:
 //! key, limits, reviewer decisions, caches). The answers follow Envoy's contract:
-//! - allow: `200`, the flag headers (for `allowed_upstream_headers`) and
+//! - allow: `200`, the flag headers (for `allowed_upstream_headers`; the suggestion header carries
+//!   the suggested provider domain of a probable typo, never the email's local part) and
 //!   `x-envoy-auth-headers-to-remove` naming the flag headers this answer does not set, so a
 //!   client's forged copy never reaches the app;
 //! - block: the block response (default `403` JSON); refusals: the filter's `400`/`413` replies;
@@ -117,14 +118,16 @@ async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain,
         judge(api, &key, &LookupInput::Domain(domain.clone())).await
     };
     match verdict.await {
-        Ok((result, _)) => {
-            log.cached = Some(result.cached);
-            let summary = VerdictSummary::from_result(&result);
-            verdict_answer(api, &domain, summary.disposable, &summary.flags.header_value(), CheckOutcome::Judged)
+        Ok((judged, _)) => {
+            log.cached = Some(judged.result.cached);
+            let summary = VerdictSummary::from_result(&judged.result);
+            let verdict = Verdict { disposable: summary.disposable, flags: &summary.flags.header_value() };
+            verdict_answer(api, &domain, verdict, judged.suggestion.as_ref(), CheckOutcome::Judged)
         }
         Err(e) if is_strongly_listed(api, &domain) => {
             log.code = Some(e.code.as_str());
-            verdict_answer(api, &domain, true, LOCAL_FALLBACK_FLAG, CheckOutcome::LocalDecision)
+            let verdict = Verdict { disposable: true, flags: LOCAL_FALLBACK_FLAG };
+            verdict_answer(api, &domain, verdict, None, CheckOutcome::LocalDecision)
         }
         Err(e) => failed(e, log),
     }
@@ -140,17 +143,41 @@ fn is_strongly_listed(api: &Api, domain: &Domain) -> bool {
     catalog.block.contains(domain) || catalog.disposable_listing(domain).is_some_and(|l| catalog.is_strong(l.sources))
 }
 
-fn verdict_answer(api: &Api, domain: &Domain, disposable: bool, flags: &str, outcome: CheckOutcome) -> Checked {
+/// A verdict as the flag headers say it.
+#[derive(Clone, Copy)]
+struct Verdict<'a> {
+    disposable: bool,
+    flags: &'a str,
+}
+
+/// The verdict's answer: the block response, or 200 with the flag headers (the suggestion's
+/// only when there is one: the suggested provider domain; the client's copies of the others
+/// removed).
+fn verdict_answer(
+    api: &Api,
+    domain: &Domain,
+    verdict: Verdict<'_>,
+    suggestion: Option<&Domain>,
+    outcome: CheckOutcome,
+) -> Checked {
     let config = &api.ext_authz;
-    if disposable && config.mode == Mode::Block {
+    if verdict.disposable && config.mode == Mode::Block {
         let reply = LocalReply::blocked(config.block_status, &config.block_body);
         return Checked { response: local_reply(&reply), outcome };
     }
     let names = &config.flag_headers;
-    let verdict = if disposable { "disposable" } else { "safe" };
-    let set =
-        [(names.verdict.as_str(), verdict), (names.domain.as_str(), domain.as_str()), (names.flags.as_str(), flags)];
-    Checked { response: allow(&set, &[&names.bypass]), outcome }
+    let name = if verdict.disposable { "disposable" } else { "safe" };
+    let mut set = vec![
+        (names.verdict.as_str(), name),
+        (names.domain.as_str(), domain.as_str()),
+        (names.flags.as_str(), verdict.flags),
+    ];
+    let mut remove = vec![names.bypass.as_str()];
+    match suggestion {
+        Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
+        None => remove.push(names.suggestion.as_str()),
+    }
+    Checked { response: allow(&set, &remove), outcome }
 }
 
 /// No usable email: the policy's refusal, or through with the bypass header.
@@ -159,7 +186,8 @@ fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>
         Policy::Deny => refused(refusal),
         Policy::Allow => {
             let names = &api.ext_authz.flag_headers;
-            let response = allow(&[(&names.bypass, bypass.as_str())], &[&names.verdict, &names.domain, &names.flags]);
+            let others = [&names.verdict, &names.domain, &names.flags, &names.suggestion];
+            let response = allow(&[(&names.bypass, bypass.as_str())], &others.map(String::as_str));
             Checked { response, outcome: CheckOutcome::Bypassed }
         }
     }

@@ -1,18 +1,19 @@
 //! `GET /api/v1/domain/:input`: key, admission, input, verdict — in that order. The input is
 //! parsed (pure, cheap) before the admission so that the reviewer's decision for its domain can
 //! be read from the store beside the admission rather than after it; an invalid input still
-//! answers whatever the admission says first. [`judge`] is also ext_authz's verdict path.
+//! answers whatever the admission says first. [`judge`] is also ext_authz's verdict path, and
+//! [`record`] the one place a lookup record is built (single lookup and batch items alike).
 
 use std::borrow::Cow;
 
-use email_verdict_core::{ErrorCode, LookupInput, LookupRecord, LookupResponse, VerdictResult};
+use email_verdict_core::{ErrorCode, LookupInput, LookupRecord, LookupResponse};
 use percent_encoding::percent_decode_str;
 
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::auth::AuthError;
 use crate::limits::{Headers, store_error};
 use crate::state::KeyRecord;
-use crate::verdicts::LookupError;
+use crate::verdicts::{Judged, LookupError};
 
 /// How long a client should wait before retrying after a DNS failure, in seconds.
 const DNS_RETRY_AFTER: u64 = 5;
@@ -29,36 +30,37 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
     };
     log.domain = Some(input.domain().to_string());
     match judge(api, &key, &input).await {
-        Ok((result, headers)) => {
-            log.cached = Some(result.cached);
-            let body =
-                LookupResponse { request_id: request.id.clone(), record: record(raw.into_owned(), &input, result) };
+        Ok((judged, headers)) => {
+            log.cached = Some(judged.result.cached);
+            let body = LookupResponse { request_id: request.id.clone(), record: record(&raw, &input, judged) };
             Reply::Lookup(Box::new(body), headers)
         }
         Err(e) => e.into(),
     }
 }
 
-/// The record of one input: the single lookup's answer (with its request id), a batch item, a
-/// line of `email-verdict check`. The one place it is made.
-pub fn record(raw: String, input: &LookupInput, result: VerdictResult) -> LookupRecord {
+/// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
+/// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
+/// provider for a bare domain, and for an email the same local part at it.
+pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
+    let did_you_mean = judged.suggestion.map(|domain| match input {
+        LookupInput::Domain(_) => domain.to_string(),
+        LookupInput::Email(email) => format!("{}@{domain}", email.local()),
+    });
     LookupRecord {
-        input: raw,
+        input: raw.to_owned(),
         input_type: input.input_type(),
         email: input.email_string(),
         domain: input.domain().to_string(),
-        result,
+        did_you_mean,
+        result: judged.result,
     }
 }
 
 /// The verdict for `input` on `key`'s account: admission and the reviewer's decision read
 /// together, then the verdict; a request that gets no verdict gives its quota unit back. The
 /// one verdict path of the lookup API and ext_authz.
-pub(super) async fn judge(
-    api: &Api,
-    key: &KeyRecord,
-    input: &LookupInput,
-) -> Result<(VerdictResult, Headers), ApiError> {
+pub(super) async fn judge(api: &Api, key: &KeyRecord, input: &LookupInput) -> Result<(Judged, Headers), ApiError> {
     let (admission, decision) = tokio::join!(api.limiter.admit(key, 1), api.verdicts.decision(input.domain()));
     let mut grant = admission?;
     let verdict = async {
@@ -77,7 +79,7 @@ pub(super) async fn judge(
 
 /// The verdict for `input` once admitted: the reviewer's decision, then the verdict (a batch's
 /// items; the single lookup reads the decision beside its admission instead).
-pub(super) async fn verdict_of(api: &Api, input: &LookupInput) -> Result<VerdictResult, ApiError> {
+pub(super) async fn verdict_of(api: &Api, input: &LookupInput) -> Result<Judged, ApiError> {
     let decision = api.verdicts.decision(input.domain()).await.map_err(|e| lookup_error(input, e))?;
     api.verdicts.verdict(input, decision).await.map_err(|e| lookup_error(input, e))
 }
@@ -122,5 +124,37 @@ pub(super) fn auth_error(api: &Api, e: AuthError) -> ApiError {
         AuthError::Missing => ApiError::new(ErrorCode::MissingApiKey, e.to_string()),
         AuthError::Invalid => ApiError::new(ErrorCode::ApiKeyInvalid, e.to_string()),
         AuthError::Store(e) => store_error(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use email_verdict_core::verdict::decide;
+    use email_verdict_core::{Domain, InputType, MxInfo, Signals};
+
+    use super::*;
+
+    fn judged(suggestion: Option<&str>) -> Judged {
+        let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
+        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()) }
+    }
+
+    #[test]
+    fn the_record_suggests_an_email_for_an_email_and_a_domain_for_a_domain() {
+        let check = |raw: &str, suggestion: Option<&str>, expected: Option<&str>| {
+            let input = LookupInput::parse(raw).unwrap();
+            let record = record(raw, &input, judged(suggestion));
+            assert_eq!(record.did_you_mean.as_deref(), expected, "{raw}");
+            assert_eq!(record.input, raw);
+            record
+        };
+        let r = check("Ann.Lee@GMIAL.com", Some("gmail.com"), Some("Ann.Lee@gmail.com"));
+        assert_eq!(
+            (r.input_type, r.email.as_str(), r.domain.as_str()),
+            (InputType::Email, "Ann.Lee@gmial.com", "gmial.com")
+        );
+        check("gmial.com", Some("gmail.com"), Some("gmail.com"));
+        check("\"ann lee\"@gmial.com", Some("gmail.com"), Some("\"ann lee\"@gmail.com"));
+        check("ann@example.com", None, None);
     }
 }

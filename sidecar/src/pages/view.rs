@@ -97,6 +97,10 @@ pub struct DomainView {
     pub domain: String,
     pub is_email: bool,
     pub rechecked: bool,
+    /// The popular provider this domain is very probably a typo of (a domain, never an email),
+    /// and its page.
+    pub suggestion: Option<String>,
+    pub suggestion_href: Option<String>,
     pub verdict: &'static str,
     /// `no_mx` or `ambiguous` when the lookup queued the domain for review.
     pub queued: Option<&'static str>,
@@ -145,6 +149,7 @@ pub struct Facts<'a> {
     pub is_email: bool,
     pub rechecked: bool,
     pub result: &'a VerdictResult,
+    pub suggestion: Option<&'a Domain>,
     pub mx: &'a MxInfo,
     pub why: &'a Why,
 }
@@ -159,6 +164,8 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
         domain: name.to_owned(),
         is_email: f.is_email,
         rechecked: f.rechecked,
+        suggestion: f.suggestion.map(Domain::to_string),
+        suggestion_href: f.suggestion.map(|s| page_path(f.lang, s.as_str())),
         verdict: if r.disposable { "disposable" } else { "safe" },
         queued,
         provider,

@@ -15,15 +15,16 @@ use crate::clock::SystemClock;
 use crate::dns::{CacheConfig, MxAnswer, MxResolver};
 use crate::state::SqliteStore;
 
-/// Answers by name; a name not in the script is a DNS failure.
+/// Answers by name (no hosts: NXDOMAIN); a name not in the script is a DNS failure.
 struct Scripted(HashMap<&'static str, Vec<(&'static str, &'static str)>>);
 
 #[async_trait]
 impl MxResolver for Scripted {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
         let hosts = self.0.get(domain.as_str()).ok_or_else(|| DnsFailure("not scripted".into()))?;
-        let hosts = hosts.iter().map(|(h, ip)| MxHost::new(*h, vec![ip.parse::<IpAddr>().unwrap()])).collect();
-        Ok(MxAnswer { mx: MxInfo::Mx { hosts }, ttl: Duration::from_secs(60) })
+        let hosts: Vec<_> = hosts.iter().map(|(h, ip)| MxHost::new(*h, vec![ip.parse::<IpAddr>().unwrap()])).collect();
+        let mx = if hosts.is_empty() { MxInfo::NoDomain } else { MxInfo::Mx { hosts } };
+        Ok(MxAnswer { mx, ttl: Duration::from_secs(60) })
     }
 }
 
@@ -32,6 +33,8 @@ fn verdicts(name: &str) -> Verdicts {
     catalog.load_disposable("strong-list", Tier::Strong, "burner.example\nunresolvable.example\n").unwrap();
     catalog.load_disposable("weak-list", Tier::Weak, "weakonly.example\nburner.example\n").unwrap();
     catalog.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
+    catalog.load(ListKind::Popular, "gmail.com\n");
+    catalog.load_disposable("weak-list", Tier::Weak, "gmaul.com\n").unwrap();
     let script = HashMap::from([
         ("burner.example", vec![("mx.burner.example", "192.0.2.10")]),
         ("weakonly.example", vec![("mx.weakonly.example", "192.0.2.20")]),
@@ -40,6 +43,9 @@ fn verdicts(name: &str) -> Verdicts {
         ("own.burner.example", vec![("mx.own.burner.example", "192.0.2.30")]),
         ("shared.burner.example", vec![("a.shared-mx.example", "192.0.2.40")]),
         ("sub.unresolvable.example", vec![("mx.sub.unresolvable.example", "192.0.2.50")]),
+        ("gmial.com", vec![]),
+        ("gmaul.com", vec![]),
+        ("gmaik.com", vec![("mx.gmaik.com", "192.0.2.60")]),
     ]);
     let config = CacheConfig {
         capacity: NonZeroUsize::new(64).unwrap(),
@@ -74,7 +80,7 @@ async fn check(v: &Verdicts, name: &str, expected: Outcome) {
         let infra = OwnInfra::of(&catalog, &lookup.mx);
         signals.parent_mail = v.mail_goes_to_parent(&catalog, domain.domain(), &infra).await.unwrap();
     }
-    let result = v.verdict(&domain, None).await.unwrap();
+    let result = v.verdict(&domain, None).await.unwrap().result;
     let cause =
         review_cause(&catalog, domain.domain(), &signals, &result).map(|c| (c.reason.as_str(), c.sources, c.listed_as));
     assert_eq!((result.disposable, result.review_required, cause), expected, "{name}");
@@ -95,6 +101,21 @@ async fn tiers_and_parents_decide_and_explain() {
     check(&v, "own.burner.example", (false, true, cause("parent_listing", &both, "burner.example"))).await;
     // Two tenants of one shared provider share nothing else (rule 3).
     check(&v, "shared.burner.example", (false, true, cause("parent_listing", &both, "burner.example"))).await;
+}
+
+/// `did_you_mean` comes with the verdict: for a domain without mail that no list knows only.
+#[tokio::test]
+async fn a_probable_typo_comes_with_its_suggestion() {
+    let v = verdicts("suggest");
+    let suggestion = |name: &'static str| {
+        let v = &v;
+        async move { v.verdict(&input(name), None).await.unwrap().suggestion.map(|d| d.to_string()) }
+    };
+    assert_eq!(suggestion("ann@gmial.com").await.as_deref(), Some("gmail.com"));
+    assert_eq!(suggestion("gmaik.com").await, None, "it has MX");
+    assert_eq!(suggestion("gmaul.com").await, None, "a list knows it");
+    let blocked = v.verdict(&input("gmial.com"), Some(Decision::Block)).await.unwrap();
+    assert_eq!((blocked.result.disposable, blocked.suggestion), (true, None), "a reviewer decided");
 }
 
 /// What cannot be read is not "absent": the listed parent's MX failing fails the lookup
