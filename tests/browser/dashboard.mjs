@@ -18,7 +18,7 @@ await run("dashboard", async () => {
   equal(await page.textContent("h1"), "API keys", "logged in");
 
   await page.getByLabel("Name").fill("browser-test");
-  await page.getByLabel("Plan").selectOption("premium");
+  await page.locator('form[action="/dashboard/keys"]').getByLabel("Plan").selectOption("premium");
   await page.getByLabel(/Allowed IPs/).fill("192.0.2.0/24, 2001:db8::/32");
   await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: "Create key" }).click()]);
   const secret = (await page.textContent("[data-new-key]")).trim();
@@ -31,6 +31,15 @@ await run("dashboard", async () => {
   await screenshots(page, shots, "dashboard-new-key");
   await page.reload();
   equal(await page.locator("[data-new-key]").count(), 0, "the key is shown only once");
+
+  // The plan changes in place; every key has its 30-day usage chart, one bar per day.
+  await page.getByLabel(`Plan of key ${id}`, { exact: true }).selectOption("basic");
+  await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: `Change the plan of key ${id}` }).click()]);
+  check((await page.textContent("p.notice")).includes("plan basic"), "the plan change is confirmed");
+  check((await row.locator("td").allTextContents()).includes("basic"), "the new plan is listed");
+  equal(await page.locator(`svg[data-usage="${id}"] rect`).count(), 30, "thirty days in the usage chart");
+  check((await page.locator("svg[data-usage] rect[height]:not([height='0'])").count()) > 0, "a used key shows a bar");
+  await screenshots(page, shots, "dashboard-plans-and-usage");
 
   await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: `Revoke key ${id}` }).click()]);
   equal(await page.locator(`tr[data-key="${id}"]`).getAttribute("data-status"), "revoked", "the key is revoked");

@@ -11,6 +11,7 @@ use super::session::{self, Flash, Session, same_secret};
 use crate::admin::Admin;
 use crate::admin::keys::{create_key as store_key, networks, plan};
 use crate::review::{ReviewError, parse_verdict, set_decision};
+use crate::state::KeyChange;
 
 const HOME: &str = "/dashboard";
 
@@ -71,6 +72,25 @@ pub async fn revoke(admin: &Admin, sess: &Session, id: &str) -> Response<Vec<u8>
         }
     };
     finish(admin, sess, flash)
+}
+
+/// A key's plan changed (applies on every replica within the key cache's half second).
+pub async fn change_plan(admin: &Admin, request: &DashRequest, sess: &Session, id: &str) -> Response<Vec<u8>> {
+    let changed = match plan(admin, request.field("plan")) {
+        Ok(plan) => {
+            let change = KeyChange { name: None, plan: Some(plan.clone()), allow_ips: None };
+            match admin.store.update_key(id, change).await {
+                Ok(Some(_)) => Flash::Info(format!("Key {id} is now on plan {plan}.")),
+                Ok(None) => Flash::Error(format!("No key with id {id}.")),
+                Err(e) => {
+                    tracing::error!(error = %e, "state store failed (dashboard)");
+                    Flash::Error("The state store failed; retry later.".into())
+                }
+            }
+        }
+        Err(e) => Flash::Error(format!("Plan not changed: {}", e.message())),
+    };
+    finish(admin, sess, changed)
 }
 
 pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain: &str) -> Response<Vec<u8>> {

@@ -61,6 +61,43 @@ struct KeyRow {
     /// The figure, "unlimited", or "plan not defined" (the key is refused).
     daily_quota: String,
     created: String,
+    /// The last 30 UTC days, oldest first, as bars of a small server-rendered SVG chart.
+    usage: UsageChart,
+}
+
+/// Bar heights (0 to [`CHART_HEIGHT`]) and their labels; only numbers and dates reach the SVG.
+#[derive(Serialize)]
+struct UsageChart {
+    bars: Vec<Bar>,
+    peak: u64,
+    total: u64,
+}
+
+#[derive(Serialize)]
+struct Bar {
+    x: usize,
+    y: u64,
+    height: u64,
+    label: String,
+}
+
+const CHART_DAYS: i64 = 30;
+const CHART_HEIGHT: u64 = 24;
+const BAR_WIDTH: usize = 4;
+
+/// `days` (oldest first) with each one's count, drawn against the busiest day.
+fn usage_chart(days: &[String], counts: &[u64]) -> UsageChart {
+    let peak = counts.iter().copied().max().unwrap_or(0);
+    let bars = days
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .map(|(i, (day, &n))| {
+            let height = if peak == 0 { 0 } else { (n * CHART_HEIGHT).div_ceil(peak) };
+            Bar { x: i * BAR_WIDTH, y: CHART_HEIGHT - height, height, label: format!("{day}: {n}") }
+        })
+        .collect();
+    UsageChart { bars, peak, total: counts.iter().sum() }
 }
 
 #[derive(Serialize)]
@@ -146,7 +183,7 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
                 builtin: p.builtin,
             })
             .collect(),
-        keys: keys.iter().map(|k| key_row(&admin.plans, k)).collect(),
+        keys: key_rows(admin, &keys).await,
         queue: queue
             .iter()
             .map(|i| ReviewRow {
@@ -173,7 +210,23 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
     html(StatusCode::OK, admin.dashboard.templates.render("dashboard/home.html", &view), Vec::new())
 }
 
-fn key_row(plans: &Plans, l: &crate::state::KeyListing) -> KeyRow {
+/// Every key's row with its usage over the last [`CHART_DAYS`] days (a store failure there
+/// leaves the chart empty, not the page).
+async fn key_rows(admin: &Admin, keys: &[crate::state::KeyListing]) -> Vec<KeyRow> {
+    let today = admin.clock.now_ms().div_euclid(1000);
+    let days: Vec<String> = (0..CHART_DAYS).rev().map(|back| utc_day(today - back * 86_400)).collect();
+    let mut rows = Vec::with_capacity(keys.len());
+    for listing in keys {
+        let counts = admin.store.usage(&listing.key.id, &days).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "state store failed (dashboard usage)");
+            vec![0; days.len()]
+        });
+        rows.push(key_row(&admin.plans, listing, usage_chart(&days, &counts)));
+    }
+    rows
+}
+
+fn key_row(plans: &Plans, l: &crate::state::KeyListing, usage: UsageChart) -> KeyRow {
     let k = &l.key;
     let quota = plans.get(&k.plan).map_or_else(|| "plan not defined".to_owned(), |p| p.daily_quota.to_string());
     KeyRow {
@@ -185,6 +238,7 @@ fn key_row(plans: &Plans, l: &crate::state::KeyListing) -> KeyRow {
         used_today: l.used_today,
         daily_quota: quota,
         created: rfc3339(k.created_at),
+        usage,
     }
 }
 
@@ -217,4 +271,20 @@ fn html(status: StatusCode, body: String, extra: Headers) -> Response<Vec<u8>> {
     headers.push(("Cache-Control", "no-store".into()));
     headers.extend(extra);
     respond::build(status, headers, body.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_bars_scale_to_the_busiest_day() {
+        let days: Vec<String> = ["2026-11-23", "2026-11-24", "2026-11-25"].map(String::from).to_vec();
+        let chart = usage_chart(&days, &[0, 5, 10]);
+        let heights: Vec<u64> = chart.bars.iter().map(|b| b.height).collect();
+        assert_eq!((heights, chart.peak, chart.total), (vec![0, 12, 24], 10, 15));
+        assert_eq!(chart.bars[2].y, 0);
+        assert_eq!(chart.bars[1].label, "2026-11-24: 5");
+        assert!(usage_chart(&days, &[0, 0, 0]).bars.iter().all(|b| b.height == 0));
+    }
 }

@@ -63,7 +63,7 @@ fn browser_second_recheck_the_same_day_is_refused() {
 }
 
 #[test]
-fn browser_dashboard_creates_and_revokes_a_key_and_decides_a_review() {
+fn browser_dashboard_creates_changes_and_revokes_a_key_and_decides_a_review() {
     let token = "browser-admin-token";
     let (sc, _nsd) = start_with(|b| with_test_ipdb(b).args(&["--admin-token", token]));
     public_listener_up(&sc);
@@ -77,7 +77,11 @@ fn browser_dashboard_creates_and_revokes_a_key_and_decides_a_review() {
         out.lines().find_map(|l| serde_json::from_str(l).ok()).unwrap_or_else(|| panic!("no key printed:\n{out}"));
     let (key, id) = (created["key"].as_str().unwrap_or_default(), created["id"].as_str().unwrap_or_default());
     let row = sc.cli().row_named("browser-test");
-    assert_eq!((row.id.as_str(), row.plan.as_str(), row.status.as_str()), (id, "premium", "revoked"));
+    assert_eq!(
+        (row.id.as_str(), row.plan.as_str(), row.status.as_str()),
+        (id, "basic", "revoked"),
+        "created premium, changed to basic"
+    );
     assert_eq!(sc.lookup_with_key("gmail.com", key).status, 401, "the revoked key is refused");
     let history = sc.cli().run(&["review", "history", "ownmail.example"]);
     assert!(history.stdout.contains("disposable") && history.stdout.contains("dashboard"), "{history}");
