@@ -175,6 +175,8 @@ pub struct ServeConfig {
     pub ext_authz: Enforcement,
     /// The built-in plans and the file's.
     pub plans: Arc<Plans>,
+    /// The `--config` file, read again on SIGHUP for its plans.
+    pub config_file: Option<PathBuf>,
     /// Take the listeners over from the running process (Pingora's graceful upgrade).
     pub upgrade: bool,
 }
@@ -249,6 +251,7 @@ impl ServeArgs {
             pages,
             ext_authz,
             plans: Arc::new(plans),
+            config_file: merged.config.clone(),
             upgrade: merged.upgrade,
         })
     }
@@ -341,6 +344,12 @@ fn list_settings(merged: &ServeArgs, state: &str) -> anyhow::Result<ListSettings
     let sqlite = state.strip_prefix("sqlite://").or_else(|| state.strip_prefix("sqlite:"));
     let kept_dir = merged.list_cache_dir.clone().or_else(|| sqlite.map(|path| PathBuf::from(format!("{path}.lists"))));
     Ok(ListSettings { specs, refresh: Duration::from_secs(merged.list_refresh.unwrap_or(3600)), max_shrink, kept_dir })
+}
+
+/// The plans of a settings file (the built-in ones and its `[plans]`), for a reload.
+pub fn plans_of_file(path: &Path) -> anyhow::Result<Plans> {
+    let args = read_file(path)?;
+    Plans::with_defined(&args.plans).map_err(|e| usage_error(format!("[plans] in --config: {e}")))
 }
 
 fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {

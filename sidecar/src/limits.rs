@@ -17,14 +17,14 @@ use email_verdict_core::ErrorCode;
 use crate::api::ApiError;
 use crate::clock::{Clock, next_midnight, utc_day};
 use crate::metrics::Metrics;
-use crate::plans::Plans;
+use crate::plans::PlanBook;
 use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
 
 pub struct Limiter {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
-    plans: Arc<Plans>,
+    plans: Arc<PlanBook>,
     /// Keys whose undefined plan was already logged (one line per key and process).
     undefined_logged: Mutex<HashSet<String>>,
 }
@@ -60,14 +60,14 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 }
 
 impl Limiter {
-    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<Plans>) -> Self {
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<PlanBook>) -> Self {
         Self { store, clock, metrics, plans, undefined_logged: Mutex::default() }
     }
 
     /// The figures of `key`'s plan; a plan the configuration no longer defines refuses the key
     /// (fail closed: never a key without limits), with one operator log line per key.
     fn limits(&self, key: &KeyRecord) -> Result<Limits, ApiError> {
-        if let Some(plan) = self.plans.get(&key.plan) {
+        if let Some(plan) = self.plans.current().get(&key.plan) {
             return Ok(Limits::from(plan));
         }
         let first = self.undefined_logged.lock().is_ok_and(|mut seen| seen.insert(key.id.clone()));

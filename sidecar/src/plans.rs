@@ -3,13 +3,14 @@
 //! and ext_authz's key.
 //!
 //! A key stores its plan's *name*; the figures are looked up at each admission in this
-//! process's [`Plans`], so a changed figure applies to every key of the plan as soon as the
-//! process runs with the new file, and a key whose plan the file no longer defines is refused
-//! (fail closed) instead of running without limits.
+//! process's [`PlanBook`], which SIGHUP reloads from the `--config` file ([`PlanReloader`]), so
+//! a changed figure applies to every key of the plan at once, and a key whose plan the file no
+//! longer defines is refused (fail closed) instead of running without limits.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer};
 
@@ -183,6 +184,60 @@ impl Plans {
 
     pub fn iter(&self) -> impl Iterator<Item = &Plan> {
         self.0.iter()
+    }
+}
+
+/// The plans in force, swapped whole when the `--config` file is read again.
+pub struct PlanBook(arc_swap::ArcSwap<Plans>);
+
+impl PlanBook {
+    pub fn new(plans: Plans) -> Self {
+        Self(arc_swap::ArcSwap::from_pointee(plans))
+    }
+
+    pub fn current(&self) -> Arc<Plans> {
+        self.0.load_full()
+    }
+
+    pub fn replace(&self, plans: Plans) {
+        self.0.store(Arc::new(plans));
+    }
+}
+
+/// Reads the `--config` file's `[plans]` again on SIGHUP (the list reloader reloads the lists on
+/// the same signal); a file that no longer reads, or a bad plan, keeps the plans in force.
+pub struct PlanReloader {
+    pub book: Arc<PlanBook>,
+    pub file: std::path::PathBuf,
+}
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for PlanReloader {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            tracing::error!("cannot listen for SIGHUP: plans are read at start only");
+            return;
+        };
+        loop {
+            tokio::select! {
+                Some(()) = hangup.recv() => self.reload(),
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+impl PlanReloader {
+    fn reload(&self) {
+        match crate::config::plans_of_file(&self.file) {
+            Ok(plans) => {
+                let names: Vec<String> = plans.iter().map(|p| p.name.to_string()).collect();
+                self.book.replace(plans);
+                tracing::info!(plans = %names.join(","), "SIGHUP: plans reloaded");
+            }
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "SIGHUP: plans not reloaded, the ones in force stay"),
+        }
     }
 }
 

@@ -28,6 +28,7 @@ use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
 use crate::metrics::Metrics;
 use crate::pages::Pages;
 use crate::pages::templates::Templates;
+use crate::plans::{PlanBook, PlanReloader, Plans};
 use crate::verdicts::Verdicts;
 use crate::warmup::Warmup;
 use crate::{state, usage_error};
@@ -60,9 +61,10 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     });
     let templates = Arc::new(Templates::new()?);
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
+    let plans = Arc::new(PlanBook::new(Plans::clone(&config.plans)));
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
-        limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone(), config.plans.clone()),
+        limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone(), plans.clone()),
         verdicts: Verdicts::new(
             catalog.clone(),
             mx,
@@ -86,7 +88,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         store,
         clock,
         catalog,
-        plans: config.plans.clone(),
+        plans: plans.clone(),
         token_hash,
         dashboard,
         ready: ready.clone(),
@@ -118,6 +120,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     );
     admin.threads = Some(1);
     server.add_service(background_service("lists", ListReloader::new(lists)));
+    if let Some(file) = config.config_file.clone() {
+        server.add_service(background_service("plans", PlanReloader { book: plans, file }));
+    }
     server.add_service(public);
     server.add_service(admin);
     if let Some(warmup) = warmup {

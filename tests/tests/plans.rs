@@ -358,3 +358,31 @@ fn a_key_whose_plan_was_removed_fails_closed_with_one_log_line() {
     let keys = Request::get("/admin/v1/keys").send(second.admin_addr()).json();
     assert_eq!(keys["keys"][0]["daily_quota"], serde_json::Value::Null, "{keys}");
 }
+
+#[test]
+fn changing_a_plans_figures_applies_on_sighup_in_the_same_process() {
+    let (sc, _nsd) = start_with(|b| b.settings(OPERATOR_PLANS).keys(&["partner"]));
+    let key = sc.key().to_owned();
+    assert_eq!(get(&sc, &key).status, 200);
+    assert_eq!(get(&sc, &key).status, 200);
+    check_error(&get(&sc, &key), 402, "quota_exceeded", "the partner plan's two a day");
+    let pid = sc.pid();
+    // A broken file keeps the plans in force.
+    std::fs::write(sc.dir().join("plans.toml"), "[plans.partner]\ndaily-quota = \"lots\"\n").unwrap();
+    let hup = |what: &str| {
+        let status = std::process::Command::new("kill").args(["-HUP", &pid.to_string()]).status().unwrap();
+        assert!(status.success(), "{what}");
+    };
+    hup("broken file");
+    wait_for("the refused reload in the log", Duration::from_secs(5), || {
+        sc.stderr_text().contains("plans not reloaded").then_some(())
+    });
+    check_error(&get(&sc, &key), 402, "quota_exceeded", "still two a day");
+    let raised = OPERATOR_PLANS.replace("daily-quota = 2", "daily-quota = 4");
+    std::fs::write(sc.dir().join("plans.toml"), raised).unwrap();
+    hup("raised quota");
+    wait_for("the partner plan's new figure", Duration::from_secs(5), || (get(&sc, &key).status == 200).then_some(()));
+    assert_eq!(sc.pid(), pid, "the same process");
+    let keys = Request::get("/admin/v1/keys").send(sc.admin_addr()).json();
+    assert_eq!(keys["keys"][0]["daily_quota"], 4, "{keys}");
+}

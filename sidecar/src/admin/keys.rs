@@ -62,7 +62,7 @@ pub(crate) async fn create_key(
 
 /// A plan keys may take: built in or defined by the `--config` file.
 pub(crate) fn plan(admin: &Admin, s: &str) -> Result<PlanName, AdminError> {
-    admin.plans.resolve(s).map(|p| p.name.clone()).map_err(|e| AdminError::bad_request(e.to_string()))
+    admin.plans.current().resolve(s).map(|p| p.name.clone()).map_err(|e| AdminError::bad_request(e.to_string()))
 }
 
 pub(crate) fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
@@ -80,7 +80,8 @@ fn today(admin: &Admin) -> String {
 }
 
 fn key_json(admin: &Admin, key: &KeyRecord, used_today: u64) -> Value {
-    let plan = admin.plans.get(&key.plan);
+    let plans = admin.plans.current();
+    let plan = plans.get(&key.plan);
     let figure = |f: fn(&crate::plans::Plan) -> crate::plans::Limit| plan.map_or(Value::Null, |p| f(p).to_json());
     json!({
         "id": key.id,

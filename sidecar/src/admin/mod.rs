@@ -35,7 +35,7 @@ pub struct Admin {
     /// free webmail, the warm-up's figures and `/admin/v1/lists`.
     pub catalog: Arc<crate::lists::LiveCatalog>,
     /// The plans keys may take (built-in and the `--config` file's).
-    pub plans: Arc<crate::plans::Plans>,
+    pub plans: Arc<crate::plans::PlanBook>,
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
     pub token_hash: Option<[u8; 32]>,
     /// The operator dashboard at `/dashboard` (its own login and sessions).

@@ -175,6 +175,7 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
         error: None,
         plans: admin
             .plans
+            .current()
             .iter()
             .map(|p| PlanRow {
                 name: p.name.to_string(),
@@ -221,7 +222,7 @@ async fn key_rows(admin: &Admin, keys: &[crate::state::KeyListing]) -> Vec<KeyRo
             tracing::error!(error = %e, "state store failed (dashboard usage)");
             vec![0; days.len()]
         });
-        rows.push(key_row(&admin.plans, listing, usage_chart(&days, &counts)));
+        rows.push(key_row(&admin.plans.current(), listing, usage_chart(&days, &counts)));
     }
     rows
 }
