@@ -40,10 +40,11 @@ version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 source_url=${IMAGE_SOURCE:-$(git -C "$root" remote get-url origin 2>/dev/null || true)}
-if [[ -z $source_url ]]; then
-  # No remote in this checkout: a placeholder rather than no label; set IMAGE_SOURCE to fix it.
+if [[ ! $source_url =~ ^https?:// ]]; then
+  # No web address for this checkout (no remote, or a local path or ssh one): a placeholder
+  # rather than a label pointing nowhere; set IMAGE_SOURCE to fix it.
   source_url=https://git.example.com/email-verdict
-  echo "image: no git remote; org.opencontainers.image.source=$source_url (set IMAGE_SOURCE)" >&2
+  echo "image: no http(s) git remote; org.opencontainers.image.source=$source_url (set IMAGE_SOURCE)" >&2
 fi
 case $(uname -m) in
   x86_64) arch=amd64 ;;
