@@ -3,8 +3,10 @@
 //!
 //! Careful by design (peers are criticised for suggesting `gmail.com` to a `hotmail.com` user
 //! and for telling the real owner of a small domain to change it):
-//! - only for a domain that cannot receive mail (NXDOMAIN, no MX, null MX) and that no list or
-//!   decision knows (disposable, free, relay, operator allow/block, a reviewer): [`did_you_mean`];
+//! - only for a domain that cannot receive mail (NXDOMAIN, no MX, null MX) and that nothing
+//!   vouches for or decided (free, relay, operator allow/block, a reviewer): [`did_you_mean`].
+//!   A disposable listing does not stop it: the lists carry the typosquatted typos (`gmial.com`),
+//!   and without mail the name serves no one;
 //! - only towards a provider of a small shipped set ([`Providers`], `data/popular.txt`), and only
 //!   one edit away in the name: one transposition, one missing or extra character, or one
 //!   character replaced by a neighbouring QWERTY key; a provider name shorter than
@@ -39,10 +41,10 @@ pub struct Providers {
 }
 
 /// `did_you_mean` for a lookup: the provider `domain` is very probably a typo of, when the
-/// domain cannot receive mail (`mx`) and nothing in `signals` knows it (the lists, the
-/// operator's files, a reviewer). Never for a domain with MX.
+/// domain cannot receive mail (`mx`) and nothing in `signals` vouches for or decided it (free
+/// and relay lists, the operator's files, a reviewer). Never for a domain with MX.
 pub fn did_you_mean<'a>(providers: &'a Providers, domain: &Domain, signals: &Signals, mx: &MxInfo) -> Option<&'a str> {
-    if mx.has_mx() || signals.on_any_list() {
+    if mx.has_mx() || signals.known_beyond_disposable_lists() {
         return None;
     }
     providers.closest(domain)

@@ -120,9 +120,12 @@ impl Signals {
         self.listing.is_some_and(|l| l.strong && (!l.via_parent || self.parent_mail))
     }
 
-    /// Some list, operator file or reviewer knows the name (a typo suggestion is never made then).
-    pub fn on_any_list(&self) -> bool {
-        self.free || self.relay || self.listing.is_some() || self.decision.is_some()
+    /// A free or relay list, an operator file or a reviewer vouches for or decided the name: a
+    /// typo suggestion is never made then. A disposable listing does not count: typosquatters
+    /// register the common typos and the lists carry them, and a name without mail (the other
+    /// condition) misleads no one who receives mail there.
+    pub fn known_beyond_disposable_lists(&self) -> bool {
+        self.free || self.relay || self.decision.is_some()
     }
 
     /// A listing that did not decide: the domain is queued for review because of it.

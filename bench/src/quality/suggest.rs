@@ -9,11 +9,13 @@
 //!   slips of `.com` (to no TLD, `.con`...; to a real one, `.co`, `.cm`, `.om`).
 //!
 //! A typo that a shipped list carries (typosquatters register the common ones, and lists carry
-//! them) is counted apart: the rules never suggest for a listed name.
+//! them) is counted apart: on a disposable list, still a typo to correct when it has no mail; on
+//! a free-webmail or relay list, vouched for and never corrected.
 //!
 //! Real names that must get no suggestion: every free-webmail name and an academic sample with
 //! their own MX; another academic sample without mail (half with an address and no MX, half
-//! with the null MX); the names a shipped list carries within one edit of a provider.
+//! with the null MX); the other disposable-listed names within one edit of a provider, served
+//! with their own MX as typosquatters run them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -38,10 +40,13 @@ pub enum Kind {
     SuffixSlip,
     /// A generated slip of `.com` to a real TLD: by the rules, no suggestion.
     SuffixSlipReal,
-    /// A typo (published or generated) that a shipped list carries: by the rules, none.
-    Listed,
-    /// A listed name within one edit of a provider (what the lists hold near providers): none.
-    ListedNearProvider,
+    /// A typo (published or generated) that a disposable list carries, without mail: corrected.
+    DisposableTypo,
+    /// A name a free-webmail or relay list carries, within one edit of a provider (typos above
+    /// included): vouched for, by the rules none.
+    Vouched,
+    /// Another disposable-listed name within one edit of a provider, with its own MX: never.
+    ListedWithMx,
     /// A real name with its own MX (free webmail, academic, published non-typos): never.
     RealWithMx,
     /// A real name without mail (academic, no MX or null MX): none expected.
@@ -49,13 +54,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Published,
         Kind::NameEdit,
         Kind::SuffixSlip,
         Kind::SuffixSlipReal,
-        Kind::Listed,
-        Kind::ListedNearProvider,
+        Kind::DisposableTypo,
+        Kind::Vouched,
+        Kind::ListedWithMx,
         Kind::RealWithMx,
         Kind::RealNoMx,
     ];
@@ -66,8 +72,9 @@ impl Kind {
             Kind::NameEdit => "generated: one edit of a provider's name",
             Kind::SuffixSlip => "generated: `.com` slipped to no TLD (`.con`, `.cmo`...)",
             Kind::SuffixSlipReal => "generated: `.com` slipped to a real TLD (`.co`, `.cm`, `.om`): none by design",
-            Kind::Listed => "typos above that a shipped list carries: none by design",
-            Kind::ListedNearProvider => "listed names within one edit of a provider: none by design",
+            Kind::DisposableTypo => "typos above that a disposable list carries (no mail)",
+            Kind::Vouched => "free-webmail or relay names within one edit of a provider: none by design",
+            Kind::ListedWithMx => "other disposable-listed names within one edit of a provider, with MX: never",
             Kind::RealWithMx => "real domains with their own MX (free webmail, academic)",
             Kind::RealNoMx => "real domains without mail (academic; no MX or null MX)",
         }
@@ -75,7 +82,7 @@ impl Kind {
 
     /// Whether a suggestion is wanted at all (the typos the rules are meant to catch).
     pub fn wants_suggestion(self) -> bool {
-        matches!(self, Kind::Published | Kind::NameEdit | Kind::SuffixSlip)
+        matches!(self, Kind::Published | Kind::NameEdit | Kind::SuffixSlip | Kind::DisposableTypo)
     }
 }
 
@@ -103,8 +110,10 @@ pub struct Case {
 pub struct Inputs<'a> {
     pub published: &'a str,
     pub providers: &'a Providers,
-    /// Every name of the shipped disposable, free and relay lists.
-    pub listed: &'a HashSet<String>,
+    /// Every name of the shipped disposable lists.
+    pub disposable: &'a HashSet<String>,
+    /// Every name of the shipped free-webmail and relay lists.
+    pub vouched: &'a HashSet<String>,
     pub free: &'a [String],
     pub academic: &'a [String],
     pub academic_sample: usize,
@@ -115,7 +124,12 @@ pub fn build(i: &Inputs<'_>) -> Vec<Case> {
     let mut cases: BTreeMap<String, Case> = BTreeMap::new();
     let mut add = |name: String, kind: Kind, expected: Option<String>, dns: Dns| {
         let published = kind == Kind::Published;
-        let kind = if kind.wants_suggestion() && i.listed.contains(&name) { Kind::Listed } else { kind };
+        let kind = match kind {
+            k if !k.wants_suggestion() => k,
+            _ if i.vouched.contains(&name) => Kind::Vouched,
+            _ if i.disposable.contains(&name) => Kind::DisposableTypo,
+            k => k,
+        };
         let name_ok = Domain::parse(&name).is_ok() && !i.providers.contains(&name);
         if name_ok {
             cases.entry(name.clone()).or_insert(Case { name, kind, expected, dns, published });
@@ -141,12 +155,17 @@ pub fn build(i: &Inputs<'_>) -> Vec<Case> {
             add(format!("{name}.{slip}"), Kind::SuffixSlipReal, None, Dns::NxDomain);
         }
     }
-    let mut listed: Vec<&String> = i.listed.iter().collect();
-    listed.sort();
-    for name in listed {
-        if Domain::parse(name).is_ok_and(|d| i.providers.closest(&d).is_some()) {
-            add(name.clone(), Kind::ListedNearProvider, None, Dns::NxDomain);
-        }
+    let near_provider = |set: &HashSet<String>| {
+        let mut names: Vec<String> =
+            set.iter().filter(|n| Domain::parse(n).is_ok_and(|d| i.providers.closest(&d).is_some())).cloned().collect();
+        names.sort();
+        names
+    };
+    for name in near_provider(i.vouched) {
+        add(name, Kind::Vouched, None, Dns::NxDomain);
+    }
+    for name in near_provider(i.disposable) {
+        add(name, Kind::ListedWithMx, None, Dns::OwnMx);
     }
     for name in i.free {
         add(name.clone(), Kind::RealWithMx, None, Dns::OwnMx);

@@ -152,9 +152,13 @@ fn gate_mx_and_lists() {
         (none, MxInfo::NoMx, Some("gmail.com")),
         (none, MxInfo::NullMx, Some("gmail.com")),
         // Working mail: never, whoever owns it.
-        (none, MxInfo::Mx { hosts: vec![host] }, None),
-        // Known to a list, an operator file or a reviewer: never.
-        (Signals { listing: Some(listing), ..none }, MxInfo::NoDomain, None),
+        (none, MxInfo::Mx { hosts: vec![host.clone()] }, None),
+        // A disposable listing (typosquatters' names are on the lists), without mail: suggested.
+        (Signals { listing: Some(listing), ..none }, MxInfo::NoDomain, Some("gmail.com")),
+        (Signals { listing: Some(Listing { strong: false, ..listing }), ..none }, MxInfo::NoMx, Some("gmail.com")),
+        // ... but with the typosquatter's MX: never.
+        (Signals { listing: Some(listing), ..none }, MxInfo::Mx { hosts: vec![host.clone()] }, None),
+        // Vouched for by a free or relay list, decided by an operator file or a reviewer: never.
         (Signals { free: true, ..none }, MxInfo::NoDomain, None),
         (Signals { relay: true, ..none }, MxInfo::NoDomain, None),
         (Signals { decision: Some(Decision::Allow), ..none }, MxInfo::NoDomain, None),

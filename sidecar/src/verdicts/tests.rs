@@ -35,6 +35,7 @@ fn verdicts(name: &str) -> Verdicts {
     catalog.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
     catalog.load(ListKind::Popular, "gmail.com\n");
     catalog.load_disposable("weak-list", Tier::Weak, "gmaul.com\n").unwrap();
+    catalog.load(ListKind::Free, "gnail.com\n");
     let script = HashMap::from([
         ("burner.example", vec![("mx.burner.example", "192.0.2.10")]),
         ("weakonly.example", vec![("mx.weakonly.example", "192.0.2.20")]),
@@ -45,6 +46,7 @@ fn verdicts(name: &str) -> Verdicts {
         ("sub.unresolvable.example", vec![("mx.sub.unresolvable.example", "192.0.2.50")]),
         ("gmial.com", vec![]),
         ("gmaul.com", vec![]),
+        ("gnail.com", vec![]),
         ("gmaik.com", vec![("mx.gmaik.com", "192.0.2.60")]),
     ]);
     let config = CacheConfig {
@@ -103,7 +105,8 @@ async fn tiers_and_parents_decide_and_explain() {
     check(&v, "shared.burner.example", (false, true, cause("parent_listing", &both, "burner.example"))).await;
 }
 
-/// `did_you_mean` comes with the verdict: for a domain without mail that no list knows only.
+/// `did_you_mean` comes with the verdict: for a domain without mail that nothing vouches for or
+/// decided (a disposable listing does not count).
 #[tokio::test]
 async fn a_probable_typo_comes_with_its_suggestion() {
     let v = verdicts("suggest");
@@ -113,7 +116,8 @@ async fn a_probable_typo_comes_with_its_suggestion() {
     };
     assert_eq!(suggestion("ann@gmial.com").await.as_deref(), Some("gmail.com"));
     assert_eq!(suggestion("gmaik.com").await, None, "it has MX");
-    assert_eq!(suggestion("gmaul.com").await, None, "a list knows it");
+    assert_eq!(suggestion("gmaul.com").await.as_deref(), Some("gmail.com"), "disposable-listed, no mail");
+    assert_eq!(suggestion("gnail.com").await, None, "a free-webmail list vouches for it");
     let blocked = v.verdict(&input("gmial.com"), Some(Decision::Block)).await.unwrap();
     assert_eq!((blocked.result.disposable, blocked.suggestion), (true, None), "a reviewer decided");
 }
