@@ -50,6 +50,10 @@ pub struct CheckArgs {
     /// State store whose reviewer decisions apply [default: none, a temporary one]
     #[arg(long, value_name = "URL")]
     pub state: Option<String>,
+    /// Distinct domains whose answers are kept: a repeat among them is not resolved again, and
+    /// memory stays flat once they are [default: 100000, or the --config file's]
+    #[arg(long, value_name = "N")]
+    pub cache_size: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,8 +63,16 @@ pub enum Format {
 }
 
 pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
-    let settings = ServeArgs { dns: args.dns.clone(), config: args.config.clone(), ..Default::default() }.resolve()?;
-    let (store, _temporary) = store(args.state.as_deref())?;
+    let settings = ServeArgs {
+        dns: args.dns.clone(),
+        config: args.config.clone(),
+        cache_size: args.cache_size,
+        ..Default::default()
+    }
+    .resolve()?;
+    let (store, temporary) = store(args.state.as_deref())?;
+    // A store this run created holds no reviewer decision: reading one per line would only cost.
+    let reviewed = temporary.is_none();
     let metrics = Arc::new(Metrics::new());
     let resolver =
         Arc::new(HickoryResolver::new(&settings.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
@@ -96,7 +108,7 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
     let results = lines
         .map(|line| async move {
             match line {
-                Ok(line) => Ok((line.consumed, judge(verdicts, line.text).await)),
+                Ok(line) => Ok((line.consumed, judge(verdicts, reviewed, line.text).await)),
                 Err(e) => Err(e),
             }
         })
@@ -199,8 +211,8 @@ async fn read_line(r: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Optio
     Ok(Some(Line { text, consumed }))
 }
 
-/// The record of one line, or its error.
-async fn judge(verdicts: &Verdicts, line: Result<String, &'static str>) -> BatchItem {
+/// The record of one line, or its error; the reviewer's decision applies when `reviewed`.
+async fn judge(verdicts: &Verdicts, reviewed: bool, line: Result<String, &'static str>) -> BatchItem {
     let raw = match line {
         Ok(raw) => raw,
         Err(why) => return BatchItem::error("", ErrorCode::InvalidInput, why),
@@ -210,7 +222,7 @@ async fn judge(verdicts: &Verdicts, line: Result<String, &'static str>) -> Batch
         Err(e) => return BatchItem::error(raw, ErrorCode::InvalidInput, e.to_string()),
     };
     let verdict = async {
-        let decision = verdicts.decision(input.domain()).await?;
+        let decision = if reviewed { verdicts.decision(input.domain()).await? } else { None };
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {

@@ -164,6 +164,31 @@ fn check_writes_one_line_per_input_in_order() {
     assert_eq!(code, Some(2), "{stderr}");
 }
 
+/// `--state URL` applies the reviewer decisions of that store; without it (a temporary store
+/// the run creates) none apply. `--cache-size` is checked like serve's.
+#[test]
+fn check_applies_the_decisions_of_the_store_it_is_given() {
+    let nsd = Nsd::start();
+    let dir = TestDir::new("check-state");
+    let state = format!("sqlite:{}", dir.join("state.db").display());
+    let review = Command::new(email_verdict_tests::sidecar::binary())
+        .args(["review", "set", "ownmail.example", "disposable", "--state", &state])
+        .output()
+        .expect("run email-verdict review set");
+    assert!(review.status.success(), "{}", String::from_utf8_lossy(&review.stderr));
+    let verdict = |args: &[&str]| {
+        let (code, stdout, stderr) = check(&nsd, args, "ann@ownmail.example\n");
+        assert_eq!(code, Some(0), "{stderr}");
+        let line: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+        line["result"]["verdict"].as_str().map(str::to_owned)
+    };
+    assert_eq!(verdict(&["--state", &state]).as_deref(), Some("disposable"), "the reviewer's decision");
+    assert_eq!(verdict(&["--cache-size", "5"]).as_deref(), Some("safe"), "a temporary store: no decisions");
+    let (code, _, stderr) = check(&nsd, &["--cache-size", "0"], "gmail.com\n");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--cache-size"), "{stderr}");
+}
+
 #[test]
 fn ctrl_c_stops_check_with_every_written_line_whole() {
     let nsd = Nsd::start();
