@@ -29,63 +29,27 @@ wasm=${EMAIL_VERDICT_FILTER_WASM:-$root/target/email_verdict_filter.wasm}
 out=${IMAGE_OUT_DIR:-$root/target/image}
 name=email-verdict-filter-oci
 
-die() {
-  echo "error: $*" >&2
-  exit 1
-}
-[[ -f $wasm ]] || die "$wasm does not exist: build it first (make filter)"
-# A module is "\0asm" + version 1; Istio refuses anything else after the pull.
-[[ $(head -c 8 "$wasm" | od -An -tx1 | tr -d ' \n') == 0061736d01000000 ]] || die "$wasm is not a Wasm module"
-for tool in umoci skopeo jq; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing: run scripts/install-deps.sh"
-done
-
-version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$root/Cargo.toml")
-[[ -n $version ]] || die "no [workspace.package] version in Cargo.toml"
-epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
-created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-source_url=${IMAGE_SOURCE:-$(git -C "$root" remote get-url origin 2>/dev/null || true)}
-[[ -n $source_url ]] || source_url=https://git.example.com/email-verdict
-
 # shellcheck source=scripts/oci-archive.sh
 source "$root/scripts/oci-archive.sh"
 
-mkdir -p "$out"
-work=$(mktemp -d "$out/.build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-layout=$work/$name
-image=$layout:$version
-umoci init --layout "$layout"
-umoci new --image "$image"
-rootless=()
-if [[ $(id -u) -ne 0 ]]; then rootless=(--rootless); fi
-umoci unpack "${rootless[@]}" --image "$image" "$work/bundle"
-rootfs=$work/bundle/rootfs
+[[ -f $wasm ]] || die "$wasm does not exist: build it first (make filter)"
+# A module is "\0asm" + version 1; Istio refuses anything else after the pull.
+[[ $(head -c 8 "$wasm" | od -An -tx1 | tr -d ' \n') == 0061736d01000000 ]] || die "$wasm is not a Wasm module"
+need_tools umoci skopeo jq
+image_metadata
+[[ -n $source_url ]] || source_url=https://git.example.com/email-verdict
+
+start_bundle
 install -m 0644 "$wasm" "$rootfs/plugin.wasm"
-if ((${#rootless[@]} == 0)); then chown -R 0:0 "$rootfs"; fi
-chmod 0755 "$rootfs"
-find "$rootfs" -exec touch -h -d "@$epoch" {} +
-umoci repack --image "$image" --history.created "$created" \
-  --history.created_by "scripts/filter-image.sh: plugin.wasm" "$work/bundle"
+repack_rootfs "scripts/filter-image.sh: plugin.wasm"
 # The platform is fixed (a module runs anywhere): the same bytes whatever machine builds it.
-umoci config --image "$image" --created "$created" --history.created "$created" \
-  --history.created_by "scripts/filter-image.sh: config" --architecture amd64 --os linux \
+finish_image "scripts/filter-image.sh: config" --architecture amd64 --os linux \
   --manifest.annotation module.wasm.image/variant=compat \
   --manifest.annotation "org.opencontainers.image.source=$source_url" \
   --manifest.annotation "org.opencontainers.image.version=$version" \
   --manifest.annotation org.opencontainers.image.licenses=Apache-2.0 \
-  --config.label org.opencontainers.image.title=email-verdict-filter \
-  --config.label "org.opencontainers.image.source=$source_url" \
-  --config.label "org.opencontainers.image.version=$version" \
-  --config.label "org.opencontainers.image.revision=$(git -C "$root" rev-parse HEAD)" \
-  --config.label org.opencontainers.image.licenses=Apache-2.0
-umoci gc --layout "$layout"
+  --config.label org.opencontainers.image.title=email-verdict-filter
 
-archive=$out/$name.tar
-digest=$(write_oci_archive "$layout" "$archive" "$epoch")
-echo "$digest" >"$out/$name.digest"
-rm -rf "${out:?}/$name"
-mv "$layout" "$out/$name"
 wasm_sha=$(sha256sum "$wasm" | cut -d' ' -f1)
 
 echo "filter image: $archive ($(stat -c %s "$archive") bytes)"

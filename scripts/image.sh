@@ -26,20 +26,12 @@ bin=${EMAIL_VERDICT_BIN:-$root/target/release/email-verdict}
 out=${IMAGE_OUT_DIR:-$root/target/image}
 name=email-verdict-oci
 
-die() {
-  echo "error: $*" >&2
-  exit 1
-}
-[[ -x $bin ]] || die "$bin does not exist: build it first (make build)"
-for tool in umoci skopeo ldd jq; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing: run scripts/install-deps.sh"
-done
+# shellcheck source=scripts/oci-archive.sh
+source "$root/scripts/oci-archive.sh"
 
-version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$root/Cargo.toml")
-[[ -n $version ]] || die "no [workspace.package] version in Cargo.toml"
-epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
-created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-source_url=${IMAGE_SOURCE:-$(git -C "$root" remote get-url origin 2>/dev/null || true)}
+[[ -x $bin ]] || die "$bin does not exist: build it first (make build)"
+need_tools umoci skopeo ldd jq
+image_metadata
 if [[ ! $source_url =~ ^https?:// ]]; then
   # No web address for this checkout (no remote, or a local path or ssh one): a placeholder
   # rather than a label pointing nowhere; set IMAGE_SOURCE to fix it.
@@ -52,22 +44,7 @@ case $(uname -m) in
   *) arch=$(uname -m) ;;
 esac
 
-# shellcheck source=scripts/oci-archive.sh
-source "$root/scripts/oci-archive.sh"
-
-mkdir -p "$out"
-work=$(mktemp -d "$out/.build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-layout=$work/$name
-image=$layout:$version
-# An empty image unpacked to a bundle: we fill its rootfs and `repack` turns the difference into
-# the one layer (paths relative to the root, as every runtime expects).
-umoci init --layout "$layout"
-umoci new --image "$image"
-rootless=()
-if [[ $(id -u) -ne 0 ]]; then rootless=(--rootless); fi
-umoci unpack "${rootless[@]}" --image "$image" "$work/bundle"
-rootfs=$work/bundle/rootfs
+start_bundle
 
 # The binary byte for byte as tested (not stripped: panics keep their symbol names).
 install -D -m 0755 "$bin" "$rootfs/usr/local/bin/email-verdict"
@@ -91,25 +68,11 @@ done
 install -d -m 0755 "$rootfs/var/lib/email-verdict" "$rootfs/home/nonroot"
 # Pingora's graceful-upgrade socket and SQLite's temporary files go to $TMPDIR (default /tmp).
 install -d -m 1777 "$rootfs/tmp"
-# Owners: root everywhere but what the service writes. As root, real owners; otherwise umoci's
-# rootless mode reads the owner from the user.rootlesscontainers xattr (a protobuf message:
-# field 1 uid, field 2 gid; 65532 = varint fc ff 03).
-if ((${#rootless[@]} == 0)); then
-  chown -R 0:0 "$rootfs"
-  chown 65532:65532 "$rootfs/var/lib/email-verdict" "$rootfs/home/nonroot"
-else
-  for d in var/lib/email-verdict home/nonroot; do
-    setfattr -n user.rootlesscontainers -v 0x08fcff0310fcff03 "$rootfs/$d" ||
-      die "cannot set the user.rootlesscontainers xattr under $out: run as root, or on a file system with user xattrs"
-  done
-fi
-chmod 0755 "$rootfs"
-find "$rootfs" -exec touch -h -d "@$epoch" {} +
-umoci repack --image "$image" --history.created "$created" \
-  --history.created_by "scripts/image.sh: email-verdict $version + its libraries (ldd)" "$work/bundle"
+# Root everywhere but what the service writes.
+repack_rootfs "scripts/image.sh: email-verdict $version + its libraries (ldd)" \
+  var/lib/email-verdict home/nonroot
 
 config=(
-  --created "$created" --history.created "$created" --history.created_by "scripts/image.sh: config"
   --architecture "$arch" --os linux
   --config.user 65532:65532 --config.workingdir /var/lib/email-verdict
   --config.entrypoint /usr/local/bin/email-verdict --config.cmd serve
@@ -122,24 +85,12 @@ config=(
   --config.exposedports 8080/tcp --config.exposedports 8081/tcp
   --config.volume /var/lib/email-verdict
   --config.stopsignal SIGTERM
+  # + the source, version, revision and licenses labels (finish_image).
   --config.label "org.opencontainers.image.title=email-verdict"
   --config.label "org.opencontainers.image.description=Disposable-email verdicts for signups: the sidecar (API + admin)"
-  --config.label "org.opencontainers.image.source=$source_url"
-  --config.label "org.opencontainers.image.version=$version"
-  --config.label "org.opencontainers.image.revision=$(git -C "$root" rev-parse HEAD)"
   --config.label "org.opencontainers.image.created=$created"
-  --config.label "org.opencontainers.image.licenses=Apache-2.0"
 )
-umoci config --image "$image" "${config[@]}"
-# Drop the unreferenced blobs the steps above left behind (they would only bloat the archive).
-umoci gc --layout "$layout"
-
-archive=$out/$name.tar
-digest=$(write_oci_archive "$layout" "$archive" "$epoch")
-echo "$digest" >"$out/$name.digest"
-# The layout too, for tools that take a directory (`umoci unpack`, `skopeo copy oci:...`).
-rm -rf "${out:?}/$name"
-mv "$layout" "$out/$name"
+finish_image "scripts/image.sh: config" "${config[@]}"
 
 size=$(stat -c %s "$archive")
 rootfs_bytes=$(du -sb "$rootfs" | cut -f1)
