@@ -3,7 +3,7 @@
 # `make filter` runs this. Two routes, the first that works:
 #
 #   1. rustup: the wasm32-wasip1 target is installed (or `rustup target add wasm32-wasip1`
-#      succeeds): cargo build --release --target wasm32-wasip1 -p email-verdict-filter
+#      succeeds): cargo build --profile wasm --target wasm32-wasip1 -p email-verdict-filter
 #   2. Debian's Rust (where no wasm32 std can be downloaded): installs rustc-web cargo-web
 #      rust-web-src lld wasi-libc when missing, then builds std from source with /usr/bin/cargo
 #      (-Zbuild-std, RUSTC_BOOTSTRAP=1, linker wasm-ld) into target-wasm/.
@@ -100,8 +100,8 @@ fi
 wasm_out=""
 if ((use_rustup)); then
   echo "filter: route 1 (rustup target $TARGET, $(rustc --version))"
-  cargo build --release --target "$TARGET" -p "$CRATE"
-  wasm_out=target/$TARGET/release/$ARTIFACT
+  cargo build --profile wasm --target "$TARGET" -p "$CRATE"
+  wasm_out=target/$TARGET/wasm/$ARTIFACT
   tree_cmd=(cargo tree)
 else
   echo "filter: route 2 (Debian's Rust with -Zbuild-std: no rustup target $TARGET here)"
@@ -116,9 +116,9 @@ else
   RUSTC_BOOTSTRAP=1 \
     CARGO_TARGET_WASM32_WASIP1_LINKER=wasm-ld \
     RUSTFLAGS="-L /usr/lib/wasm32-wasi" \
-    /usr/bin/cargo build --release --target "$TARGET" -Zbuild-std=std,panic_abort \
+    /usr/bin/cargo build --profile wasm --target "$TARGET" -Zbuild-std=std,panic_abort \
     -p "$CRATE" --target-dir target-wasm
-  wasm_out=target-wasm/$TARGET/release/$ARTIFACT
+  wasm_out=target-wasm/$TARGET/wasm/$ARTIFACT
   tree_cmd=(/usr/bin/cargo tree)
 fi
 

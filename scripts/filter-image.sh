@@ -37,7 +37,6 @@ source "$root/scripts/oci-archive.sh"
 [[ $(head -c 8 "$wasm" | od -An -tx1 | tr -d ' \n') == 0061736d01000000 ]] || die "$wasm is not a Wasm module"
 need_tools umoci skopeo jq
 image_metadata
-[[ -n $source_url ]] || source_url=https://git.example.com/email-verdict
 
 start_bundle
 install -m 0644 "$wasm" "$rootfs/plugin.wasm"

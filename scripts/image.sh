@@ -32,12 +32,6 @@ source "$root/scripts/oci-archive.sh"
 [[ -x $bin ]] || die "$bin does not exist: build it first (make build)"
 need_tools umoci skopeo ldd jq
 image_metadata
-if [[ ! $source_url =~ ^https?:// ]]; then
-  # No web address for this checkout (no remote, or a local path or ssh one): a placeholder
-  # rather than a label pointing nowhere; set IMAGE_SOURCE to fix it.
-  source_url=https://git.example.com/email-verdict
-  echo "image: no http(s) git remote; org.opencontainers.image.source=$source_url (set IMAGE_SOURCE)" >&2
-fi
 case $(uname -m) in
   x86_64) arch=amd64 ;;
   aarch64) arch=arm64 ;;

@@ -20,14 +20,20 @@ need_tools() {
 
 # image_metadata: sets version ([workspace.package] in Cargo.toml), epoch (SOURCE_DATE_EPOCH,
 # default the last commit's time: every timestamp in the image, hence reproducible), created
-# (epoch as RFC 3339) and source_url (IMAGE_SOURCE, default git remote origin; empty without
-# one: the caller picks its fallback).
+# (epoch as RFC 3339) and source_url (IMAGE_SOURCE, default git remote origin; a placeholder
+# when that is no http(s) address).
 image_metadata() {
   version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$root/Cargo.toml")
   [[ -n $version ]] || die "no [workspace.package] version in Cargo.toml"
   epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
   created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
   source_url=${IMAGE_SOURCE:-$(git -C "$root" remote get-url origin 2>/dev/null || true)}
+  if [[ ! $source_url =~ ^https?:// ]]; then
+    # No web address for this checkout (no remote, or a local path or ssh one): a placeholder
+    # rather than a label pointing nowhere; set IMAGE_SOURCE to fix it.
+    source_url=https://git.example.com/email-verdict
+    echo "$name: no http(s) git remote; org.opencontainers.image.source=$source_url (set IMAGE_SOURCE)" >&2
+  fi
 }
 
 # start_bundle: an empty image (layout $work/$name, tagged $version) unpacked to a bundle: the

@@ -329,6 +329,19 @@ class PSL:
         except TypeError:
             return None
 
+    def with_suffix_beneath(self, names):
+        """The names that have a public suffix strictly beneath them (`amazonaws.com` under
+        `s3.amazonaws.com`): a parent walk bounded by the registrable domain and one that is
+        not differ only on those."""
+        beneath = set()
+        for rule in list(self.rules) + list(self.exceptions):
+            labels = rule.split(".")
+            beneath.update(".".join(labels[i:]) for i in range(1, len(labels)))
+        for parent in self.wild:  # "*.parent": every child of parent is a suffix
+            labels = parent.split(".")
+            beneath.update(".".join(labels[i:]) for i in range(len(labels)))
+        return sorted(n for n in names if n in beneath)
+
     def tld_known(self, name):
         return name.rsplit(".", 1)[-1] in self.tlds
 
@@ -626,6 +639,12 @@ def run(tmp, archive_dir):
     ps_in_relay = {n for n in relay if psl.suffix_section(n)}
     if ps_in_relay:
         die("relay entries that are public suffixes: %s" % sorted(ps_in_relay))
+    # The filter's fallback (filter/src/fallback.rs) matches a strong name and every name
+    # under it, without the PSL: exact only while no strong name has a public suffix beneath.
+    strong_over_suffix = psl.with_suffix_beneath(strong_names)
+    if strong_over_suffix:
+        die("strong disposable names with a public suffix beneath them (the filter's unbounded "
+            "parent walk would differ from the sidecar's): %s" % strong_over_suffix)
 
     def under(names, parents):
         parents = {p for p in parents if not psl.suffix_section(p)}

@@ -8,14 +8,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use email_verdict_core::DomainSet;
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
 use email_verdict_core::signup::{
     BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
 };
 
 use crate::cache::VerdictCache;
-use crate::fallback;
+use crate::fallback::{self, StrongSet};
 use crate::signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -174,7 +173,7 @@ pub struct FilterConfig {
     pub failure_status: u16,
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
     /// `None` when `local_fallback` is false.
-    pub local_lists: Option<&'static DomainSet>,
+    pub local_lists: Option<&'static StrongSet>,
     /// `None` when `cache.ttl_seconds` is 0.
     pub cache: Option<VerdictCache>,
     pub max_body_bytes: usize,

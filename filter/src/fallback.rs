@@ -3,57 +3,96 @@
 //! A sidecar that refuses the gateway's key (burst or quota spent: 429/402; 401), errs, times
 //! out or is down must not turn into a bypass for names the filter can judge itself: the
 //! *strong* disposable lists (reviewed or observed sources; `data/README.md`) are embedded in
-//! the module, and a domain they list, or whose parent up to the registrable domain they list,
-//! is `disposable`. Matching is core's `DomainSet` (public-suffix entries refused), the same as
-//! the sidecar's lists. Everything else still falls to `failure_mode`.
+//! the module, and a domain they list, or a subdomain of one, is `disposable`. Everything else
+//! still falls to `failure_mode`.
+//!
+//! The lists are loaded by core at build time (`build.rs`: normalized, public-suffix entries
+//! dropped), so the module carries no Public Suffix List. The sidecar walks parents only up to
+//! the registrable domain; walking every parent here matches the same names because no strong
+//! name has a public suffix beneath it (`scripts/update-data.py` refuses a list where one does;
+//! the tests below compare both walks over every name).
 //!
 //! The set is built once per Wasm VM, on the first configuration that enables it, and shared by
 //! every later configuration of that VM.
 
 use std::sync::OnceLock;
 
-use email_verdict_core::{Domain, DomainSet};
+use email_verdict_core::Domain;
 
-/// The strong sources, as `scripts/update-data.py` writes them (`#` header, one name a line).
-const STRONG_LISTS: [&str; 2] = [
-    include_str!("../../data/disposable/disposable-email-domains.txt"),
-    include_str!("../../data/disposable/fakefilter.txt"),
-];
+/// The strong sources as core loads them, one name a line, sorted (`build.rs`).
+const STRONG: &str = include_str!(concat!(env!("OUT_DIR"), "/strong.txt"));
 
-static STRONG: OnceLock<DomainSet> = OnceLock::new();
+/// Sorted names: a binary search per parent, no hashing, 16 bytes a name beside the text.
+#[derive(Debug)]
+pub struct StrongSet(Vec<&'static str>);
+
+static SET: OnceLock<StrongSet> = OnceLock::new();
 
 /// The embedded strong lists, loaded on first use.
-pub fn strong() -> &'static DomainSet {
-    STRONG.get_or_init(|| load(&STRONG_LISTS))
+pub fn strong() -> &'static StrongSet {
+    SET.get_or_init(|| {
+        let mut names: Vec<&str> = STRONG.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        names.sort_unstable(); // already sorted by build.rs; cheap, and no reliance on it
+        StrongSet(names)
+    })
 }
 
-/// A set from list texts (public-suffix and invalid lines are refused by the loader).
-pub fn load(texts: &[&str]) -> DomainSet {
-    let mut set = DomainSet::default();
-    for text in texts {
-        set.load_text(text);
+impl StrongSet {
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
-    set
-}
 
-/// True when a strong list names `domain` or one of its parents up to the registrable domain.
-pub fn is_listed(set: &DomainSet, domain: &Domain) -> bool {
-    set.contains(domain)
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn contains_name(&self, name: &str) -> bool {
+        self.0.binary_search(&name).is_ok()
+    }
+
+    /// True when the set names `domain` or one of its parents.
+    pub fn is_listed(&self, domain: &Domain) -> bool {
+        let mut name = domain.as_str();
+        loop {
+            if self.contains_name(name) {
+                return true;
+            }
+            match name.split_once('.') {
+                Some((_, parent)) => name = parent,
+                None => return false,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use email_verdict_core::DomainSet;
+    use email_verdict_core::domain::is_public_suffix;
+
     use super::*;
 
-    fn check(set: &DomainSet, name: &str, listed: bool) {
-        assert_eq!(is_listed(set, &Domain::parse(name).unwrap()), listed, "{name}");
+    const SOURCES: [&str; 2] = [
+        include_str!("../../data/disposable/disposable-email-domains.txt"),
+        include_str!("../../data/disposable/fakefilter.txt"),
+    ];
+
+    /// The sidecar's view of the same lists: core's loader and its registrable-bounded walk.
+    fn sidecar_view() -> DomainSet {
+        let mut set = DomainSet::default();
+        SOURCES.iter().for_each(|t| drop(set.load_text(t)));
+        set
+    }
+
+    fn check(name: &str, listed: bool) {
+        assert_eq!(strong().is_listed(&Domain::parse(name).unwrap()), listed, "{name}");
     }
 
     #[test]
     fn the_embedded_strong_lists_decide_listed_names_and_their_subdomains() {
-        let set = strong();
-        // Both files' entries: thousands of names, none lost to the loader beyond public suffixes.
-        assert!(set.len() > 10_000, "{} names", set.len());
+        // Both files' entries: thousands of names, none lost beyond what core's loader drops.
+        assert_eq!(strong().len(), sidecar_view().len());
+        assert!(strong().len() > 10_000, "{} names", strong().len());
         for (name, listed) in [
             ("mailinator.com", true),
             ("MAILINATOR.COM.", true),
@@ -62,19 +101,25 @@ mod tests {
             ("shopco.example", false),
             ("co.uk", false),
         ] {
-            check(set, name, listed);
+            check(name, listed);
         }
         // fakefilter's own names are in too.
-        let fakefilter = STRONG_LISTS[1].lines().find(|l| !l.starts_with('#') && !l.trim().is_empty()).unwrap();
-        check(set, fakefilter, true);
+        let fakefilter = SOURCES[1].lines().find(|l| !l.starts_with('#') && !l.trim().is_empty()).unwrap();
+        check(fakefilter, true);
     }
 
+    /// For every strong name, itself, a child, a grandchild and its parent: the same answer as
+    /// the sidecar's registrable-bounded walk, and no public suffix in the set.
     #[test]
-    fn public_suffix_entries_never_match() {
-        let set = load(&["# header\npp.ua\nshop.pp.ua\nmailinator.com\n"]);
-        check(&set, "other.pp.ua", false);
-        check(&set, "shop.pp.ua", true);
-        check(&set, "a.b.mailinator.com", true);
-        check(&set, "notmailinator.com", false);
+    fn the_unbounded_walk_matches_the_sidecars_on_every_name() {
+        let sidecar = sidecar_view();
+        for &name in &strong().0 {
+            assert!(!is_public_suffix(name), "{name} is a public suffix");
+            let parent = name.split_once('.').map(|(_, p)| p).unwrap_or(name);
+            for probe in [name.to_owned(), format!("x.{name}"), format!("a.b.{name}"), parent.to_owned()] {
+                let Ok(domain) = Domain::parse(&probe) else { continue };
+                assert_eq!(strong().is_listed(&domain), sidecar.contains(&domain), "{probe}");
+            }
+        }
     }
 }

@@ -26,7 +26,6 @@ use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, 
 
 use crate::config::FilterConfig;
 use crate::decision::{self, CalloutOutcome};
-use crate::fallback;
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
@@ -320,7 +319,7 @@ impl<H: Host> Ctx<'_, H> {
     /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
     /// same (flagged `local_fallback`, never cached); any other goes to `failure_mode`.
     fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Step {
-        if self.config.local_lists.is_some_and(|lists| fallback::is_listed(lists, domain)) {
+        if self.config.local_lists.is_some_and(|lists| lists.is_listed(domain)) {
             self.host.increment(Counter::LocalDecisions);
             self.log(
                 LogLevel::Info,

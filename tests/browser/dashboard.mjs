@@ -39,6 +39,8 @@ await run("dashboard", async () => {
   check((await row.locator("td").allTextContents()).includes("basic"), "the new plan is listed");
   equal(await page.locator(`svg[data-usage="${id}"] rect`).count(), 30, "thirty days in the usage chart");
   check((await page.locator("svg[data-usage] rect[height]:not([height='0'])").count()) > 0, "a used key shows a bar");
+  const keys = await page.locator("table.keys").evaluate((t) => [t.scrollWidth, t.clientWidth]);
+  check(keys[0] <= keys[1], `the keys table fits a desktop page without scrolling: ${keys}`);
   await screenshots(page, shots, "dashboard-plans-and-usage");
 
   await Promise.all([page.waitForNavigation(), page.getByRole("button", { name: `Revoke key ${id}` }).click()]);
