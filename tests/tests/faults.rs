@@ -22,9 +22,10 @@ mod redis_cluster;
 mod upgrade;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use email_verdict_tests::{Outcome, Request, Shot, Sidecar, api_target};
+use email_verdict_tests::verdict::check_error;
+use email_verdict_tests::{Load, Outcome, Request, Shot, Sidecar, api_target, wait_for};
 
 /// Every request in these tests gets its answer within this, whatever is broken: a hang guard.
 pub const ANSWER_BOUND: Duration = Duration::from_secs(10);
@@ -69,4 +70,39 @@ pub fn usage(sc: &Sidecar, id: &str) -> u64 {
     let days = r.json()["days"].as_array().cloned().unwrap_or_default();
     assert_eq!(days.len(), 2, "usage of {id}\n{r}");
     days.iter().map(|d| d["used"].as_u64().unwrap_or_else(|| panic!("usage of {id}: {d}"))).sum()
+}
+
+/// When both sidecars (requests tagged "A" and "B") answered 200 again, by themselves, to
+/// requests sent after `since`; waits up to `bound`.
+pub fn both_recovered(load: &Load, since: Instant, bound: Duration) -> Instant {
+    wait_for("both sidecars to answer 200 again by themselves", bound, || {
+        let s = load.snapshot();
+        let ok_on = |side| s.iter().any(|o| o.tag == side && o.started >= since && o.status() == Some(200));
+        (ok_on("A") && ok_on("B")).then(Instant::now)
+    })
+}
+
+/// The state store broke under two sidecars sharing it, workers using keys of `plans`: every
+/// request got a 200, a 429, a 402 (free keys only) or a 500 `internal_error` with Retry-After;
+/// the `pro` keys got 200 again from `recovered` on; both sidecars report healthy.
+pub fn check_store_fault(outcomes: &[Outcome], plans: &[&str], recovered: Instant, sidecars: [&Sidecar; 2]) {
+    assert_all_answered(outcomes);
+    for o in outcomes {
+        match o.status() {
+            Some(200 | 429) => {}
+            Some(402) => assert_eq!(plans[o.worker], "free", "{o}"),
+            _ => {
+                let r = o.response().expect("answered");
+                check_error(r, 500, "internal_error", &o.to_string());
+                assert!(r.header("retry-after").is_some(), "no Retry-After: {o}");
+            }
+        }
+    }
+    for o in outcomes.iter().filter(|o| o.started >= recovered && plans[o.worker] == "pro") {
+        assert_eq!(o.status(), Some(200), "after recovery: {o}");
+    }
+    for (sc, name) in sidecars.into_iter().zip(["A", "B"]) {
+        let health = Request::get("/healthz").send(sc.admin_addr());
+        assert_eq!((health.status, health.text().trim()), (200, "ok"), "{name} after the fault");
+    }
 }

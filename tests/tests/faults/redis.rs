@@ -3,10 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use email_verdict_tests::verdict::check_error;
-use email_verdict_tests::{Load, Nsd, Outcome, Redis, Request, Sidecar, wait_for};
+use email_verdict_tests::{Load, Nsd, Outcome, Redis, Sidecar};
 
-use super::{PACE, PROGRESS, assert_all_answered, lookup, nonempty, usage};
+use super::{PACE, PROGRESS, both_recovered, check_store_fault, lookup, nonempty, usage};
 
 const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
 
@@ -34,38 +33,16 @@ fn redis_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
     let repairing = Instant::now();
     redis.restart();
     let up = Instant::now();
-    let recovered = wait_for("both sidecars to answer 200 again by themselves", Duration::from_secs(20), || {
-        let s = load.snapshot();
-        let ok_on = |side| s.iter().any(|o| o.tag == side && o.started >= up && o.status() == Some(200));
-        (ok_on("A") && ok_on("B")).then(Instant::now)
-    });
+    let recovered = both_recovered(&load, up, Duration::from_secs(20));
     load.wait_each(5, PROGRESS);
     let outcomes = load.stop();
 
-    assert_all_answered(&outcomes);
-    for o in &outcomes {
-        match o.status() {
-            Some(200 | 429) => {}
-            Some(402) => assert_eq!(PLANS[o.worker], "free", "{o}"),
-            _ => {
-                let r = o.response().expect("answered");
-                check_error(r, 500, "internal_error", &o.to_string());
-                assert!(r.header("retry-after").is_some(), "no Retry-After: {o}");
-            }
-        }
-    }
+    check_store_fault(&outcomes, &PLANS, recovered, [&a, &b]);
     for side in ["A", "B"] {
         let out: Vec<&Outcome> = outcomes.iter().filter(|o| o.tag == side && o.within(down, repairing)).collect();
         for o in nonempty(out, &format!("the outage on {side}")) {
             assert_eq!(o.status(), Some(500), "Redis down: {o}");
         }
-    }
-    for o in outcomes.iter().filter(|o| o.started >= recovered && PLANS[o.worker] == "pro") {
-        assert_eq!(o.status(), Some(200), "after recovery: {o}");
-    }
-    for (sc, name) in [(&a, "A"), (&b, "B")] {
-        let health = Request::get("/healthz").send(sc.admin_addr());
-        assert_eq!((health.status, health.text().trim()), (200, "ok"), "{name} after the outage");
     }
     check_counts(&a, &outcomes);
 }

@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use email_verdict_tests::verdict::{check_error, check_ok};
-use email_verdict_tests::{Load, Nsd, Outcome, RedisCluster, Request, Sidecar, api_target, wait_for};
+use email_verdict_tests::{Load, Nsd, Outcome, RedisCluster, Request, Sidecar, api_target};
 
-use super::{PACE, PROGRESS, assert_all_answered, lookup, usage};
+use super::{PACE, PROGRESS, both_recovered, check_store_fault, lookup, usage};
 
 const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
 
@@ -90,38 +90,14 @@ fn a_primary_killed_under_load_and_a_whole_cluster_restart_are_survived() {
         restart,
         restart_recovered - down
     );
-    assert_all_answered(&outcomes);
-    for o in &outcomes {
-        match o.status() {
-            Some(200 | 429) => {}
-            Some(402) => assert_eq!(PLANS[o.worker], "free", "{o}"),
-            _ => {
-                let r = o.response().expect("answered");
-                check_error(r, 500, "internal_error", &o.to_string());
-                assert!(r.header("retry-after").is_some(), "no Retry-After: {o}");
-            }
-        }
-    }
-    for o in outcomes.iter().filter(|o| o.started >= restart_recovered && PLANS[o.worker] == "pro") {
-        assert_eq!(o.status(), Some(200), "after recovery: {o}");
-    }
-    for (sc, name) in [(&a, "A"), (&b, "B")] {
-        let health = Request::get("/healthz").send(sc.admin_addr());
-        assert_eq!((health.status, health.text().trim()), (200, "ok"), "{name} after the faults");
-    }
+    check_store_fault(&outcomes, &PLANS, restart_recovered, [&a, &b]);
     check_counts(&a, &outcomes, killed);
 }
 
-/// When both sidecars answered 200 again, by themselves, to requests sent after `since`.
+/// When both sidecars answered 200 again to requests sent after `since` (the first 100 ms are
+/// left out: requests already on their way when the fault began).
 fn recovery(load: &Load, since: Instant) -> Instant {
-    wait_for("both sidecars to answer 200 again by themselves", Duration::from_secs(30), || {
-        let s = load.snapshot();
-        let ok_on = |side| {
-            s.iter()
-                .any(|o| o.tag == side && o.started >= since + Duration::from_millis(100) && o.status() == Some(200))
-        };
-        (ok_on("A") && ok_on("B")).then(Instant::now)
-    })
+    both_recovered(load, since + Duration::from_millis(100), Duration::from_secs(30))
 }
 
 /// From the first request that got 500 after `since` to the end of the last one.
