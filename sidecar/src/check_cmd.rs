@@ -8,7 +8,7 @@
 //! single flight, lists, the verdict rules), so a domain that repeats is resolved once while it
 //! is in the cache. Ctrl-C stops reading; every line written is whole.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,7 +16,6 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use email_verdict_core::{BatchItem, Catalog, ErrorCode, LookupInput, LookupRecord};
 use futures::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use crate::clock::SystemClock;
@@ -27,6 +26,10 @@ use crate::metrics::Metrics;
 use crate::state::{self, StateStore};
 use crate::usage_error;
 use crate::verdicts::{LookupError, Verdicts};
+
+mod progress;
+
+use progress::Progress;
 
 /// Longer lines cannot be an email address (254 octets) or a domain; they are not buffered.
 const MAX_LINE: usize = 4096;
@@ -95,7 +98,7 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
         }
         None => (Box::new(BufReader::new(tokio::io::stdin())), None),
     };
-    let progress = progress(size);
+    let mut progress = Progress::new(size);
     let mut out = Output::new(args.format)?;
     let lines = futures::stream::unfold(reader, |mut r| async move {
         match read_line(&mut r).await {
@@ -116,30 +119,31 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
     tokio::pin!(results);
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
-    let mut written = 0u64;
     loop {
         tokio::select! {
             item = results.next() => match item {
                 Some(Ok((consumed, item))) => {
                     out.write(&item)?;
-                    written += 1;
-                    progress.inc(consumed);
+                    progress.written(consumed, &item);
                 }
                 Some(Err(e)) => {
                     out.finish()?;
+                    let written = progress.lines();
+                    progress.finish(Some("stopped by a read error"));
                     return Err(anyhow::Error::new(e).context(format!("reading the input after {written} lines")));
                 }
                 None => break,
             },
             _ = &mut interrupt => {
                 out.finish()?;
-                progress.abandon();
+                let written = progress.lines();
+                progress.finish(Some("interrupted"));
                 anyhow::bail!("interrupted: {written} lines written, each whole");
             }
         }
     }
     out.finish()?;
-    progress.finish();
+    progress.finish(None);
     Ok(())
 }
 
@@ -230,25 +234,6 @@ async fn judge(verdicts: &Verdicts, reviewed: bool, line: Result<String, &'stati
         Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
         Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
     }
-}
-
-/// A progress bar on standard error when it is a terminal; hidden otherwise.
-fn progress(size: Option<u64>) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = match size {
-        Some(size) => ProgressBar::new(size).with_style(
-            ProgressStyle::with_template("{bar:40} {percent:>3}% {binary_bytes_per_sec} ETA {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {binary_bytes} read, {binary_bytes_per_sec}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
-    };
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar
 }
 
 /// Standard output, one whole line per item.

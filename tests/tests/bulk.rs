@@ -148,6 +148,7 @@ fn check_writes_one_line_per_input_in_order() {
     assert_eq!(lines[5]["result"]["verdict"], "disposable");
     assert!(lines.iter().all(|l| l.get("request_id").is_none()));
     assert!(!stderr.contains("%"), "no progress bar when stderr is not a terminal: {stderr}");
+    assert_eq!(stderr.trim_end().lines().last().map(|l| l.starts_with("check: 8 lines in ")), Some(true), "{stderr}");
     // CSV, from a file.
     let dir = TestDir::new("check-file");
     let file = dir.join("in.txt");
@@ -162,6 +163,39 @@ fn check_writes_one_line_per_input_in_order() {
     // A file that cannot be read is bad usage.
     let (code, _, stderr) = check(&nsd, &["/nonexistent/in.txt"], "");
     assert_eq!(code, Some(2), "{stderr}");
+}
+
+/// The "new user": a file of mixed addresses, standard error on a terminal (a pty from
+/// `script`), standard output to a file: a progress bar with percent and ETA on the terminal,
+/// one record per input in the file, a summary line at the end.
+#[test]
+fn check_on_a_terminal_shows_a_progress_bar_and_a_summary() {
+    let nsd = Nsd::start();
+    let dir = TestDir::new("check-pty");
+    let mut input: String = (0..2000).map(|i| format!("user{i}@n{i}.example\n")).collect();
+    input.push_str("ann@mailinator.com\nnot an email\n");
+    std::fs::write(dir.join("in.txt"), &input).unwrap();
+    let command = format!(
+        "{} check --dns {} in.txt > out.jsonl",
+        email_verdict_tests::sidecar::binary().display(),
+        nsd.addr()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(dir.path())
+        .env_remove("EMAIL_VERDICT_CONFIG")
+        .output()
+        .expect("run script (util-linux)");
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{terminal}");
+    assert!(terminal.contains('%') && terminal.contains("ETA"), "no progress bar on the terminal: {terminal}");
+    assert!(
+        terminal.contains("check: 2002 lines in ") && terminal.contains("1 disposable, 2000 safe, 1 errors"),
+        "no summary: {terminal}"
+    );
+    let written = std::fs::read_to_string(dir.join("out.jsonl")).unwrap();
+    assert_eq!(written.lines().count(), 2002, "one line per input");
+    assert!(!written.contains('%') && !written.contains("ETA"), "the bar stays off standard output");
 }
 
 /// `--state URL` applies the reviewer decisions of that store; without it (a temporary store
