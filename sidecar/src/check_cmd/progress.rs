@@ -59,7 +59,7 @@ impl Progress {
     pub fn written(&mut self, consumed: u64, item: &BatchItem) {
         self.tally.add(item);
         self.bar.inc(consumed);
-        if self.tally.lines % REDRAW_EVERY == 0 {
+        if self.tally.lines.is_multiple_of(REDRAW_EVERY) {
             let secs = self.started.elapsed().as_secs_f64().max(1e-3);
             self.bar.set_message(format!("{} lines, {:.0}/s", self.tally.lines, self.tally.lines as f64 / secs));
         }
