@@ -175,11 +175,8 @@ fn check_on_a_terminal_shows_a_progress_bar_and_a_summary() {
     let mut input: String = (0..2000).map(|i| format!("user{i}@n{i}.example\n")).collect();
     input.push_str("ann@mailinator.com\nnot an email\n");
     std::fs::write(dir.join("in.txt"), &input).unwrap();
-    let command = format!(
-        "{} check --dns {} in.txt > out.jsonl",
-        email_verdict_tests::sidecar::binary().display(),
-        nsd.addr()
-    );
+    let command =
+        format!("{} check --dns {} in.txt > out.jsonl", email_verdict_tests::sidecar::binary().display(), nsd.addr());
     let out = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .current_dir(dir.path())
