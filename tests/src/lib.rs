@@ -33,7 +33,7 @@ pub use list_server::{ListServer, Served};
 pub use load::{Load, Outcome, Shot};
 pub use nsd::Nsd;
 pub use process::{ChildProcess, free_port, wait_for};
-pub use redis::{Redis, RedisCluster};
+pub use redis::{Redis, RedisCluster, Server};
 pub use sidecar::{Cli, CliOutput, Sidecar, SidecarBuilder};
 pub use tempdir::TestDir;
 pub use upstream::{Recorded, SilentServer, UpstreamApp};

