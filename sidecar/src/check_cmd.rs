@@ -50,7 +50,8 @@ pub struct CheckArgs {
     /// Settings file (TOML, as for serve): its lists and DNS settings apply
     #[arg(long, env = "EMAIL_VERDICT_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// State store whose reviewer decisions apply [default: none, a temporary one]
+    /// State store whose reviewer decisions and mail-server index apply, read only [default: a
+    /// temporary one, which learns during the run]
     #[arg(long, value_name = "URL")]
     pub state: Option<String>,
     /// Distinct domains whose answers are kept: a repeat among them is not resolved again, and
@@ -75,7 +76,7 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
     .resolve()?;
     let (store, temporary) = store(args.state.as_deref())?;
     // A store this run created holds no reviewer decision: reading one per line would only cost.
-    let reviewed = temporary.is_none();
+    let shared_state = temporary.is_none();
     let metrics = Arc::new(Metrics::new());
     let resolver =
         Arc::new(HickoryResolver::new(&settings.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
@@ -88,6 +89,9 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
         settings.infra_threshold,
         metrics,
     );
+    // A server's store (`--state`) is read for its decisions and its index, never written: a list
+    // checked against it must not fill its review queue. The run's own store learns as it goes.
+    let verdicts = if shared_state { verdicts.read_only() } else { verdicts };
     let (reader, size): (Box<dyn AsyncBufRead + Unpin + Send>, Option<u64>) = match &args.file {
         Some(path) => {
             let file = tokio::fs::File::open(path)
@@ -111,7 +115,7 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
     let results = lines
         .map(|line| async move {
             match line {
-                Ok(line) => Ok((line.consumed, judge(verdicts, reviewed, line.text).await)),
+                Ok(line) => Ok((line.consumed, judge(verdicts, shared_state, line.text).await)),
                 Err(e) => Err(e),
             }
         })
@@ -215,8 +219,8 @@ async fn read_line(r: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Optio
     Ok(Some(Line { text, consumed }))
 }
 
-/// The record of one line, or its error; the reviewer's decision applies when `reviewed`.
-async fn judge(verdicts: &Verdicts, reviewed: bool, line: Result<String, &'static str>) -> BatchItem {
+/// The record of one line, or its error; the reviewer's decision is read when `shared_state`.
+async fn judge(verdicts: &Verdicts, shared_state: bool, line: Result<String, &'static str>) -> BatchItem {
     let raw = match line {
         Ok(raw) => raw,
         Err(why) => return BatchItem::error("", ErrorCode::InvalidInput, why),
@@ -226,7 +230,7 @@ async fn judge(verdicts: &Verdicts, reviewed: bool, line: Result<String, &'stati
         Err(e) => return BatchItem::error(raw, ErrorCode::InvalidInput, e.to_string()),
     };
     let verdict = async {
-        let decision = if reviewed { verdicts.decision(input.domain()).await? } else { None };
+        let decision = if shared_state { verdicts.decision(input.domain()).await? } else { None };
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {

@@ -46,6 +46,8 @@ pub struct Verdicts {
     threshold: u64,
     metrics: Arc<Metrics>,
     learned: Mutex<LruCache<u64, Instant>>,
+    /// Whether lookups feed the review queue and the infrastructure index ([`Self::read_only`]).
+    feeds_store: bool,
 }
 
 /// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
@@ -111,7 +113,14 @@ impl Verdicts {
         metrics: Arc<Metrics>,
     ) -> Self {
         let learned = Mutex::new(LruCache::new(NonZeroUsize::new(LEARNED_FACTS).unwrap_or(NonZeroUsize::MIN)));
-        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned }
+        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned, feeds_store: true }
+    }
+
+    /// Reads the store (decisions, the infrastructure index) but never writes to it: for a
+    /// `check` run against a server's own state, which must not fill its review queue.
+    pub fn read_only(mut self) -> Self {
+        self.feeds_store = false;
+        self
     }
 
     /// The reviewer's decision in force for `domain` (made on it or on a parent up to its
@@ -226,6 +235,9 @@ impl Verdicts {
     /// Feeds the review queue and the infrastructure index, in the background: a failure there
     /// must not fail the lookup.
     fn record(&self, catalog: &Catalog, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
+        if !self.feeds_store {
+            return;
+        }
         let cause = review_cause(catalog, domain, signals, result);
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.

@@ -195,8 +195,8 @@ fn check_on_a_terminal_shows_a_progress_bar_and_a_summary() {
     assert!(!written.contains('%') && !written.contains("ETA"), "the bar stays off standard output");
 }
 
-/// `--state URL` applies the reviewer decisions of that store; without it (a temporary store
-/// the run creates) none apply. `--cache-size` is checked like serve's.
+/// `--state URL` applies the reviewer decisions of that store and never writes to it; without
+/// it (a temporary store the run creates) none apply. `--cache-size` is checked like serve's.
 #[test]
 fn check_applies_the_decisions_of_the_store_it_is_given() {
     let nsd = Nsd::start();
@@ -214,6 +214,16 @@ fn check_applies_the_decisions_of_the_store_it_is_given() {
         line["result"]["verdict"].as_str().map(str::to_owned)
     };
     assert_eq!(verdict(&["--state", &state]).as_deref(), Some("disposable"), "the reviewer's decision");
+    // Read only: a name a server lookup would queue for review (weak-only listed) leaves that
+    // store's queue as it was.
+    let (code, stdout, stderr) = check(&nsd, &["--state", &state], "firemail.cc\nann@waifu.club\n");
+    assert_eq!((code, stdout.lines().count()), (Some(0), 2), "{stderr}");
+    let queue = Command::new(email_verdict_tests::sidecar::binary())
+        .args(["review", "list", "--state", &state])
+        .output()
+        .expect("run email-verdict review list");
+    let queue = String::from_utf8_lossy(&queue.stdout);
+    assert!(!queue.contains("firemail.cc") && !queue.contains("waifu.club"), "check wrote to --state: {queue}");
     assert_eq!(verdict(&["--cache-size", "5"]).as_deref(), Some("safe"), "a temporary store: no decisions");
     let (code, _, stderr) = check(&nsd, &["--cache-size", "0"], "gmail.com\n");
     assert_eq!(code, Some(2), "{stderr}");
