@@ -40,8 +40,9 @@ impl Tally {
     pub fn summary(&self, elapsed: Duration) -> String {
         let secs = elapsed.as_secs_f64();
         let rate = if secs > 0.0 { self.lines as f64 / secs } else { 0.0 };
+        let lines = if self.lines == 1 { "line" } else { "lines" };
         format!(
-            "{} lines in {secs:.1} s ({rate:.0} a second): {} disposable, {} safe, {} errors",
+            "{} {lines} in {secs:.1} s ({rate:.0} a second): {} disposable, {} safe, {} errors",
             self.lines, self.disposable, self.safe, self.errors
         )
     }
@@ -108,7 +109,7 @@ mod tests {
         assert_eq!(t, Tally { lines: 1, errors: 1, ..Tally::default() });
         assert_eq!(
             t.summary(Duration::from_millis(500)),
-            "1 lines in 0.5 s (2 a second): 0 disposable, 0 safe, 1 errors"
+            "1 line in 0.5 s (2 a second): 0 disposable, 0 safe, 1 errors"
         );
     }
 }
