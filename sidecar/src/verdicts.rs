@@ -1,6 +1,6 @@
 //! The verdict for a lookup input: DNS (through the cache), the catalog, the reviewer's current
 //! decision and the infrastructure index, by the core rules. Then, off the request's path, the
-//! lookup feeds the review queue and the index.
+//! lookup feeds the review queue and the index (not when [`Verdicts::read_only`]).
 //!
 //! Infrastructure (`mx_ip_match`): an MX host name or address counts as disposable
 //! infrastructure once it serves at least `threshold` distinct registrable domains that the
@@ -51,7 +51,7 @@ pub struct Verdicts {
 }
 
 /// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
-/// `core::suggest`, only for a domain without mail that nothing knows).
+/// `core::suggest`, only for a domain without mail that nothing vouches for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
     pub result: VerdictResult,
