@@ -286,7 +286,11 @@ impl Output {
                 line.push(b'\n');
                 w.write_all(&line)?;
             }
-            Self::Csv(w) => w.write_record(csv_row(item))?,
+            Self::Csv(w) => {
+                let mut row = csv_row(item);
+                row.iter_mut().for_each(spreadsheet_safe);
+                w.write_record(&row)?;
+            }
         }
         Ok(())
     }
@@ -297,6 +301,16 @@ impl Output {
             Self::Csv(w) => w.flush()?,
         }
         Ok(())
+    }
+}
+
+/// A cell a spreadsheet shows as text, never runs as a formula. Inputs come from signup forms, so
+/// from anyone, and `=HYPERLINK(...)@x.example` or `+cmd|...` is a valid email: a cell starting
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` (OWASP's advice for CSV
+/// injection), which spreadsheets hide. JSON lines carry every value unchanged.
+fn spreadsheet_safe(cell: &mut String) {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        cell.insert(0, '\'');
     }
 }
 
