@@ -43,10 +43,7 @@ macro_rules! with_all_backends {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn redis() {
-                let redis = Redis::start();
-                let url = redis.url();
-                let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
-                $check(open).await;
+                on_single(Server::Redis, $check).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,10 +53,7 @@ macro_rules! with_all_backends {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn valkey() {
-                let valkey = Redis::start_on(Server::Valkey);
-                let url = valkey.url();
-                let open = move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) };
-                $check(open).await;
+                on_single(Server::Valkey, $check).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,17 +64,33 @@ macro_rules! with_all_backends {
     };
 }
 
+/// A store handle maker on `url` (Redis, Valkey, alone or as a cluster).
+type Opener = Box<dyn Fn() -> Arc<dyn StateStore> + Send + Sync>;
+
+fn opener(url: String) -> Opener {
+    Box::new(move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) })
+}
+
+/// Runs `check` against a fresh single `server`.
+async fn on_single<F, Fut>(server: Server, check: F)
+where
+    F: FnOnce(Opener) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let single = Redis::start_on(server);
+    check(opener(single.url())).await;
+}
+
 /// Runs `check` against a fresh three-primary cluster of `server`. One cluster (six processes)
 /// at a time: forming many at once on a small machine makes their nodes time out and fail over.
 async fn on_cluster<F, Fut>(server: Server, check: F)
 where
-    F: FnOnce(Box<dyn Fn() -> Arc<dyn StateStore> + Send + Sync>) -> Fut,
+    F: FnOnce(Opener) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let _one_at_a_time = CLUSTERS.lock().await;
     let cluster = RedisCluster::start_on(server, 3);
-    let url = cluster.url();
-    check(Box::new(move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap()) })).await;
+    check(opener(cluster.url())).await;
 }
 
 static CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
