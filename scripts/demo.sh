@@ -190,9 +190,13 @@ else
 fi
 
 # ---- sidecar -----------------------------------------------------------------------------------
-say "creating a demo API key (plan pro) in $STATE"
+say "creating the gateway's key (plan gateway) and a demo API key (plan pro) in $STATE"
+# The gateway's key is on the unlimited `gateway` plan: end users' junk signups must never spend
+# it (on `pro`, 64 of them would exhaust its burst and the next blocked domain would get the
+# failure mode instead of a verdict). The key printed for curl is an ordinary customer key.
+gateway_key=$("$bin" keys create --plan gateway --name demo-gateway --state "$STATE" | tail -n 1)
 key=$("$bin" keys create --plan pro --name demo --state "$STATE" | tail -n 1)
-[[ $key == ev_* ]] || die "keys create did not print a key"
+[[ $key == ev_* && $gateway_key == ev_* ]] || die "keys create did not print a key"
 
 # EMAIL_VERDICT_* from our environment reach it as they are (the key is only Envoy's business).
 start sidecar env -u EMAIL_VERDICT_API_KEY "$bin" serve --state "$STATE" "${dns_args[@]}"
@@ -207,7 +211,7 @@ python3 scripts/render-envoy.py -o "$run/envoy.yaml" \
   --set "SIDECAR_ADDRESS=$sc_host" --set "SIDECAR_PORT=$sc_port" \
   --set "APP_PORT=$APP_PORT" --set "ADMIN_PORT=$ENVOY_ADMIN_PORT" \
   --set "WASM_FILE=$wasm"
-start envoy env EMAIL_VERDICT_API_KEY="$key" "$envoy" -c "$run/envoy.yaml" \
+start envoy env EMAIL_VERDICT_API_KEY="$gateway_key" "$envoy" -c "$run/envoy.yaml" \
   --disable-hot-restart --log-level warn --component-log-level wasm:info
 wait_until 30 "Envoy (GET http://127.0.0.1:$ENVOY_ADMIN_PORT/ready)" http_ok "http://127.0.0.1:$ENVOY_ADMIN_PORT/ready" LIVE
 

@@ -201,6 +201,14 @@ impl Catalog {
         mx.hosts().iter().find_map(|h| self.shared_mx_host(&h.name))
     }
 
+    /// Whether a decision fixes `domain`'s verdict whatever DNS says: the reviewer's
+    /// `decision`, else the operator's allow/block files, on the name or a covering parent;
+    /// never for free webmail (rule 2: a block does not apply there).
+    pub fn decision_fixes_verdict(&self, domain: &Domain, decision: Option<Decision>) -> bool {
+        let s = self.signals(domain, &MxInfo::NoMx, decision);
+        s.decision.is_some() && !s.free
+    }
+
     /// The list signals for `domain` given its MX answer. `decision` is a reviewer's, which
     /// wins over the operator's allow/block files. A listing through a parent starts with
     /// `parent_mail: false`: the caller compares the name's mail with the parent's.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
 use email_verdict_core::signup::{
-    BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+    BlockResponse, Bypass, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
 };
 
 use crate::cache::VerdictCache;
@@ -51,8 +51,8 @@ pub struct PluginConfig {
     pub on_invalid_email: Policy,
     #[serde(default = "Policy::deny")]
     pub on_unreadable_body: Policy,
-    #[serde(default = "Policy::allow")]
-    pub failure_mode: Policy,
+    #[serde(default)]
+    pub failure_mode: FailureMode,
     #[serde(default = "default_failure_status")]
     pub failure_status: u64,
     #[serde(default = "yes")]
@@ -107,6 +107,69 @@ impl Default for CacheConfig {
 fn yes() -> bool {
     true
 }
+/// `failure_mode`: one policy for every way of getting no verdict (`"allow"` / `"deny"`), or one
+/// per reason (`{"sidecar_timeout": "deny", ...}`; a reason left out is `allow`, the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureMode {
+    pub sidecar_error: Policy,
+    pub sidecar_timeout: Policy,
+    pub sidecar_rejected: Policy,
+}
+
+impl Default for FailureMode {
+    fn default() -> Self {
+        Self::all(Policy::Allow)
+    }
+}
+
+impl FailureMode {
+    pub fn all(policy: Policy) -> Self {
+        Self { sidecar_error: policy, sidecar_timeout: policy, sidecar_rejected: policy }
+    }
+
+    /// The policy for a request that got no verdict for this reason (a host failure counts as
+    /// a sidecar error).
+    pub fn for_reason(&self, reason: Bypass) -> Policy {
+        match reason {
+            Bypass::SidecarTimeout => self.sidecar_timeout,
+            Bypass::SidecarRejected => self.sidecar_rejected,
+            _ => self.sidecar_error,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FailureMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PerReason {
+            #[serde(default = "Policy::allow")]
+            sidecar_error: Policy,
+            #[serde(default = "Policy::allow")]
+            sidecar_timeout: Policy,
+            #[serde(default = "Policy::allow")]
+            sidecar_rejected: Policy,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            All(Policy),
+            PerReason(PerReason),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::All(policy)) => Ok(Self::all(policy)),
+            Ok(Raw::PerReason(p)) => Ok(Self {
+                sidecar_error: p.sidecar_error,
+                sidecar_timeout: p.sidecar_timeout,
+                sidecar_rejected: p.sidecar_rejected,
+            }),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected \"allow\", \"deny\", or an object of sidecar_error / sidecar_timeout / sidecar_rejected, each \"allow\" or \"deny\"",
+            )),
+        }
+    }
+}
+
 fn default_failure_status() -> u64 {
     503
 }
@@ -169,7 +232,7 @@ pub struct FilterConfig {
     pub routes: Vec<Route>,
     /// Where the email is, block or flag, and the answers: shared with ext_authz.
     pub enforce: Enforcement,
-    pub failure_mode: Policy,
+    pub failure_mode: FailureMode,
     pub failure_status: u16,
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
     /// `None` when `local_fallback` is false.

@@ -382,9 +382,9 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    /// No verdict could be had: `failure_mode`.
+    /// No verdict could be had: `failure_mode` for this reason.
     fn fail(&mut self, bypass: Bypass) -> Step {
-        match self.config.failure_mode {
+        match self.config.failure_mode.for_reason(bypass) {
             Policy::Allow => {
                 self.host.increment(Counter::Bypassed);
                 self.bypass(bypass)

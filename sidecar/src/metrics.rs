@@ -208,6 +208,7 @@ pub struct Metrics {
     dns_queries: Family<QueryLabels, Counter>,
     dns_errors: Family<DnsErrorLabels, Counter>,
     verdicts: Family<VerdictLabels, Counter>,
+    decided_without_dns: Counter,
     store_errors: Counter,
     warmup: Family<WarmupLabels, Counter>,
     warmup_remaining: Gauge,
@@ -231,6 +232,7 @@ impl Metrics {
             dns_queries: Family::default(),
             dns_errors: Family::default(),
             verdicts: Family::default(),
+            decided_without_dns: Counter::default(),
             store_errors: Counter::default(),
             warmup: Family::default(),
             warmup_remaining: Gauge::default(),
@@ -256,6 +258,8 @@ impl Metrics {
         r.register("dns_queries", "DNS queries sent, by record type", self.dns_queries.clone());
         r.register("dns_errors", "DNS queries that failed, by record type and kind", self.dns_errors.clone());
         r.register("verdicts", "Verdicts reached (API and pages), by verdict", self.verdicts.clone());
+        let decided_help = "Verdicts a decision fixed, answered without MX data because DNS was slow or failing";
+        r.register("decided_without_dns", decided_help, self.decided_without_dns.clone());
         r.register("store_errors", "State store calls that failed", self.store_errors.clone());
         let warmup_help = "Strong-listed domains the infrastructure warm-up resolved, by outcome";
         r.register("warmup_domains", warmup_help, self.warmup.clone());
@@ -324,6 +328,11 @@ impl Metrics {
 
     pub fn verdict(&self, verdict: Verdict) {
         self.verdicts.get_or_create(&VerdictLabels { verdict: verdict_str(verdict) }).inc();
+    }
+
+    /// A decided verdict answered without waiting for DNS.
+    pub fn decided_without_dns(&self) {
+        self.decided_without_dns.inc();
     }
 
     /// One domain done by the warm-up, with how many are left.
@@ -474,7 +483,7 @@ mod tests {
         m.list_known(0, "disposable"); // the list families show once a list exists
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 16, "{text}");
+        assert_eq!(families.len(), 17, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

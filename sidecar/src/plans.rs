@@ -1,6 +1,7 @@
-//! Plans: the spec's four (its Limits table, verbatim), built in, and those an operator defines
-//! in the `--config` file (`[plans.NAME]`), e.g. an unlimited `gateway` plan for the filter's
-//! and ext_authz's key.
+//! Plans: the spec's four (its Limits table, verbatim), built in; `gateway`, unlimited, for the
+//! filter's and ext_authz's key, defined by default so that no setup leaves the gateway's key on
+//! a plan end users can spend (64 junk signups would otherwise exhaust `pro`'s burst); and those
+//! an operator defines in the `--config` file (`[plans.NAME]`, which may redefine `gateway`).
 //!
 //! A key stores its plan's *name*; the figures are looked up at each admission in this
 //! process's [`PlanBook`], which SIGHUP reloads from the `--config` file ([`PlanReloader`]), so
@@ -122,7 +123,11 @@ pub struct PlanDef {
 const BUILTIN: [(&str, u64, u64); 4] =
     [("free", 3, 1), ("basic", 5_000, 10), ("premium", 10_000, 20), ("pro", 20_000, 50)];
 
-/// Every plan this process knows: the built-in ones first, then the operator's by name.
+/// The gateway's plan, unlimited unless the `--config` file redefines it.
+pub const GATEWAY_PLAN: &str = "gateway";
+
+/// Every plan this process knows: the built-in ones first, then `gateway`, then the operator's
+/// by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plans(Vec<Plan>);
 
@@ -137,34 +142,36 @@ pub enum PlanError {
 }
 
 impl Plans {
+    /// The spec's four and the default `gateway` plan.
     pub fn builtin() -> Self {
-        Self(
-            BUILTIN
-                .iter()
-                .map(|&(name, quota, burst)| Plan {
-                    name: PlanName(name.to_owned()),
-                    daily_quota: Limit::Finite(quota),
-                    burst_per_second: Limit::Finite(burst),
-                    builtin: true,
-                })
-                .collect(),
-        )
+        let spec = BUILTIN.iter().map(|&(name, quota, burst)| Plan {
+            name: PlanName(name.to_owned()),
+            daily_quota: Limit::Finite(quota),
+            burst_per_second: Limit::Finite(burst),
+            builtin: true,
+        });
+        let gateway = Plan {
+            name: PlanName(GATEWAY_PLAN.to_owned()),
+            daily_quota: Limit::Unlimited,
+            burst_per_second: Limit::Unlimited,
+            builtin: false,
+        };
+        Self(spec.chain([gateway]).collect())
     }
 
-    /// The built-in plans and these definitions (a built-in name cannot be redefined).
+    /// The built-in plans and these definitions (a spec plan's name cannot be redefined;
+    /// `gateway` can).
     pub fn with_defined(defs: &BTreeMap<String, PlanDef>) -> Result<Self, PlanError> {
         let mut plans = Self::builtin();
         for (name, def) in defs {
             let name: PlanName = name.parse()?;
-            if plans.get(&name).is_some() {
-                return Err(PlanError::Builtin(name.0));
+            let plan =
+                Plan { name, daily_quota: def.daily_quota, burst_per_second: def.burst_per_second, builtin: false };
+            match plans.0.iter_mut().find(|p| p.name == plan.name) {
+                Some(spec) if spec.builtin => return Err(PlanError::Builtin(plan.name.0)),
+                Some(gateway) => *gateway = plan,
+                None => plans.0.push(plan),
             }
-            plans.0.push(Plan {
-                name,
-                daily_quota: def.daily_quota,
-                burst_per_second: def.burst_per_second,
-                builtin: false,
-            });
         }
         Ok(plans)
     }
@@ -250,24 +257,33 @@ mod tests {
         let plans = Plans::builtin();
         let table: Vec<_> =
             plans.iter().map(|p| (p.name.as_str(), p.daily_quota.as_u64(), p.burst_per_second.as_u64())).collect();
-        assert_eq!(table, [("free", 3, 1), ("basic", 5_000, 10), ("premium", 10_000, 20), ("pro", 20_000, 50)]);
+        let unlimited = u64::MAX;
+        assert_eq!(
+            table,
+            [
+                ("free", 3, 1),
+                ("basic", 5_000, 10),
+                ("premium", 10_000, 20),
+                ("pro", 20_000, 50),
+                ("gateway", unlimited, unlimited)
+            ]
+        );
         assert_eq!(plans.resolve("PRO").unwrap().name.as_str(), "pro");
         let err = plans.resolve("gold").unwrap_err().to_string();
-        assert_eq!(err, r#"unknown plan "gold" (defined: free, basic, premium, pro)"#);
+        assert_eq!(err, r#"unknown plan "gold" (defined: free, basic, premium, pro, gateway)"#);
     }
 
     #[test]
     fn operator_plans() {
         let defs: BTreeMap<String, PlanDef> = toml::from_str(
-            "[gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n\
+            "[gateway]\ndaily-quota = 1000000\nburst-per-second = \"unlimited\"\n\
              [partner]\ndaily-quota = 100000\nburst-per-second = 200\n",
         )
         .unwrap();
         let plans = Plans::with_defined(&defs).unwrap();
         let gateway = plans.resolve("gateway").unwrap();
-        assert_eq!((gateway.daily_quota, gateway.burst_per_second), (Limit::Unlimited, Limit::Unlimited));
-        assert_eq!(gateway.daily_quota.as_u64(), u64::MAX);
-        assert!(!gateway.builtin);
+        assert_eq!((gateway.daily_quota, gateway.burst_per_second), (Limit::Finite(1_000_000), Limit::Unlimited));
+        assert!(!gateway.builtin, "the default gateway plan is redefined in place");
         assert_eq!(plans.resolve("partner").unwrap().burst_per_second, Limit::Finite(200));
         assert_eq!(
             plans.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),

@@ -80,6 +80,9 @@ pub struct Explained {
     pub catalog: Arc<Catalog>,
 }
 
+/// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
+pub const DECIDED_DNS_WAIT: Duration = Duration::from_millis(100);
+
 /// How long an infrastructure fact written to the store is not written again by this process.
 const RELEARN_AFTER: Duration = Duration::from_secs(600);
 /// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
@@ -162,9 +165,11 @@ impl Verdicts {
 
     async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
         let domain = input.domain();
-        let lookup = self.mx.lookup(domain).await?;
         // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
         let catalog = self.catalog.current();
+        let Some(lookup) = self.mx_for(&catalog, domain, decision).await? else {
+            return Ok(self.decided_without_dns(catalog, domain, decision));
+        };
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
@@ -187,6 +192,41 @@ impl Verdicts {
         self.metrics.verdict(result.verdict);
         self.record(&catalog, domain, &signals, &result, infra);
         Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra_matches })
+    }
+
+    /// The MX answer for `domain`; `None` when a decision (a reviewer's, or the operator's
+    /// allow/block file) already fixes the verdict and DNS did not answer within
+    /// [`DECIDED_DNS_WAIT`] (slow, failing): such a verdict never waits for, nor fails with, DNS,
+    /// which the domain's owner controls. The resolution goes on in the background and fills
+    /// the cache for the next lookup.
+    async fn mx_for(
+        &self,
+        catalog: &Catalog,
+        domain: &Domain,
+        decision: Option<Decision>,
+    ) -> Result<Option<crate::dns::Lookup>, LookupError> {
+        if !catalog.decision_fixes_verdict(domain, decision) {
+            return Ok(Some(self.mx.lookup(domain).await?));
+        }
+        match tokio::time::timeout(DECIDED_DNS_WAIT, self.mx.lookup(domain)).await {
+            Ok(Ok(lookup)) => Ok(Some(lookup)),
+            Ok(Err(e)) => {
+                tracing::debug!(domain = %domain, error = %e, "DNS failed; the decision stands without MX data");
+                Ok(None)
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The verdict a decision fixes, without MX data (`has_mx` false, empty `mx_records`):
+    /// nothing is learned from it and nothing is queued.
+    fn decided_without_dns(&self, catalog: Arc<Catalog>, domain: &Domain, decision: Option<Decision>) -> Decided {
+        let mx = Arc::new(MxInfo::NoMx);
+        let signals = catalog.signals(domain, &mx, decision);
+        let result = decide(&signals, &mx, false);
+        self.metrics.verdict(result.verdict);
+        self.metrics.decided_without_dns();
+        Decided { result, catalog, suggestion: None, mx, signals, infra_matches: Vec::new() }
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).

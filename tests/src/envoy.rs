@@ -475,7 +475,7 @@ pub fn multipart(fields: &[(&str, &str)]) -> (String, Vec<u8>) {
 }
 
 /// The whole gateway of `make demo`, on free ports: NSD on the fixture zones, the sidecar using
-/// it (one `pro` key), a recording app, and Envoy with the filter calling the sidecar with that key.
+/// it (one key on the `gateway` plan), a recording app, and Envoy with the filter calling the sidecar with that key.
 pub struct Gateway {
     // Drop order: Envoy first (no more callouts), then the app, the sidecar, NSD.
     pub envoy: Envoy,
@@ -498,7 +498,8 @@ pub fn gateway_with(
     filter_wasm();
     envoy_binary();
     let nsd = Nsd::start();
-    let sidecar = sidecar(Sidecar::builder().dns(nsd.addr())).start();
+    // The gateway's key on the `gateway` plan, as every shipped setup creates it.
+    let sidecar = sidecar(Sidecar::builder().dns(nsd.addr()).keys(&["gateway"])).start();
     let app = UpstreamApp::start();
     let envoy = configure(EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key())).start();
     Gateway { envoy, app, sidecar, nsd }

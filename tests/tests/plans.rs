@@ -327,9 +327,11 @@ fn keys_create_names_the_plans_it_knows() {
     let dir = TestDir::new("plans-cli");
     let state = format!("sqlite:{}", dir.join("state.db").display());
     let cli = email_verdict_tests::Cli::new(&state, dir.path());
-    let out = cli.run(&["keys", "create", "--plan", "gateway"]);
+    let out = cli.run(&["keys", "create", "--plan", "gold"]);
     out.expect_code(2, "a plan no settings file defines");
-    assert!(out.stderr.contains("unknown plan \"gateway\" (defined: free, basic, premium, pro)"), "{out}");
+    assert!(out.stderr.contains("unknown plan \"gold\" (defined: free, basic, premium, pro, gateway)"), "{out}");
+    // The gateway's plan needs no settings file (issue 23: the gateway key is never exhaustible).
+    cli.run(&["keys", "create", "--plan", "gateway"]).expect_code(0, "the default gateway plan");
     let file = dir.join("bad.toml");
     std::fs::write(&file, "[plans.pro]\ndaily-quota = 1\nburst-per-second = 1\n").unwrap();
     let out = cli.clone().with_config(&file).run(&["keys", "create", "--plan", "pro"]);

@@ -70,7 +70,7 @@ fn minimal_config_gets_the_contract_defaults() {
     );
     assert_eq!(
         (c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode),
-        (Policy::Allow, Policy::Deny, Policy::Allow)
+        (Policy::Allow, Policy::Deny, FailureMode::all(Policy::Allow))
     );
     assert_eq!(c.failure_status, 503);
     assert_eq!(c.cache, VerdictCache::new(300, 10_000));
@@ -149,7 +149,9 @@ fn bad_configs_are_rejected_naming_the_field() {
         (with("/mode", json!("shadow")), "mode: unknown variant `shadow`"),
         (with("/on_missing_email", json!("Allow")), "on_missing_email: unknown variant `Allow`"),
         (with("/on_invalid_email", json!(true)), "on_invalid_email: "),
-        (with("/failure_mode", json!("open")), "failure_mode: unknown variant `open`"),
+        (with("/failure_mode", json!("open")), "failure_mode: expected \"allow\", \"deny\", or an object"),
+        (with("/failure_mode", json!({"sidecar_down": "deny"})), "failure_mode: expected"),
+        (with("/failure_mode", json!({"sidecar_timeout": "block"})), "failure_mode: expected"),
         (with("/block_response/status", json!(200)), "block_response.status: must be 400..=599"),
         (with("/block_response/status", json!(600)), "block_response.status: must be 400..=599"),
         (with("/block_response/headers", json!({})), "block_response.headers: unknown field"),

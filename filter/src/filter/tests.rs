@@ -363,6 +363,30 @@ fn sidecar_failures_follow_failure_mode() {
     }
 }
 
+/// Issue 23: the operator chooses per reason, e.g. deny on a timeout (which an attacker can
+/// provoke with slow DNS) but allow when the sidecar is down.
+#[test]
+fn failure_mode_can_differ_per_reason() {
+    let timeout = crate::host::CalloutResponse { status: Some(504), body: b"upstream request timeout".to_vec() };
+    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let config = json!({ "failure_mode": { "sidecar_timeout": "deny", "sidecar_rejected": "deny" } });
+    let cases = [
+        (timeout, Some(503)),
+        (error_response(429, "rate_limit_exceeded"), Some(503)),
+        (refused, None),
+        (error_response(500, "internal_error"), None),
+    ];
+    for (response, denied) in cases {
+        let h = Harness::new(config.clone());
+        let mut f = h.filter();
+        let mut host = json_signup(&h, "a@unlisted.example");
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, response.clone());
+        assert_eq!(host.sent.first().map(|s| s.status), denied, "{response:?}");
+        assert_eq!(host.resumed, u32::from(denied.is_none()), "{response:?}");
+    }
+}
+
 #[test]
 fn a_failed_dispatch_takes_the_failure_path_at_once() {
     for (mode, expected) in [("allow", None), ("deny", Some(503))] {

@@ -21,6 +21,12 @@ struct Scripted(HashMap<&'static str, Vec<(&'static str, &'static str)>>);
 #[async_trait]
 impl MxResolver for Scripted {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
+        if domain.as_str().starts_with("slow.") {
+            // An owner who makes the answer slow on purpose: far longer than DECIDED_DNS_WAIT.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let hosts = vec![MxHost::new("mx.slow.example", vec!["192.0.2.70".parse().unwrap()])];
+            return Ok(MxAnswer { mx: MxInfo::Mx { hosts }, ttl: Duration::from_secs(60) });
+        }
         let hosts = self.0.get(domain.as_str()).ok_or_else(|| DnsFailure("not scripted".into()))?;
         let hosts: Vec<_> = hosts.iter().map(|(h, ip)| MxHost::new(*h, vec![ip.parse::<IpAddr>().unwrap()])).collect();
         let mx = if hosts.is_empty() { MxInfo::NoDomain } else { MxInfo::Mx { hosts } };
@@ -129,4 +135,28 @@ async fn a_parent_that_cannot_be_resolved_is_a_dns_failure() {
     let v = verdicts("parent-failure");
     let result = v.verdict(&input("sub.unresolvable.example"), None).await;
     assert!(matches!(result, Err(LookupError::Dns(_))), "{result:?}");
+}
+
+/// Issue 23: a decided verdict never waits for, nor fails with, DNS that the domain's owner
+/// controls (slow answers, failures): it comes without MX data, and only then.
+#[tokio::test]
+async fn a_decision_stands_when_dns_is_slow_or_failing() {
+    let v = verdicts("decided-without-dns");
+    for name in ["slow.example", "not-scripted.example", "x.slow.example"] {
+        for (decision, disposable) in [(Decision::Block, true), (Decision::Allow, false)] {
+            let r = v.verdict(&input(name), Some(decision)).await.unwrap().result;
+            assert_eq!((r.disposable, r.blocked, r.allowlisted), (disposable, disposable, !disposable), "{name}");
+            assert_eq!((r.has_mx, r.mx_records.len(), r.review_required, r.cached), (false, 0, false, false), "{name}");
+        }
+        // Undecided: DNS is needed, and its failure is a failure.
+        if name.starts_with("not-scripted") {
+            assert!(matches!(v.verdict(&input(name), None).await, Err(LookupError::Dns(_))));
+        }
+    }
+    // A decision on a name whose DNS answers in time keeps its MX data.
+    let r = v.verdict(&input("burner.example"), Some(Decision::Block)).await.unwrap().result;
+    assert_eq!((r.disposable, r.mx_records.clone()), (true, vec!["mx.burner.example".to_owned()]));
+    // A block never applies to free webmail (rule 2), so DNS is awaited there as before.
+    let r = v.verdict(&input("gnail.com"), Some(Decision::Block)).await.unwrap().result;
+    assert!(!r.disposable && !r.domain_exists, "NXDOMAIN came from DNS");
 }
