@@ -74,7 +74,7 @@ fn registrable_len(name: &str) -> Option<usize> {
 }
 
 /// Full stop, ideographic full stop, fullwidth full stop, halfwidth ideographic full stop.
-const LABEL_DOTS: [char; 4] = ['.', '\u{3002}', '\u{FF0E}', '\u{FF61}'];
+pub(crate) const LABEL_DOTS: [char; 4] = ['.', '\u{3002}', '\u{FF0E}', '\u{FF61}'];
 
 fn to_ascii(input: &str) -> Result<String, InputError> {
     if input.is_empty() {

@@ -2,13 +2,16 @@
 //!
 //! `serde_json::Value` keeps the last of two equal keys, while an app may keep the first
 //! (`{"email":"x@disposable","email":"y@gmail.com"}`). [`Node`] keeps every member, and a pointer
-//! is followed down every duplicate, so all the values an app could see are compared. Anything
-//! serde_json refuses (`NaN`, `-Infinity`, `1e400`, a lone surrogate `"\ud800"`, nesting deeper
+//! is followed down every duplicate, so all the values an app could see are compared. A key
+//! matches a pointer token as Go's `encoding/json` and ASP.NET Core bind it: case-insensitively,
+//! with Unicode simple folding (`{"EMAIL": ...}`, `{"\u0045mail": ...}` and `{"emaıl": ...}` are
+//! `/email`; `super::fold`), and the last match wins there, so two different values are a
+//! conflict. Anything serde_json refuses (`NaN`, `-Infinity`, `1e400`, a lone surrogate `"\ud800"`, nesting deeper
 //! than 128, trailing data) is [`Unreadable::Malformed`]: some apps read it anyway.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{Extracted, Unreadable, Unusable, single};
+use super::{Extracted, Unreadable, Unusable, fold, single};
 
 /// A JSON value with objects as member lists (duplicates kept, in order). Numbers and booleans
 /// are never an email, so their values are not kept.
@@ -51,7 +54,8 @@ fn tokens(pointer: &str) -> Option<Vec<String>> {
     Some(rest.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect())
 }
 
-/// Every node at `tokens` below `node`, down every duplicate key.
+/// Every node at `tokens` below `node`, down every duplicate key and every key that matches a
+/// token case-insensitively.
 fn resolve<'a>(node: &'a Node, tokens: &[String], out: &mut Vec<&'a Node>) {
     let Some((token, rest)) = tokens.split_first() else {
         out.push(node);
@@ -59,7 +63,7 @@ fn resolve<'a>(node: &'a Node, tokens: &[String], out: &mut Vec<&'a Node>) {
     };
     match node {
         Node::Object(members) => {
-            for (_, value) in members.iter().filter(|(key, _)| key == token) {
+            for (_, value) in members.iter().filter(|(key, _)| fold::same_name(key, token)) {
                 resolve(value, rest, out);
             }
         }

@@ -2,17 +2,24 @@
 //! multipart form fields (`CONFIG.md`).
 //!
 //! Rules shared by every source, chosen so that the filter never sees a *different* email than
-//! the app would, nor *no* email where the app sees one:
+//! the app would, nor *no* email where the app sees one. The app may be any popular framework
+//! (`CONFIG.md`, "Parser differentials", has the table): where one of them reads a body more
+//! leniently than another, the filter reads it as the most lenient one does, or refuses it.
 //! - an empty (or all-whitespace) value, or JSON `null`, counts as absent;
 //! - every configured source is read; a name given several times, or two sources, with
 //!   different values (`email=a@x&email=b@y`, two `x-email` headers, a duplicate JSON key, a
 //!   header and a body) is [`Extracted::Invalid`]: apps disagree on which one wins;
+//! - names are compared as the most lenient binders compare them (ASP.NET Core's form and
+//!   query collections, Go's and ASP.NET Core's JSON binding): case-insensitively, with Unicode
+//!   simple case folding (`Email`, `EMAIL`, `emaıl`... are `email`);
 //! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`];
 //! - a body that cannot be read in full (malformed, over a limit, encoded, of a type no
-//!   configured source reads) is [`Extracted::Unreadable`], never "no email": an app may read it.
+//!   configured source reads, readable more than one way) is [`Extracted::Unreadable`], never
+//!   "no email": an app may read it.
 //!
 //! Parsing never panics, whatever the input. No proxy-wasm types here: the filter and the sidecar's ext_authz endpoint both use it.
 
+mod fold;
 mod json;
 mod multipart;
 
@@ -62,10 +69,13 @@ pub enum Unreadable {
     Malformed,
     /// Over one of the multipart reader's limits (parts, header lines per part).
     TooComplex,
-    /// In an encoding the filter does not read: `Content-Encoding`, a part's transfer encoding
-    /// or charset, a field value that is not UTF-8.
+    /// In an encoding the filter does not read: `Content-Encoding`, a `charset` other than
+    /// UTF-8 or US-ASCII (of the body, of a part, or named by a `_charset_` field), a part's
+    /// transfer encoding, a field value that is not UTF-8.
     Encoded,
-    /// Readable more than one way: two different content types, a part with two names.
+    /// Readable more than one way: two different content types, a parameter given twice, a
+    /// part with two names, a name some apps decode (RFC 2047, a comment), line ends or
+    /// delimiters that popular parsers split differently.
     Ambiguous,
     /// A type no configured source reads (or no content type at all).
     UnreadType,
@@ -98,25 +108,43 @@ pub enum BodyKind {
 
 impl BodyKind {
     /// From one `content-type` value: the formats the filter reads, else `Unread(UnreadType)`.
+    /// A value apps may parse differently (a comment, a parameter given twice, an RFC 2231
+    /// `boundary*=`...) is `Unread(Ambiguous)`; a `charset` other than UTF-8 or US-ASCII on a
+    /// type the filter reads is `Unread(Encoded)` (Express decodes `charset=utf-7` JSON).
     pub fn from_content_type(content_type: Option<&[u8]>) -> Self {
         let unread = Self::Unread(Unreadable::UnreadType);
         let Some(ct) = content_type.and_then(|c| std::str::from_utf8(c).ok()) else {
             return unread;
         };
-        let (essence, params) = ct.split_once(';').unwrap_or((ct, ""));
-        let essence = essence.trim().to_ascii_lowercase();
-        match essence.split_once('/') {
-            Some(("application", "json")) => Self::Json,
-            Some(("application", sub)) if sub.ends_with("+json") => Self::Json,
-            Some(("application", "x-www-form-urlencoded")) => Self::UrlEncoded,
-            Some(("multipart", "form-data")) => parse_params(params)
+        if ct.trim_matches(OWS).is_empty() {
+            return unread;
+        }
+        let (essence, params) = match header_value(ct) {
+            Ok(parsed) => parsed,
+            Err(why) => return Self::Unread(why),
+        };
+        let multipart = match essence.split_once('/') {
+            Some(("application", "json")) => false,
+            Some(("application", sub)) if sub.ends_with("+json") => false,
+            Some(("application", "x-www-form-urlencoded")) => false,
+            Some(("multipart", "form-data")) => true,
+            _ => return unread,
+        };
+        if params.iter().any(|(name, _)| name.contains('*')) {
+            return Self::Unread(Unreadable::Ambiguous); // RFC 2231 `boundary*=`, `charset*=`
+        }
+        if params.iter().any(|(name, value)| name == "charset" && !is_utf8_charset(value)) {
+            return Self::Unread(Unreadable::Encoded);
+        }
+        if multipart {
+            return params
                 .into_iter()
                 .find(|(name, _)| name == "boundary")
                 .map(|(_, b)| b)
                 .filter(|b| multipart::valid_boundary(b))
-                .map_or(Self::Unread(Unreadable::Malformed), |boundary| Self::Multipart { boundary }),
-            _ => unread,
+                .map_or(Self::Unread(Unreadable::Malformed), |boundary| Self::Multipart { boundary });
         }
+        if essence == "application/x-www-form-urlencoded" { Self::UrlEncoded } else { Self::Json }
     }
 
     /// From every `content-type` and `content-encoding` value of the request: encoded or
@@ -169,7 +197,7 @@ pub fn from_query(path: &str, names: &[String]) -> Extracted {
         return Extracted::NotFound;
     };
     let query = query.split_once('#').map_or(query, |(q, _)| q);
-    from_pairs(form_urlencoded::parse(query.as_bytes()), names)
+    from_pairs(|| form_urlencoded::parse(query.as_bytes()), names)
 }
 
 /// The email from a complete body of the given kind. An empty body holds no email.
@@ -186,19 +214,46 @@ pub fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extrac
 }
 
 /// A JSON document sent as a form (apps that parse any body as JSON read it) is not a form.
+/// A UTF-8 BOM is skipped (Express decodes bodies with iconv-lite, which drops it), and a pair
+/// after `&` and spaces counts under its name without them too (Rack splits at `/& */`).
 fn from_urlencoded(body: &[u8], names: &[String]) -> Extracted {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     if body.trim_ascii_start().first().is_some_and(|b| matches!(b, b'{' | b'[' | b'"')) {
         return Extracted::Unreadable(Unreadable::Malformed);
     }
-    from_pairs(form_urlencoded::parse(body), names)
+    let pairs = || {
+        body.split(|&b| b == b'&').flat_map(|piece| {
+            let trimmed = piece.trim_ascii_start();
+            let lenient = (trimmed.len() < piece.len()).then_some(trimmed);
+            form_urlencoded::parse(piece).chain(lenient.into_iter().flat_map(form_urlencoded::parse))
+        })
+    };
+    if let Some(why) = declared_charset(pairs().filter(|(k, _)| fold::same_name(k, CHARSET_FIELD)).map(|(_, v)| v)) {
+        return Extracted::Unreadable(why);
+    }
+    from_pairs(pairs, names)
 }
 
-fn from_pairs<'a>(
-    pairs: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)> + Clone,
-    names: &[String],
-) -> Extracted {
+/// The HTML5 `_charset_` field: the browser fills it with the form's encoding, and some servers
+/// (Jetty, Apache Sling) decode the other fields with it. Anything but UTF-8 or US-ASCII is an
+/// encoding the filter does not read.
+const CHARSET_FIELD: &str = "_charset_";
+
+fn declared_charset<S: AsRef<str>>(mut values: impl Iterator<Item = S>) -> Option<Unreadable> {
+    values
+        .any(|v| {
+            let v = v.as_ref().trim();
+            !v.is_empty() && !is_utf8_charset(v)
+        })
+        .then_some(Unreadable::Encoded)
+}
+
+fn from_pairs<'a, I>(pairs: impl Fn() -> I, names: &[String]) -> Extracted
+where
+    I: Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
+{
     names.iter().fold(Extracted::NotFound, |found, name| {
-        found.and(single(pairs.clone().filter(|(k, _)| k == name).map(|(_, v)| Ok(v.into_owned()))))
+        found.and(single(pairs().filter(|(k, _)| fold::same_name(k, name)).map(|(_, v)| Ok(v.into_owned()))))
     })
 }
 
@@ -207,10 +262,16 @@ fn from_multipart(body: &[u8], boundary: &str, names: &[String]) -> Extracted {
         Ok(parts) => parts,
         Err(why) => return Extracted::Unreadable(why),
     };
+    let named =
+        |name: &'static str| parts.iter().filter(move |p| p.name.as_deref().is_some_and(|n| fold::same_name(n, name)));
+    let charsets = named(CHARSET_FIELD).map(|p| String::from_utf8_lossy(p.value));
+    if let Some(why) = declared_charset(charsets) {
+        return Extracted::Unreadable(why);
+    }
     let mut found = Extracted::NotFound;
     for name in names {
         let mut values = Vec::new();
-        for part in parts.iter().filter(|p| p.name.as_deref() == Some(name.as_str())) {
+        for part in parts.iter().filter(|p| p.name.as_deref().is_some_and(|n| fold::same_name(n, name))) {
             if part.encoded {
                 return Extracted::Unreadable(Unreadable::Encoded);
             }
@@ -244,52 +305,103 @@ fn single(values: impl Iterator<Item = Result<String, Unusable>>) -> Extracted {
     found.map_or(Extracted::NotFound, Extracted::Email)
 }
 
-/// `; name=value; name="quoted \" value"` → `[(name lowercased, value)]`. Quotes may hold `;`.
-/// Malformed pieces are skipped; an unterminated quoted string runs to the end.
-pub(crate) fn parse_params(s: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    loop {
-        rest = rest.trim_start_matches(|c: char| c == ';' || c.is_ascii_whitespace());
-        if rest.is_empty() {
-            return out;
-        }
-        let name_end = rest.find(['=', ';']).unwrap_or(rest.len());
-        let name = rest[..name_end].trim().to_ascii_lowercase();
-        rest = &rest[name_end..];
-        let Some(after_eq) = rest.strip_prefix('=') else {
-            continue; // a bare token such as `form-data`
-        };
-        let after_eq = after_eq.trim_start();
-        let (value, remaining) = match after_eq.strip_prefix('"') {
-            Some(quoted) => unquote(quoted),
-            None => {
-                let end = after_eq.find(';').unwrap_or(after_eq.len());
-                (after_eq[..end].trim_end().to_owned(), &after_eq[end..])
-            }
-        };
-        if !name.is_empty() {
-            out.push((name, value));
-        }
-        rest = remaining;
-    }
+/// Optional whitespace around the pieces of a header value.
+const OWS: [char; 2] = [' ', '\t'];
+
+/// A `charset` value the filter reads as UTF-8 (quoted or not, any case).
+pub(crate) fn is_utf8_charset(charset: &str) -> bool {
+    matches!(charset.trim().to_ascii_lowercase().as_str(), "utf-8" | "utf8" | "us-ascii")
 }
 
-/// The inside of a quoted string (after the opening quote) and what follows its closing quote.
-fn unquote(s: &str) -> (String, &str) {
+/// RFC 9110 `tchar`.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(is_tchar)
+}
+
+/// A media type or disposition with its parameters, read strictly (RFC 9110 section 5.6.6):
+/// `token[/token] *( OWS ";" OWS [ token "=" ( token / quoted-string ) ] ) OWS`.
+/// Returns the lowercased type and the parameters (names lowercased, values unquoted), in order.
+///
+/// Popular parsers read anything else differently (Werkzeug ends an unquoted value at the first
+/// non-token character, `name=email(x)` is `email`; Python's `email` drops comments; Go refuses
+/// the header; Rails keeps everything up to `;`; busboy keeps the first of two equal names,
+/// Werkzeug the last), so anything else is [`Unreadable::Ambiguous`]: a comment or any other
+/// character outside a quoted string, whitespace around `=`, an unterminated quoted string, a
+/// control character in one, a parameter name given twice.
+pub(crate) fn header_value(value: &str) -> Result<(String, Vec<(String, String)>), Unreadable> {
+    const AMBIGUOUS: Unreadable = Unreadable::Ambiguous;
+    let value = value.trim_matches(OWS);
+    let (essence, mut rest) = match value.split_once(';') {
+        Some((essence, rest)) => (essence.trim_end_matches(OWS), Some(rest)),
+        None => (value, None),
+    };
+    let valid = match essence.split_once('/') {
+        Some((kind, sub)) => is_token(kind) && is_token(sub),
+        None => is_token(essence),
+    };
+    if !valid {
+        return Err(AMBIGUOUS);
+    }
+    let mut params: Vec<(String, String)> = Vec::new();
+    while let Some(piece) = rest {
+        let piece = piece.trim_start_matches(OWS);
+        if piece.is_empty() {
+            break;
+        }
+        if let Some(next) = piece.strip_prefix(';') {
+            rest = Some(next); // an empty parameter (`;;`, a trailing `;`)
+            continue;
+        }
+        let name_end = piece.find(|c| !is_tchar(c)).unwrap_or(piece.len());
+        let (name, after) = piece.split_at(name_end);
+        let after = after.strip_prefix('=').filter(|_| !name.is_empty()).ok_or(AMBIGUOUS)?;
+        let (param, after) = match after.strip_prefix('"') {
+            Some(quoted) => unquote(quoted).ok_or(AMBIGUOUS)?,
+            None => {
+                let end = after.find(|c| !is_tchar(c)).unwrap_or(after.len());
+                if end == 0 {
+                    return Err(AMBIGUOUS);
+                }
+                (after[..end].to_owned(), &after[end..])
+            }
+        };
+        let name = name.to_ascii_lowercase();
+        if params.iter().any(|(n, _)| *n == name) {
+            return Err(AMBIGUOUS);
+        }
+        params.push((name, param));
+        let after = after.trim_start_matches(OWS);
+        rest = match after.strip_prefix(';') {
+            Some(next) => Some(next),
+            None if after.is_empty() => None,
+            None => return Err(AMBIGUOUS),
+        };
+    }
+    Ok((essence.to_ascii_lowercase(), params))
+}
+
+/// The inside of a quoted string (after the opening quote) and what follows its closing quote;
+/// `None` when it never closes or holds a control character other than tab.
+fn unquote(s: &str) -> Option<(String, &str)> {
     let mut value = String::new();
     let mut chars = s.char_indices();
     while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return (value, &s[i + 1..]),
-            '\\' => match chars.next() {
-                Some((_, escaped)) => value.push(escaped),
-                None => break,
-            },
+            '"' => return Some((value, &s[i + 1..])),
+            '\\' => value.push(chars.next().map(|(_, escaped)| escaped).filter(|e| !is_ctl(*e))?),
+            c if is_ctl(c) => return None,
             c => value.push(c),
         }
     }
-    (value, "")
+    None
+}
+
+fn is_ctl(c: char) -> bool {
+    (c.is_ascii_control() && c != '\t') || c == '\u{7f}'
 }
 
 #[cfg(test)]

@@ -1,18 +1,33 @@
 //! A small, bounded, strict `multipart/form-data` reader (RFC 7578 / RFC 2046): just enough to
-//! find the value of a named field, and to say so when the body cannot be read in full.
+//! find the value of a named field, and to say so when the body cannot be read in full, or when
+//! popular parsers would read it differently (`CONFIG.md`, "Parser differentials").
 //!
-//! Lenient where clients legitimately differ: bare LF line ends as well as CRLF, a preamble and
-//! an epilogue, transport padding after a delimiter, folded header lines (unfolded), RFC 8187
-//! `name*=utf-8''...` (percent-decoded). Everything else that would make the filter see a
-//! different set of fields than an app is an error, never "fewer fields": a body without a
-//! closing delimiter, more than [`MAX_PARTS`] parts, a part with more than [`MAX_HEADERS`] header
-//! lines or headers that never end, a part whose name is given two different ways, RFC 2231
-//! continuations (`name*0=`). A line that merely starts with the boundary is content (or
-//! preamble), not a delimiter: a delimiter line is `--boundary`, optionally `--`, then only
-//! spaces or tabs. Work is linear in the body: delimiters are searched only at line starts.
-//! Never panics.
+//! Lenient where clients legitimately differ: bare LF line ends as well as CRLF (one style per
+//! body), a preamble and an epilogue, transport padding (spaces, tabs) after a delimiter, folded
+//! header lines (unfolded), RFC 8187 `name*=utf-8''...` (percent-decoded), any bytes in a part's
+//! content, bare CRs included. Everything else that could make the filter see a different set of
+//! fields than an app is an error, never "fewer fields":
+//! - [`Unreadable::Malformed`]: no opening or closing delimiter, headers that never end, a header
+//!   line without a colon;
+//! - [`Unreadable::TooComplex`]: more than [`MAX_PARTS`] parts or [`MAX_HEADERS`] header lines;
+//! - [`Unreadable::Ambiguous`]: Python's `email` and Werkzeug also end lines at a bare CR, so a
+//!   delimiter after a bare CR, a delimiter followed by one, or a bare CR in a part's header
+//!   block; a body whose line ends change style (Werkzeug's blank line is `\r\n\r\n`, `\r\r` or
+//!   `\n\n`, so `\n\r\n` does not end its header block); a part without headers (Werkzeug and
+//!   Rails read the next lines as its headers, Python and Go as its content); a line that starts
+//!   with the delimiter but is not one (`--boundaryX`, `--boundary--junk`: busboy ends the part
+//!   there, Werkzeug ends the form, Python reads on), padding other than spaces and tabs; the
+//!   delimiter anywhere in the preamble (Werkzeug finds the first one in mid-line) or at a line
+//!   start in the epilogue (Rails reads on after a leading close delimiter); a header line that
+//!   starts with the delimiter; a `Content-Disposition` given twice, parsed leniently by some
+//!   (a comment, a parameter twice: see [`header_value`]), with RFC 2231 continuations
+//!   (`name*0=`), two different names (`name` and `name*`), or a name holding an RFC 2047 encoded
+//!   word (`=?utf-8?q?email?=`: Python's `email` and ASP.NET Core decode it).
+//!
+//! Work is linear in the body: delimiters are looked for only at line starts (after LF, CRLF or
+//! a bare CR), the preamble is searched once (KMP). Never panics.
 
-use super::{Unreadable, parse_params};
+use super::{Unreadable, header_value, is_utf8_charset};
 
 /// More parts than any signup form has; a body with more is unreadable.
 pub const MAX_PARTS: usize = 256;
@@ -26,8 +41,9 @@ const MAX_BOUNDARY: usize = 200;
 pub struct Part<'a> {
     pub name: Option<String>,
     pub value: &'a [u8],
-    /// A `Content-Transfer-Encoding` other than 7bit/8bit/binary, or a `charset` other than
-    /// UTF-8/US-ASCII: an app may decode the value into something the filter cannot see.
+    /// A `Content-Transfer-Encoding` other than 7bit/8bit/binary, a `charset` other than
+    /// UTF-8/US-ASCII, or a `Content-Type` / `Content-Transfer-Encoding` apps may read
+    /// differently: an app may decode the value into something the filter cannot see.
     pub encoded: bool,
 }
 
@@ -35,78 +51,187 @@ pub fn valid_boundary(boundary: &str) -> bool {
     !boundary.is_empty() && boundary.len() <= MAX_BOUNDARY && boundary.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
-/// Every part of `body`, in order, or why the body cannot be read in full.
+/// A line break: the style of a body is the one after its first delimiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Break {
+    CrLf,
+    Lf,
+}
+
+impl Break {
+    fn len(self) -> usize {
+        match self {
+            Break::CrLf => 2,
+            Break::Lf => 1,
+        }
+    }
+}
+
+/// Every part of `body`, in order, or why the body cannot be read in full (or one way).
 pub fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, Unreadable> {
     if !valid_boundary(boundary) {
         return Err(Unreadable::Malformed);
     }
     let delimiter = [b"--", boundary.as_bytes()].concat();
-    let mut next = find_delimiter(body, &delimiter, 0).ok_or(Unreadable::Malformed)?;
+    let first = find_delimiter(body, &delimiter, 0)?.ok_or(Unreadable::Malformed)?;
+    // Werkzeug takes the first `--boundary` followed by a line break anywhere, even in mid-line.
+    let preamble = body.get(..first.start + delimiter.len() - 1).unwrap_or_default();
+    if contains(preamble, &delimiter) {
+        return Err(Unreadable::Ambiguous);
+    }
+    let style = match first.kind {
+        Delimiter::Open { line_break, .. } => line_break,
+        Delimiter::Close { epilogue } => return check_epilogue(body, &delimiter, epilogue).map(|()| Vec::new()),
+    };
+    let mut next = first;
     let mut out = Vec::new();
     loop {
-        let Delimiter::Open { after } = next.kind else {
-            return Ok(out); // the close delimiter; the epilogue is ignored
+        let after = match next.kind {
+            Delimiter::Close { epilogue } => {
+                check_epilogue(body, &delimiter, epilogue)?;
+                return Ok(out);
+            }
+            Delimiter::Open { after, line_break } if line_break == style => after,
+            Delimiter::Open { .. } => return Err(Unreadable::Ambiguous),
         };
         if out.len() == MAX_PARTS {
             return Err(Unreadable::TooComplex);
         }
-        let headers = read_headers(body, after)?;
-        let following = find_delimiter(body, &delimiter, headers.content_start).ok_or(Unreadable::Malformed)?;
-        let end = strip_line_break(body, following.start).max(headers.content_start);
+        let headers = read_headers(body, after, &delimiter, style)?;
+        let following = find_delimiter(body, &delimiter, headers.content_start)?.ok_or(Unreadable::Malformed)?;
+        let end = if following.start == headers.content_start {
+            following.start // no content: the line break before the delimiter ended the headers
+        } else if following.before == Some(style) {
+            following.start - style.len()
+        } else {
+            return Err(Unreadable::Ambiguous); // a delimiter after a line break of another style
+        };
         let value = body.get(headers.content_start..end).unwrap_or_default();
         out.push(Part { name: headers.name, value, encoded: headers.encoded });
         next = following;
     }
 }
 
-/// A delimiter line: where it starts and, for an open one, where the next line starts.
+/// After the close delimiter every parser stops, except Rails when the close delimiter comes
+/// first: another delimiter there is read by some.
+fn check_epilogue(body: &[u8], delimiter: &[u8], epilogue: usize) -> Result<(), Unreadable> {
+    match find_delimiter(body, delimiter, epilogue) {
+        Ok(None) => Ok(()),
+        _ => Err(Unreadable::Ambiguous),
+    }
+}
+
+/// A delimiter line: where it starts, the line break before it (`None` at the start of the
+/// body or of a part's empty content), and what it is.
 #[derive(Debug, Clone, Copy)]
 struct Found {
     start: usize,
+    before: Option<Break>,
     kind: Delimiter,
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Delimiter {
-    Open { after: usize },
-    Close,
+    /// The headers of the next part start at `after`.
+    Open { after: usize, line_break: Break },
+    /// The epilogue starts at `epilogue` (a line start, or the end of the body).
+    Close { epilogue: usize },
 }
 
-/// The next delimiter line at or after `from` (a line start).
-fn find_delimiter(body: &[u8], delimiter: &[u8], from: usize) -> Option<Found> {
+/// The next delimiter line at or after `from` (a line start). Line starts are after LF, CRLF
+/// or a bare CR: a line there that starts with the delimiter is a delimiter, or an error.
+fn find_delimiter(body: &[u8], delimiter: &[u8], from: usize) -> Result<Option<Found>, Unreadable> {
     let mut line = from;
-    loop {
-        if let Some(kind) = delimiter_at(body, delimiter, line) {
-            return Some(Found { start: line, kind });
+    while line <= body.len() {
+        if let Some(found) = delimiter_at(body, delimiter, line)? {
+            return Ok(Some(found));
         }
-        line = line + body.get(line..)?.iter().position(|&b| b == b'\n')? + 1;
+        let Some(offset) = body[line..].iter().position(|&b| b == b'\n' || b == b'\r') else {
+            return Ok(None);
+        };
+        let at = line + offset;
+        line = if body[at] == b'\r' && body.get(at + 1) == Some(&b'\n') { at + 2 } else { at + 1 };
     }
+    Ok(None)
 }
 
-/// Whether the line starting at `at` is a delimiter line, and which.
-fn delimiter_at(body: &[u8], delimiter: &[u8], at: usize) -> Option<Delimiter> {
-    let rest = body.get(at..)?.strip_prefix(delimiter)?;
+/// Whether the line starting at `at` is a delimiter line: `None` when it does not start with
+/// the delimiter, an error when it does but is not a clean delimiter line.
+fn delimiter_at(body: &[u8], delimiter: &[u8], at: usize) -> Result<Option<Found>, Unreadable> {
+    let Some(rest) = body.get(at..).and_then(|r| r.strip_prefix(delimiter)) else {
+        return Ok(None);
+    };
+    let before = match at.checked_sub(1).map(|i| body[i]) {
+        Some(b'\n') if at >= 2 && body[at - 2] == b'\r' => Some(Break::CrLf),
+        Some(b'\n') => Some(Break::Lf),
+        // A bare CR: Werkzeug and Python's email split lines there, busboy, Go and Rails do not.
+        Some(b'\r') => return Err(Unreadable::Ambiguous),
+        _ => None,
+    };
     let (close, rest) = match rest.strip_prefix(b"--") {
         Some(r) => (true, r),
         None => (false, rest),
     };
-    let padding = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+    // Transport padding: spaces and tabs (Werkzeug also takes vertical tabs and form feeds).
+    let padding = rest.iter().take_while(|&&b| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c')).count();
+    if rest[..padding].iter().any(|&b| !matches!(b, b' ' | b'\t')) {
+        return Err(Unreadable::Ambiguous);
+    }
     let rest = &rest[padding..];
     let line_break = if rest.starts_with(b"\r\n") {
-        2
+        Some(Break::CrLf)
     } else if rest.starts_with(b"\n") {
-        1
+        Some(Break::Lf)
     } else if rest.is_empty() {
-        0
+        None
+    } else if rest.starts_with(b"\r") && close {
+        // After the close delimiter: the epilogue starts after the bare CR.
+        let epilogue = body.len() - rest.len() + 1;
+        return Ok(Some(Found { start: at, before, kind: Delimiter::Close { epilogue } }));
     } else {
-        return None; // the boundary followed by anything else: content, not a delimiter
+        // `--boundaryX`, `--boundary--junk`, `--boundary\r` (bare CR): busboy ends the part
+        // here, Werkzeug ends the form (`--`), Python's email reads on.
+        return Err(Unreadable::Ambiguous);
     };
-    if close {
-        return Some(Delimiter::Close);
+    let after = body.len() - rest.len() + line_break.map_or(0, Break::len);
+    let kind = match (close, line_break) {
+        (true, _) => Delimiter::Close { epilogue: after },
+        (false, Some(line_break)) => Delimiter::Open { after, line_break },
+        // An open delimiter at the very end of the body: no headers follow.
+        (false, None) => return Err(Unreadable::Malformed),
+    };
+    Ok(Some(Found { start: at, before, kind }))
+}
+
+/// Whether `needle` (non-empty) occurs in `haystack`: Knuth-Morris-Pratt, linear.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    if needle.is_empty() || haystack.len() < needle.len() {
+        return false;
     }
-    // An open delimiter at the very end of the body: no headers follow, handled as unreadable.
-    let after = body.len() - rest.len() + line_break;
-    (line_break > 0).then_some(Delimiter::Open { after })
+    let mut fallback = vec![0usize; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = fallback[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        fallback[i] = k;
+    }
+    let mut matched = 0;
+    for &b in haystack {
+        while matched > 0 && b != needle[matched] {
+            matched = fallback[matched - 1];
+        }
+        if b == needle[matched] {
+            matched += 1;
+            if matched == needle.len() {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// What a part's headers say.
@@ -116,16 +241,32 @@ struct Headers {
     content_start: usize,
 }
 
-/// Reads part headers from `start` to the blank line, unfolding continuation lines.
-fn read_headers(body: &[u8], start: usize) -> Result<Headers, Unreadable> {
+/// Reads part headers from `start` to the blank line, unfolding continuation lines. Every line
+/// must end with the body's line break, and the block must not be empty.
+fn read_headers(body: &[u8], start: usize, delimiter: &[u8], style: Break) -> Result<Headers, Unreadable> {
     let mut fields: Vec<String> = Vec::new();
     let mut pos = start;
     for _ in 0..=MAX_HEADERS {
-        let end = line_end(body, pos).ok_or(Unreadable::Malformed)?;
+        let offset = body.get(pos..).and_then(|r| r.iter().position(|&b| b == b'\n' || b == b'\r'));
+        let end = pos + offset.ok_or(Unreadable::Malformed)?;
+        let line_break = match (body[end], body.get(end + 1)) {
+            (b'\r', Some(b'\n')) => Break::CrLf,
+            (b'\r', _) => return Err(Unreadable::Ambiguous), // a bare CR
+            _ => Break::Lf,
+        };
+        if line_break != style {
+            return Err(Unreadable::Ambiguous);
+        }
         let line = &body[pos..end];
-        pos = next_line(body, end);
+        pos = end + line_break.len();
         if line.is_empty() {
+            if fields.is_empty() {
+                return Err(Unreadable::Ambiguous); // no headers: see the module's comment
+            }
             return interpret(&fields, pos);
+        }
+        if line.starts_with(delimiter) {
+            return Err(Unreadable::Ambiguous); // Python's email: a delimiter, Werkzeug: a header
         }
         let text = String::from_utf8_lossy(line);
         if line[0] == b' ' || line[0] == b'\t' {
@@ -140,19 +281,52 @@ fn read_headers(body: &[u8], start: usize) -> Result<Headers, Unreadable> {
 }
 
 fn interpret(fields: &[String], content_start: usize) -> Result<Headers, Unreadable> {
-    let mut names: Vec<String> = Vec::new();
+    // Content-Disposition, Content-Type, Content-Transfer-Encoding.
+    let mut found: [Option<&str>; 3] = [None; 3];
     let mut encoded = false;
     for field in fields {
         let Some((header, value)) = field.split_once(':') else {
             return Err(Unreadable::Malformed);
         };
-        let header = header.trim().to_ascii_lowercase();
-        match header.as_str() {
-            "content-disposition" => names.extend(disposition_names(value)?),
-            "content-transfer-encoding" => {
-                encoded |= !matches!(value.trim().to_ascii_lowercase().as_str(), "7bit" | "8bit" | "binary")
+        let slot = match header.trim().to_ascii_lowercase().as_str() {
+            "content-disposition" => 0,
+            "content-type" => 1,
+            "content-transfer-encoding" => 2,
+            _ => continue,
+        };
+        if found[slot].replace(value).is_some() {
+            // Given twice: Werkzeug, Go, busboy and Rails take the first, others may not.
+            if slot == 0 {
+                return Err(Unreadable::Ambiguous);
             }
-            "content-type" => encoded |= parse_params(value).iter().any(|(k, v)| k == "charset" && !is_utf8(v)),
+            encoded = true;
+        }
+    }
+    let [disposition, content_type, transfer_encoding] = found;
+    if let Some(value) = transfer_encoding {
+        encoded |= !matches!(value.trim().to_ascii_lowercase().as_str(), "7bit" | "8bit" | "binary");
+    }
+    if let Some(value) = content_type {
+        encoded |= match header_value(value) {
+            Ok((_, params)) => params.iter().any(|(k, v)| k.contains('*') || (k == "charset" && !is_utf8_charset(v))),
+            Err(_) => true, // apps may find a charset in it the filter does not
+        };
+    }
+    let name = disposition.map(disposition_name).transpose()?.flatten();
+    Ok(Headers { name, encoded, content_start })
+}
+
+/// The name a `Content-Disposition` value gives: `name`, or RFC 8187 `name*`, which must agree.
+fn disposition_name(value: &str) -> Result<Option<String>, Unreadable> {
+    let (_, params) = header_value(value)?;
+    let mut names: Vec<String> = Vec::new();
+    for (key, v) in params {
+        match key.as_str() {
+            "name" => names.push(v),
+            "name*" => names.push(ext_value(&v)?),
+            // RFC 2231 continuations (`name*0=`, `filename*1*=`): Werkzeug, Go and Python join
+            // them, busboy and Rails do not.
+            k if k.contains('*') && k != "filename*" => return Err(Unreadable::Ambiguous),
             _ => {}
         }
     }
@@ -160,25 +334,11 @@ fn interpret(fields: &[String], content_start: usize) -> Result<Headers, Unreada
     if names.len() > 1 {
         return Err(Unreadable::Ambiguous); // apps differ on which name wins
     }
-    Ok(Headers { name: names.pop(), encoded, content_start })
-}
-
-fn is_utf8(charset: &str) -> bool {
-    matches!(charset.trim().to_ascii_lowercase().as_str(), "utf-8" | "utf8" | "us-ascii")
-}
-
-/// Every name a `Content-Disposition` value gives: `name` and RFC 8187 `name*`.
-fn disposition_names(value: &str) -> Result<Vec<String>, Unreadable> {
-    let mut names = Vec::new();
-    for (key, v) in parse_params(value) {
-        match key.as_str() {
-            "name" => names.push(v),
-            "name*" => names.push(ext_value(&v)?),
-            k if k.starts_with("name*") => return Err(Unreadable::Ambiguous), // RFC 2231 continuations
-            _ => {}
-        }
+    // An RFC 2047 encoded word: Python's email (default policy) and ASP.NET Core decode it.
+    if names.iter().any(|n| n.contains("=?")) {
+        return Err(Unreadable::Ambiguous);
     }
-    Ok(names)
+    Ok(names.pop())
 }
 
 /// RFC 8187 `charset'language'percent-encoded`, in UTF-8 or ISO-8859-1.
@@ -210,29 +370,6 @@ fn percent_decode(bytes: &[u8]) -> Option<Vec<u8>> {
         }
     }
     Some(out)
-}
-
-/// Index of the `\n` (or of a `\r` just before it) ending the line that starts at `from`.
-fn line_end(body: &[u8], from: usize) -> Option<usize> {
-    let nl = from + body.get(from..)?.iter().position(|&b| b == b'\n')?;
-    Some(if nl > from && body[nl - 1] == b'\r' { nl - 1 } else { nl })
-}
-
-/// Start of the next line, given the end found by `line_end`.
-fn next_line(body: &[u8], end: usize) -> usize {
-    if body.get(end) == Some(&b'\r') { end + 2 } else { end + 1 }
-}
-
-/// Where content ends before a delimiter at `at`: its CRLF (or LF) is the delimiter's.
-fn strip_line_break(body: &[u8], at: usize) -> usize {
-    let mut end = at;
-    if end > 0 && body.get(end - 1) == Some(&b'\n') {
-        end -= 1;
-        if end > 0 && body.get(end - 1) == Some(&b'\r') {
-            end -= 1;
-        }
-    }
-    end
 }
 
 #[cfg(test)]
@@ -283,17 +420,21 @@ mod tests {
                 "--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx--XyZ\r\nline2\r\n--XyZ--",
                 Ok(&[(Some("t"), "x--XyZ\r\nline2")]),
             ),
-            // A line that merely starts with the boundary is content, in a part or the preamble.
+            // The boundary in mid-line is content; a preamble without it is skipped.
             (
-                "--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\n--XyZx\r\n--XyZ--",
-                Ok(&[(Some("t"), "--XyZx")]),
+                "--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx --XyZ\r\n--XyZ--",
+                Ok(&[(Some("t"), "x --XyZ")]),
             ),
             (
-                "--XyZ junk\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--",
+                "This is a preamble.\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--",
                 Ok(&[(Some("email"), "v")]),
             ),
-            // Only a preamble (its first line merely starts with the boundary), then the close.
-            ("--XyZ junk\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ok(&[])),
+            // Binary content: bare CRs, bare LFs, NULs, CRLFs, the boundary after a non-break byte.
+            (
+                "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\
+                 \r\u{0}\rx\r\r\n\n\r\n\r\r\u{0}--XyZ\r\n--XyZ--\r\n",
+                Ok(&[(Some("f"), "\r\u{0}\rx\r\r\n\n\r\n\r\r\u{0}--XyZ")]),
+            ),
             // No Content-Disposition.
             ("--XyZ\r\nContent-Type: text/plain\r\n\r\nv\r\n--XyZ--", Ok(&[(None, "v")])),
             // Empty part whose blank line runs straight into the delimiter; no parts at all.
@@ -358,6 +499,58 @@ mod tests {
             ("--XyZ\r\nContent-Disposition: form-data; name*=utf-8''%FF\r\n\r\nv\r\n--XyZ--", Encoded),
             ("--XyZ\r\nContent-Disposition: form-data; name*=email\r\n\r\nv\r\n--XyZ--", Malformed),
             ("--XyZ\r\nContent-Disposition: form-data; name*=utf-8''%6\r\n\r\nv\r\n--XyZ--", Malformed),
+            // Issue 23: lines a delimiter starts that are not delimiters (busboy ends the part
+            // there, Werkzeug ends the form on `--`, Python reads on), in a part or the preamble.
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\n--XyZx\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--junk\r\n", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ x\r\n--XyZ--", Ambiguous),
+            ("--XyZ junk\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ junk\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            // Padding other than spaces and tabs (Werkzeug's `[^\S\n\r]` takes VT and FF).
+            ("--XyZ\x0b\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--\x0c\r\n", Ambiguous),
+            // The delimiter in mid-line in the preamble (Werkzeug starts there).
+            ("junk--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("junk--XyZ--\r\n--XyZ\r\nContent-Disposition: form-data; name=\"e\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            // A delimiter in the epilogue (Rails reads on after a leading close delimiter).
+            ("--XyZ--\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--\r\nx\n--XyZ--", Ambiguous),
+            // Bare CR line ends: before a delimiter, after one, in a header block.
+            ("--XyZ\rContent-Disposition: form-data; name=\"email\"\r\rv\r--XyZ--\r", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r--XyZ--\r\n", Ambiguous),
+            ("--XyZ \r\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data;\r name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nX-A: b\rContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            // Line ends that change style: at a delimiter, in a header block, at its blank line.
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\n--XyZ--", Ambiguous),
+            ("--XyZ\nContent-Disposition: form-data; name=\"a\"\n\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nX-A: b\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nX-A: b\n\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            (
+                "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ\n\
+                 Content-Disposition: form-data; name=\"b\"\n\nw\r\n--XyZ--",
+                Ambiguous,
+            ),
+            // A part without headers; a header line that starts with the delimiter.
+            ("--XyZ\r\n\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\n--XyZ: x\r\nContent-Disposition: form-data; name=\"e\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            // Content-Disposition given twice (even alike), or read differently.
+            (
+                "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--",
+                Ambiguous,
+            ),
+            ("--XyZ\r\nContent-Disposition: form-data; name=email(x)\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; (c) name=email\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"; name=\"b\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"; name=\"a\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"=?utf-8?q?email?=\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"=?utf-8?B?ZW1haWw=?=\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            (
+                "--XyZ\r\nContent-Disposition: form-data; name*=utf-8''%3D%3Fx%3Fq%3Fe%3F%3D\r\n\r\nv\r\n--XyZ--",
+                Ambiguous,
+            ),
+            ("--XyZ\r\nContent-Disposition: form-data; name*0*=utf-8''em; name*1=ail\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\r\nContent-Disposition: form-data; name=a; filename*0=x\r\n\r\nv\r\n--XyZ--", Ambiguous),
         ];
         for (body, expected) in cases {
             check(body, Err(*expected));
@@ -368,9 +561,14 @@ mod tests {
     fn encoded_parts_are_marked() {
         let body = "--XyZ\r\nContent-Disposition: form-data; name=a\r\nContent-Transfer-Encoding: base64\r\n\r\nYQ==\r\n\
                     --XyZ\r\nContent-Disposition: form-data; name=b\r\nContent-Type: text/plain; charset=UTF-16\r\n\r\nx\r\n\
-                    --XyZ\r\nContent-Disposition: form-data; name=c\r\nContent-Transfer-Encoding: 8bit\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nx\r\n--XyZ--";
+                    --XyZ\r\nContent-Disposition: form-data; name=c\r\nContent-Transfer-Encoding: 8bit\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nx\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=d\r\nContent-Type: text/plain; charset=utf-8; charset=utf-7\r\n\r\nx\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=e\r\nContent-Type: text/plain; charset*=utf-8''utf-7\r\n\r\nx\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=f\r\nContent-Type: text/plain (x); charset=utf-7\r\n\r\nx\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=g\r\nContent-Type: text/plain\r\nContent-Type: text/plain; charset=utf-7\r\n\r\nx\r\n\
+                    --XyZ\r\nContent-Disposition: form-data; name=h\r\nContent-Type: text/plain; charset=\"US-ASCII\"\r\n\r\nx\r\n--XyZ--";
         let got: Vec<bool> = parts(body.as_bytes(), "XyZ").unwrap().iter().map(|p| p.encoded).collect();
-        assert_eq!(got, [true, true, false]);
+        assert_eq!(got, [true, true, false, true, true, true, true, false]);
     }
 
     #[test]
@@ -406,5 +604,28 @@ mod tests {
         let soup: Vec<u8> = (0..4096u32).map(|i| b"-\r\nXyZ\"=;: *'%"[(i * 7 % 13) as usize % 13]).collect();
         let _ = parts(&soup, "XyZ");
         let _ = parts(&[0xff, 0xfe, b'\n', b'-', b'-'], "XyZ");
+        for end in ["\r", "\n", "\r\n", "--", "--\r", " \r", "\x0b"] {
+            let _ = parts(format!("--XyZ{end}").as_bytes(), "XyZ");
+            let _ = parts(format!("x\r--XyZ{end}").as_bytes(), "XyZ");
+        }
+    }
+
+    /// Delimiters are looked for only at line starts, the preamble once: time stays linear in
+    /// the body, whatever it holds (many line starts that begin like the delimiter, bare CRs).
+    #[test]
+    fn work_is_linear() {
+        let boundary = "b".repeat(MAX_BOUNDARY);
+        let near = format!("--{}", &boundary[1..]);
+        let start = std::time::Instant::now();
+        for filler in [format!("{near}\r"), format!("{near}\n"), "\r".to_owned(), format!("x{near}")] {
+            let content = filler.repeat(4 * 1024 * 1024 / filler.len());
+            let body = format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n{content}\r\n--{boundary}--"
+            );
+            let _ = parts(body.as_bytes(), &boundary);
+            let preamble = format!("{content}\r\n--{boundary}--");
+            let _ = parts(preamble.as_bytes(), &boundary);
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "{:?}", start.elapsed());
     }
 }

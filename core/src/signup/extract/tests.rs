@@ -33,7 +33,11 @@ fn body_kind_from_content_type() {
         (Some(b"multipart/form-data; boundary=abc"), multipart("abc")),
         (Some(b"multipart/form-data; charset=utf-8; BOUNDARY=\"a b;c\""), multipart("a b;c")),
         (Some(b"multipart/form-data"), malformed.clone()),
-        (Some(b"multipart/form-data; boundary="), malformed),
+        (Some(b"multipart/form-data; charset=utf-8"), malformed),
+        (Some(b"application/json; charset=\"UTF-8\""), BodyKind::Json),
+        (Some(b"application/json; charset=us-ascii"), BodyKind::Json),
+        (Some(b"application/json;charset=utf8;"), BodyKind::Json),
+        (Some(b"application/x-www-form-urlencoded; charset=\"utf-8\""), BodyKind::UrlEncoded),
         (Some(b"multipart/mixed; boundary=abc"), unread.clone()),
         (Some(b"text/plain"), unread.clone()),
         (Some(b"json"), unread.clone()),
@@ -43,6 +47,47 @@ fn body_kind_from_content_type() {
     for (ct, expected) in cases {
         assert_eq!(&BodyKind::from_content_type(*ct), expected, "{ct:?}");
     }
+}
+
+/// Issue 23: content types popular parsers read differently, or in another charset.
+#[test]
+fn content_types_apps_read_differently_are_not_read() {
+    use Unreadable::*;
+    let cases: &[(&str, Unreadable)] = &[
+        // Two boundaries: busboy takes the first, Werkzeug the last.
+        ("multipart/form-data; boundary=AAA; boundary=BBB", Ambiguous),
+        ("multipart/form-data; boundary=AAA; Boundary=\"AAA\"", Ambiguous),
+        ("multipart/form-data; boundary*=utf-8''AAA", Ambiguous),
+        ("multipart/form-data; boundary=BBB; boundary*=utf-8''AAA", Ambiguous),
+        ("multipart/form-data; boundary*0=AA; boundary*1=A", Ambiguous),
+        // Werkzeug reads the token `AAA`, others the whole rest.
+        ("multipart/form-data; boundary=AAA (comment)", Ambiguous),
+        ("multipart/form-data; boundary=AAA BBB", Ambiguous),
+        ("multipart/form-data (comment); boundary=AAA", Ambiguous),
+        ("multipart/form-data; boundary=\"AAA", Ambiguous),
+        ("multipart/form-data; boundary=", Ambiguous),
+        // charset: anything but UTF-8 / US-ASCII, on every type the filter reads.
+        ("application/json; charset=utf-7", Encoded),
+        ("application/json; charset=UTF-16", Encoded),
+        ("application/json; charset=\"utf-16le\"", Encoded),
+        ("application/vnd.api+json; charset=utf-32", Encoded),
+        ("application/json; charset=iso-8859-1", Encoded),
+        ("application/json; charset=x-unknown", Encoded),
+        ("application/json; charset=", Ambiguous),
+        ("application/x-www-form-urlencoded; charset=utf-7", Encoded),
+        ("application/x-www-form-urlencoded; charset=ISO-8859-1", Encoded),
+        ("multipart/form-data; boundary=AAA; charset=shift_jis", Encoded),
+        ("application/json; charset=utf-8; charset=utf-7", Ambiguous),
+        ("application/json; charset*=utf-8''utf-7", Ambiguous),
+    ];
+    for (ct, why) in cases {
+        assert_eq!(BodyKind::from_content_type(Some(ct.as_bytes())), BodyKind::Unread(*why), "{ct:?}");
+    }
+    // A body under such a type is unreadable, not "no email".
+    let s = sources(&["/email"], &["email"]);
+    let kind = BodyKind::for_request(&[b"application/json; charset=utf-7".to_vec()], &[], &s);
+    let body = br#"{"email":"x+AEA-mailinator.com+ACIALAAiAHoAIgA6ACI-@gmail.com"}"#;
+    assert_eq!(from_body(&kind, body, &s), Extracted::Unreadable(Unreadable::Encoded));
 }
 
 /// Issue 13 item 2: a body of a type no configured source reads, an encoded body, two content
@@ -165,6 +210,35 @@ fn duplicate_json_keys_on_a_pointer_path() {
     }
 }
 
+/// Issue 23: Go's `encoding/json` and ASP.NET Core bind keys case-insensitively (Go with
+/// Unicode simple folding), the last match winning: every such key is the pointer's.
+#[test]
+fn json_keys_that_differ_only_in_case_are_the_same_field() {
+    let s = sources(&["/email", "/user/email"], &[]);
+    let cases: &[(&str, Extracted)] = &[
+        (r#"{"Email":"x@mailinator.com"}"#, email("x@mailinator.com")),
+        (r#"{"EMAIL":"x@mailinator.com"}"#, email("x@mailinator.com")),
+        (r#"{"\u0045mail":"x@mailinator.com"}"#, email("x@mailinator.com")),
+        (r#"{"emaıl":"x@mailinator.com"}"#, email("x@mailinator.com")), // ı: Go's ToUpper is I
+        (r#"{"USER":{"EMAIL":"x@mailinator.com"}}"#, email("x@mailinator.com")),
+        (r#"{"email":"jane@gmail.com","EMAIL":"temp@mailinator.com"}"#, CONFLICTING),
+        (r#"{"EMAIL":"temp@mailinator.com","email":"jane@gmail.com"}"#, CONFLICTING),
+        (r#"{"email":"jane@gmail.com","\u0045MAIL":"temp@mailinator.com"}"#, CONFLICTING),
+        (r#"{"user":{"email":"jane@gmail.com"},"User":{"Email":"temp@mailinator.com"}}"#, CONFLICTING),
+        (r#"{"email":"jane@gmail.com","Email":"jane@gmail.com"}"#, email("jane@gmail.com")),
+        (r#"{"email":"jane@gmail.com","EMAIL":null}"#, email("jane@gmail.com")),
+        (r#"{"email":"jane@gmail.com","EMAIL":7}"#, NOT_TEXT),
+        (r#"{"e-mail":"x@mailinator.com","emails":"y@mailinator.com"}"#, Extracted::NotFound),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(&from_body(&BodyKind::Json, body.as_bytes(), &s), expected, "{body}");
+    }
+    // The Kelvin sign and the long s fold to ASCII letters (Go): `/ask` matches them.
+    let s = sources(&["/ask"], &[]);
+    let body = "{\"as\u{212A}\":\"x@mailinator.com\",\"a\u{17F}k\":\"y@gmail.com\"}";
+    assert_eq!(from_body(&BodyKind::Json, body.as_bytes(), &s), CONFLICTING);
+}
+
 /// Sources are combined: the first error wins, two emails must agree.
 #[test]
 fn sources_combine() {
@@ -225,8 +299,8 @@ fn multipart_bodies_that_hid_the_email() {
         (big_headers, Extracted::Unreadable(Unreadable::TooComplex)),
         // As name*=utf-8''email (RFC 8187): read.
         (format!("--B\r\nContent-Disposition: form-data; name*=utf-8''email\r\n\r\n{x}\r\n--B--"), email(x)),
-        // After a preamble line that starts with the boundary: read.
-        (format!("--Bx preamble\r\n{}--B--", part("email", x)), email(x)),
+        // After a preamble: read.
+        (format!("preamble\r\n{}--B--", part("email", x)), email(x)),
         // A folded Content-Disposition: read.
         (format!("--B\r\nContent-Disposition: form-data;\r\n\tname=\"email\"\r\n\r\n{x}\r\n--B--"), email(x)),
         // No closing delimiter.
@@ -242,6 +316,109 @@ fn multipart_bodies_that_hid_the_email() {
     for (body, expected) in &cases {
         assert_eq!(&from_body(&kind, body.as_bytes(), &s), expected, "{body}");
     }
+}
+
+/// Issue 23 item 1: multipart bodies that Werkzeug or Python's `email` read with an `email`
+/// field the reader used to miss (or see otherwise): now unreadable, whatever else they hold.
+#[test]
+fn multipart_bodies_that_hid_the_email_issue_23() {
+    let s = sources(&[], &["email"]);
+    let kind = BodyKind::Multipart { boundary: "B".to_owned() };
+    let x = "x@mailinator.com";
+    let safe = part("name", "jane@gmail.com");
+    let ambiguous = Extracted::Unreadable(Unreadable::Ambiguous);
+    let cases: Vec<(String, Extracted)> = vec![
+        // Bare CR line ends throughout; after a visible safe part; a delimiter before a bare CR.
+        (format!("--B\rContent-Disposition: form-data; name=\"email\"\r\r{x}\r--B--\r"), ambiguous.clone()),
+        (format!("{safe}--B\rContent-Disposition: form-data; name=\"email\"\r\r{x}\r--B--\r\n"), ambiguous.clone()),
+        (
+            format!("--B\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r--B\r\n{}--B--", part("email", x)),
+            ambiguous.clone(),
+        ),
+        // A bare CR in a header block (Werkzeug ends the line there).
+        (
+            format!("--B\r\nX-A: 1\rContent-Disposition: form-data; name=\"email\"\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        // Names an app decodes: RFC 2047 encoded words (Python's email, ASP.NET Core), comments.
+        (
+            format!("--B\r\nContent-Disposition: form-data; name=\"=?utf-8?q?email?=\"\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        (
+            format!("--B\r\nContent-Disposition: form-data; name=\"=?UTF-8?B?ZW1haWw=?=\"\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        (format!("--B\r\nContent-Disposition: form-data; name=email(x)\r\n\r\n{x}\r\n--B--"), ambiguous.clone()),
+        (format!("--B\r\nContent-Disposition: form-data; (c) name=email\r\n\r\n{x}\r\n--B--"), ambiguous.clone()),
+        (format!("{safe}--B\r\nContent-Disposition: form-data; name=email x\r\n\r\n{x}\r\n--B--"), ambiguous.clone()),
+        // Repeated parameters.
+        (
+            format!("--B\r\nContent-Disposition: form-data; name=\"n\"; name=\"email\"\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        (
+            format!("--B\r\nContent-Disposition: form-data; name*=utf-8''n; name*=utf-8''email\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        // A part without headers (Werkzeug and Rails read the next lines as its headers).
+        (format!("--B\r\n\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\n{x}\r\n--B--"), ambiguous.clone()),
+        // `\n\r\n` does not end Werkzeug's header block.
+        (
+            format!("--B\r\nX-A: 1\n\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\n{x}\r\n--B--"),
+            ambiguous.clone(),
+        ),
+        // The delimiter in mid-line in the preamble (Werkzeug starts there).
+        (
+            format!("junk--B\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\n{x}\r\n{safe}--B--"),
+            ambiguous.clone(),
+        ),
+        // Padding Werkzeug takes (a vertical tab) and Python does not.
+        (
+            format!("{}--B\x0b\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\n{x}\r\n--B--", part("n", "v")),
+            ambiguous.clone(),
+        ),
+        // A close delimiter first, then a form (Rails reads on).
+        (format!("--B--\r\n{}--B--", part("email", x)), ambiguous.clone()),
+        // `--B--junk`: Werkzeug's end, Python's content.
+        (format!("{}--B--junk\r\n{}--B--", part("email", x), part("n", "v")), ambiguous.clone()),
+        // A `_charset_` field in another charset (Jetty decodes the other fields with it).
+        (
+            format!("{}{}--B--", part("_charset_", "UTF-7"), part("email", "x+AEA-mailinator.com")),
+            Extracted::Unreadable(Unreadable::Encoded),
+        ),
+        (format!("{}{}--B--", part("_charset_", "utf-8"), part("email", x)), email(x)),
+        // Case: ASP.NET Core's form collection is case-insensitive.
+        (format!("{}--B--", part("EMAIL", x)), email(x)),
+        (format!("{}{}--B--", part("email", "jane@gmail.com"), part("Email", x)), CONFLICTING),
+    ];
+    for (body, expected) in &cases {
+        assert_eq!(&from_body(&kind, body.as_bytes(), &s), expected, "{body:?}");
+    }
+}
+
+/// What real clients send is read: a browser's upload with a binary file holding bare CRs and
+/// LFs, a curl-style body with a file part before the field, bare LF line ends throughout.
+#[test]
+fn multipart_bodies_real_clients_send_are_read() {
+    let s = sources(&[], &["email"]);
+    let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gW";
+    let kind = BodyKind::Multipart { boundary: boundary.to_owned() };
+    let file: Vec<u8> = (0..=255u8).chain(*b"\r\r--\r\n-\n--x\r").cycle().take(4096).collect();
+    let body = [
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n").as_bytes(),
+        &file,
+        format!("\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nann@gmail.com\r\n--{boundary}--\r\n").as_bytes(),
+    ]
+    .concat();
+    assert_eq!(from_body(&kind, &body, &s), email("ann@gmail.com"));
+    let lf = format!("--{boundary}\nContent-Disposition: form-data; name=\"email\"\n\nann@gmail.com\n--{boundary}--\n");
+    assert_eq!(from_body(&kind, lf.as_bytes(), &s), email("ann@gmail.com"));
+    let unicode = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"prénom\"\r\n\r\nRenée\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"email\"\r\nContent-Type: text/plain; charset=UTF-8\r\n\r\nann@gmail.com\r\n--{boundary}--"
+    );
+    assert_eq!(from_body(&kind, unicode.as_bytes(), &s), email("ann@gmail.com"));
 }
 
 /// A JSON document under the form type is not a form without an email.
@@ -267,11 +444,22 @@ fn urlencoded_forms() {
         (b"email=a@b.example&email=a@b.example", email("a@b.example")),
         (b"email=a@b.example&email=c@d.example", CONFLICTING),
         (b"email=&email=c@d.example", email("c@d.example")),
-        (b"Email=a@b.example", Extracted::NotFound),
+        (b"Email=a@b.example", email("a@b.example")),
         (b"", Extracted::NotFound),
         (b"&&==&", Extracted::NotFound),
         // Invalid UTF-8 decodes lossily; the address parser rejects the replacement character.
         (b"email=a@b%FF.example", email("a@b\u{fffd}.example")),
+        // Issue 23: names as ASP.NET Core binds them (case-insensitively), a BOM as Express
+        // drops it, a pair after `& ` as Rails splits it, `_charset_` as Jetty honours it.
+        (b"EMAIL=a@b.example&email=c@d.example", CONFLICTING),
+        (b"E%4DAIL=a@b.example", email("a@b.example")),
+        (b"\xEF\xBB\xBFemail=a@b.example", email("a@b.example")),
+        (b"name=x& email=a@b.example", email("a@b.example")),
+        (b"email=c@d.example&  email=a@b.example", CONFLICTING),
+        (b"_charset_=UTF-8&email=a@b.example", email("a@b.example")),
+        (b"_charset_=&email=a@b.example", email("a@b.example")),
+        (b"_charset_=utf-7&email=a+AEA-b.example", Extracted::Unreadable(Unreadable::Encoded)),
+        (b"_CHARSET_=iso-8859-1&name=x", Extracted::Unreadable(Unreadable::Encoded)),
     ];
     for (body, expected) in cases {
         assert_eq!(&from_body(&BodyKind::UrlEncoded, body, &s), expected, "{:?}", String::from_utf8_lossy(body));
@@ -289,6 +477,8 @@ fn query_parameters() {
         ("/signup", Extracted::NotFound),
         ("/signup?", Extracted::NotFound),
         ("/signup?emailx=a@b.example", Extracted::NotFound),
+        ("/signup?Email=a@b.example", email("a@b.example")),
+        ("/signup?EMAIL=a@b.example&email=c@d.example", CONFLICTING),
     ];
     for (path, expected) in cases {
         assert_eq!(&from_query(path, &names), expected, "{path}");
@@ -311,21 +501,54 @@ fn header_values() {
     }
 }
 
+/// Header values are read strictly: what popular parsers read differently is ambiguous.
 #[test]
-fn params() {
-    let cases: &[(&str, &[(&str, &str)])] = &[
-        ("", &[]),
-        ("; boundary=abc", &[("boundary", "abc")]),
-        (" form-data; name=\"a;b\"; filename=x.txt", &[("name", "a;b"), ("filename", "x.txt")]),
-        ("; NAME = \"q\\\"uote\" ", &[("name", "q\"uote")]),
-        ("; name=\"unterminated", &[("name", "unterminated")]),
-        ("; =x; ;; a=; b", &[("a", "")]),
-        ("; a=\"x\\", &[("a", "x")]),
-        ("; é=ü", &[("é", "ü")]),
+fn strict_header_values() {
+    type Params<'a> = &'a [(&'a str, &'a str)];
+    let ok: &[(&str, &str, Params<'_>)] = &[
+        ("form-data", "form-data", &[]),
+        (" Form-Data ; ", "form-data", &[]),
+        ("multipart/form-data; boundary=abc", "multipart/form-data", &[("boundary", "abc")]),
+        ("multipart/form-data;boundary=\"a b;c\"", "multipart/form-data", &[("boundary", "a b;c")]),
+        (" form-data; name=\"a;b\"; filename=x.txt", "form-data", &[("name", "a;b"), ("filename", "x.txt")]),
+        ("form-data; NAME=\"q\\\"uote\" ", "form-data", &[("name", "q\"uote")]),
+        ("form-data; name=\"\"", "form-data", &[("name", "")]),
+        ("form-data;; name=a;", "form-data", &[("name", "a")]),
+        ("form-data; name=\"é\\x\"", "form-data", &[("name", "éx")]),
+        ("form-data; name*=utf-8''%65mail; name=email", "form-data", &[("name*", "utf-8''%65mail"), ("name", "email")]),
+        ("text/plain; charset=utf-8", "text/plain", &[("charset", "utf-8")]),
     ];
-    for (input, expected) in cases {
-        let got = parse_params(input);
+    for (input, essence, params) in ok {
+        let (got_essence, got) = header_value(input).unwrap_or_else(|e| panic!("{input:?}: {e:?}"));
         let got: Vec<(&str, &str)> = got.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        assert_eq!(&got, expected, "{input:?}");
+        assert_eq!((got_essence.as_str(), got.as_slice()), (*essence, *params), "{input:?}");
+    }
+    let ambiguous = [
+        "",
+        "; boundary=abc",
+        "multipart/form-data; boundary=AAA; boundary=BBB",
+        "multipart/form-data; boundary=AAA; BOUNDARY=\"BBB\"",
+        "text/plain; charset=utf-8; charset=utf-7",
+        "form-data; name=email(x)",
+        "form-data; name=email (x)",
+        "form-data; (comment) name=email",
+        "form-data (comment); name=email",
+        "form-data; name=\"email\"(x)",
+        "form-data; name=email x",
+        "form-data; name =email",
+        "form-data; name= email",
+        "form-data; name=",
+        "form-data; =email",
+        "form-data; name=\"unterminated",
+        "form-data; name=\"a\\",
+        "form-data; name=\"a\u{1}b\"",
+        "form-data; name=émail",
+        "form-data; name=a/b",
+        "form-data; name=email, other",
+        "form-data name=email",
+        "multipart/form-data/x; boundary=a",
+    ];
+    for input in ambiguous {
+        assert_eq!(header_value(input), Err(Unreadable::Ambiguous), "{input:?}");
     }
 }
