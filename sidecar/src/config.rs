@@ -22,6 +22,10 @@ use crate::plans::{PlanDef, Plans};
 use crate::usage_error;
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
+/// Connections the public listener holds at once (`--max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Connections one client holds at once on the public listener (`--max-connections-per-peer`).
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
 
 /// Flags of `serve`. Values left unset here fall through to the file, then the defaults.
 #[derive(Debug, Default, Args, Deserialize)]
@@ -101,6 +105,14 @@ pub struct ServeArgs {
     /// closed) [default: 30]
     #[arg(long, env = "EMAIL_VERDICT_HEADER_TIMEOUT", value_name = "SECS")]
     pub header_timeout: Option<u64>,
+    /// Connections the public listener holds at once; one more is answered 503 and closed.
+    /// Lowered at start to what the open-file limit allows [default: 4096]
+    #[arg(long, env = "EMAIL_VERDICT_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Connections one client address (an IPv6 /64) holds at once on the public listener;
+    /// --trusted-proxy addresses count only towards --max-connections [default: 256]
+    #[arg(long, env = "EMAIL_VERDICT_MAX_CONNECTIONS_PER_PEER", value_name = "N")]
+    pub max_connections_per_peer: Option<usize>,
     /// JSON: the filter's settings that apply to /ext_authz (email, mode, block_response,
     /// flag_headers, on_missing_email, on_invalid_email, on_unreadable_body) [default: their defaults]
     #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
@@ -168,6 +180,9 @@ pub struct ServeConfig {
     pub warmup_rate: u32,
     /// Time for a whole request header, on both listeners.
     pub header_timeout: Duration,
+    /// Connections the public listener holds at once, in all and from one client.
+    pub max_connections: usize,
+    pub max_connections_per_peer: usize,
     pub threads: usize,
     pub log_format: LogFormat,
     pub pages: PageSettings,
@@ -222,6 +237,15 @@ impl ServeArgs {
             0 => return Err(usage_error("--header-timeout must be at least 1 second")),
             secs => Duration::from_secs(secs),
         };
+        let max_connections = match merged.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS) {
+            0 => return Err(usage_error("--max-connections must be at least 1")),
+            n => n,
+        };
+        let max_connections_per_peer = match merged.max_connections_per_peer.unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_PEER)
+        {
+            0 => return Err(usage_error("--max-connections-per-peer must be at least 1")),
+            n => n.min(max_connections),
+        };
         let ext_authz = ext_authz_settings(merged.ext_authz_config.as_deref())?;
         let plans = Plans::with_defined(&merged.plans).map_err(|e| usage_error(format!("[plans] in --config: {e}")))?;
         Ok(ServeConfig {
@@ -243,6 +267,8 @@ impl ServeArgs {
             infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
             warmup_rate: merged.warmup_rate.unwrap_or(5),
             header_timeout,
+            max_connections,
+            max_connections_per_peer,
             threads: merged
                 .threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -284,6 +310,8 @@ impl ServeArgs {
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
             warmup_rate: self.warmup_rate.or(lower.warmup_rate),
             header_timeout: self.header_timeout.or(lower.header_timeout),
+            max_connections: self.max_connections.or(lower.max_connections),
+            max_connections_per_peer: self.max_connections_per_peer.or(lower.max_connections_per_peer),
             ext_authz_config: self.ext_authz_config.or(lower.ext_authz_config),
             plans: if self.plans.is_empty() { lower.plans } else { self.plans },
             threads: self.threads.or(lower.threads),

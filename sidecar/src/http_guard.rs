@@ -1,5 +1,9 @@
 //! The HTTP/1 connection loop of both listeners, in place of Pingora's default one for a
 //! `ServeHttp` app, for what that one gets wrong at the edge:
+//! - a listener holds at most so many connections at once, in all and from one client
+//!   ([`Capped`], [`ConnectionCaps`]): one more is answered `503` at once and closed, before
+//!   anything is read from it, so a flood of idle or slow connections cannot take the process's
+//!   file descriptors, and each listener (public, admin) has its own budget;
 //! - a request header that cannot be parsed is answered (400, or 431 when it is too large)
 //!   instead of a closed socket, and logged as one bounded line naming the error kind: Pingora's
 //!   own line would carry up to 2 KiB of the raw request, keys, tokens, cookies and emails included;
@@ -7,18 +11,24 @@
 //! - a request header must arrive whole within `--header-timeout` (Pingora only bounds each
 //!   single read, so a client sending a byte a minute held a connection forever): 408, closed.
 //!
-//! Everything after the header is Pingora's default loop, unchanged.
+//! Everything after the header is Pingora's default loop, unchanged (bodies are read by the
+//! handlers that take one, bounded in time: `api::body`).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use http::StatusCode;
 use pingora::apps::http_app::ServeHttp;
-use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream};
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream, ServerApp};
 use pingora::http::ResponseHeader;
+use pingora::protocols::Stream;
 use pingora::protocols::http::ServerSession;
 use pingora::server::ShutdownWatch;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
 /// Longest request target (path and query) served; longer gets 414.
 pub const MAX_TARGET: usize = 8 * 1024;
@@ -155,4 +165,234 @@ async fn refuse(mut http: ServerSession, why: Refusal) -> Option<ReusedHttpStrea
     }
     let _ = http.finish().await;
     None
+}
+
+// ---- connection caps ----------------------------------------------------------------------------
+
+/// How many connections one listener holds at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionCaps {
+    /// In all.
+    pub total: usize,
+    /// From one client address (an IPv6 /64: one subscriber's usual allocation).
+    pub per_peer: usize,
+}
+
+/// The admin listener's own budget, apart from the public one: probes, a metrics scraper, an
+/// operator's browser and `curl` need a few connections each.
+pub const ADMIN_CAPS: ConnectionCaps = ConnectionCaps { total: 128, per_peer: 32 };
+
+/// Time given to a connection turned away to take its `503` (written, then what the client
+/// sent read and dropped until it closes, so the close is not a reset that loses the answer).
+const TURN_AWAY_TIME: Duration = Duration::from_secs(1);
+/// At most one log line a second per listener about connections turned away.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The connections a listener holds, counted in all and per client.
+pub struct ConnectionBudget {
+    listener: &'static str,
+    caps: ConnectionCaps,
+    /// Counted against `total` only (the operator's own proxies: every client shares them).
+    exempt: Vec<ipnet::IpNet>,
+    open: Mutex<Open>,
+    /// When connections were last logged as turned away, and how many since.
+    refusals: Mutex<(Option<Instant>, u64)>,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    per_peer: HashMap<IpAddr, usize>,
+}
+
+/// One connection's place in its listener's budget, given back when dropped.
+pub struct Slot {
+    budget: Arc<ConnectionBudget>,
+    peer: Option<IpAddr>,
+}
+
+/// Why a connection was turned away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    Listener,
+    Peer,
+}
+
+impl ConnectionBudget {
+    pub fn new(listener: &'static str, caps: ConnectionCaps, exempt: Vec<ipnet::IpNet>) -> Arc<Self> {
+        Arc::new(Self { listener, caps, exempt, open: Mutex::default(), refusals: Mutex::default() })
+    }
+
+    pub fn caps(&self) -> ConnectionCaps {
+        self.caps
+    }
+
+    /// A place for a connection from `peer`, or why there is none.
+    pub fn take(self: &Arc<Self>, peer: Option<IpAddr>) -> Result<Slot, Full> {
+        let key = peer.filter(|ip| !self.exempt.iter().any(|net| net.contains(ip))).map(peer_key);
+        let mut open = self.lock();
+        if open.total >= self.caps.total {
+            return Err(Full::Listener);
+        }
+        if let Some(key) = key {
+            let mine = open.per_peer.entry(key).or_default();
+            if *mine >= self.caps.per_peer {
+                return Err(Full::Peer);
+            }
+            *mine += 1;
+        }
+        open.total += 1;
+        Ok(Slot { budget: self.clone(), peer: key })
+    }
+
+    /// Connections held now.
+    pub fn open(&self) -> usize {
+        self.lock().total
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a connection turned away; logs (at most once a second) how many were.
+    fn refused(&self, why: Full) {
+        let mut refusals = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        refusals.1 += 1;
+        if refusals.0.is_some_and(|at| at.elapsed() < REFUSAL_LOG_INTERVAL) {
+            return;
+        }
+        let turned_away = std::mem::take(&mut refusals.1);
+        refusals.0 = Some(Instant::now());
+        drop(refusals);
+        let reason = match why {
+            Full::Listener => "listener full",
+            Full::Peer => "too many connections from one client",
+        };
+        tracing::warn!(
+            listener = self.listener,
+            open = self.open(),
+            max_connections = self.caps.total,
+            max_per_peer = self.caps.per_peer,
+            turned_away,
+            reason,
+            "connections turned away with 503"
+        );
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.budget.lock();
+        open.total = open.total.saturating_sub(1);
+        if let Some(key) = self.peer
+            && let Some(mine) = open.per_peer.get_mut(&key)
+        {
+            *mine -= 1;
+            if *mine == 0 {
+                open.per_peer.remove(&key);
+            }
+        }
+    }
+}
+
+/// The address a client is counted under: IPv4 as it is (an IPv4-mapped IPv6 peer of a
+/// dual-stack listener included), IPv6 by its /64.
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+        v4 => v4,
+    }
+}
+
+/// An HTTP app behind a [`ConnectionBudget`]: each connection holds a [`Slot`] for its whole
+/// life (every request it carries); without one it gets `503` and is closed.
+pub struct Capped<A> {
+    pub app: Arc<A>,
+    pub budget: Arc<ConnectionBudget>,
+}
+
+#[async_trait]
+impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
+    async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        match self.budget.take(peer) {
+            Ok(_slot) => ServerApp::process_new(&self.app, stream, shutdown).await,
+            Err(why) => {
+                self.budget.refused(why);
+                turn_away(stream).await;
+                None
+            }
+        }
+    }
+
+    async fn cleanup(&self) {
+        ServerApp::cleanup(&*self.app).await;
+    }
+}
+
+/// `503` and closed, without reading a request: whatever the client sends is discarded.
+async fn turn_away(mut stream: Stream) {
+    const BODY: &str = "Too many connections: try again later.\n";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+         retry-after: 1\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = tokio::time::timeout(TURN_AWAY_TIME, async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.flush().await?;
+        AsyncWriteExt::shutdown(&mut stream).await?;
+        let mut sink = [0u8; 4096];
+        let mut discarded = 0;
+        while discarded < 64 * 1024 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => discarded += n,
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> Option<IpAddr> {
+        Some(s.parse().unwrap())
+    }
+
+    #[test]
+    fn a_listener_holds_its_caps_in_all_and_per_client() {
+        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 5, per_peer: 2 }, Vec::new());
+        let a1 = budget.take(ip("192.0.2.1")).unwrap();
+        let _a2 = budget.take(ip("192.0.2.1")).unwrap();
+        assert_eq!(budget.take(ip("192.0.2.1")).err(), Some(Full::Peer));
+        // The same client through a dual-stack listener is the same client.
+        assert_eq!(budget.take(ip("::ffff:192.0.2.1")).err(), Some(Full::Peer));
+        let _b = budget.take(ip("2001:db8::1")).unwrap();
+        let _b2 = budget.take(ip("2001:db8::ffff:2")).unwrap();
+        assert_eq!(budget.take(ip("2001:db8::3")).err(), Some(Full::Peer), "one /64 is one client");
+        let _c = budget.take(None).unwrap();
+        assert_eq!(budget.open(), 5);
+        assert_eq!(budget.take(ip("198.51.100.7")).err(), Some(Full::Listener));
+        drop(a1);
+        assert_eq!(budget.open(), 4);
+        let _a3 = budget.take(ip("192.0.2.1")).unwrap();
+    }
+
+    #[test]
+    fn exempt_proxies_count_only_in_all() {
+        let proxy = "10.0.0.0/8".parse().unwrap();
+        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 3, per_peer: 1 }, vec![proxy]);
+        let held: Vec<_> = (0..3).map(|_| budget.take(ip("10.1.2.3")).unwrap()).collect();
+        assert_eq!(budget.take(ip("10.1.2.3")).err(), Some(Full::Listener));
+        drop(held);
+        assert_eq!(budget.open(), 0);
+        assert!(budget.lock().per_peer.is_empty());
+    }
 }

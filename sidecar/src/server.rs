@@ -22,7 +22,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::ServeConfig;
 use crate::dashboard::Dashboard;
 use crate::dns::{HickoryResolver, MxCache};
-use crate::http_guard::Guarded;
+use crate::http_guard::{ADMIN_CAPS, Capped, ConnectionBudget, ConnectionCaps, Guarded};
 use crate::limits::Limiter;
 use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
 use crate::metrics::Metrics;
@@ -44,6 +44,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         check_bindable(config.admin_listen, "--admin-listen")?;
     }
     install_sighup_handler().context("cannot install the SIGHUP handler")?;
+    let public_caps = public_caps(&config, raise_open_file_limit());
     let store = state::open(&config.state)?;
     let metrics = Arc::new(Metrics::new());
     if config.lists.kept_dir.is_none() && config.lists.specs.iter().any(|s| s.is_url()) {
@@ -110,13 +111,21 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     // exits 1, after about 6 s without them).
     server.bootstrap();
     let header_timeout = config.header_timeout;
-    let mut public =
-        Service::with_listeners("api".into(), listeners(config.listen), Guarded { app: ApiApp(api), header_timeout });
+    // Each listener its own budget: a flood of the public one leaves the admin one reachable.
+    let public_budget = ConnectionBudget::new("api", public_caps, config.trusted_proxies.clone());
+    let admin_budget = ConnectionBudget::new("admin", ADMIN_CAPS, Vec::new());
+    let public_app = Guarded { app: ApiApp(api), header_timeout };
+    let mut public = Service::with_listeners(
+        "api".into(),
+        listeners(config.listen),
+        Capped { app: Arc::new(public_app), budget: public_budget },
+    );
     public.threads = Some(config.threads);
+    let admin_app = Guarded { app: AdminApp(admin), header_timeout };
     let mut admin = Service::with_listeners(
         "admin".into(),
         listeners(config.admin_listen),
-        Guarded { app: AdminApp(admin), header_timeout },
+        Capped { app: Arc::new(admin_app), budget: admin_budget },
     );
     admin.threads = Some(1);
     server.add_service(background_service("lists", ListReloader::new(lists)));
@@ -147,6 +156,167 @@ fn server_conf(config: &ServeConfig) -> ServerConf {
             .display()
             .to_string(),
         ..ServerConf::default()
+    }
+}
+
+/// Files kept for everything but client connections: the admin listener's budget, the state
+/// store, lists, logs, and DNS sockets for lookups under way.
+const FILES_RESERVED: u64 = 256;
+
+/// The public listener's caps: `--max-connections` and `--max-connections-per-peer`, lowered
+/// so that client connections take at most half of the open files left after
+/// [`FILES_RESERVED`] (each connection's lookups need DNS sockets of their own).
+fn public_caps(config: &ServeConfig, open_files: Option<u64>) -> ConnectionCaps {
+    let wanted = ConnectionCaps { total: config.max_connections, per_peer: config.max_connections_per_peer };
+    let caps = caps_within(wanted, open_files);
+    if caps.total < wanted.total {
+        tracing::warn!(
+            max_connections = caps.total,
+            max_connections_per_peer = caps.per_peer,
+            asked = wanted.total,
+            open_files,
+            "--max-connections lowered to what the open-file limit allows"
+        );
+    }
+    tracing::info!(
+        max_connections = caps.total,
+        max_connections_per_peer = caps.per_peer,
+        admin_max_connections = ADMIN_CAPS.total,
+        "connection caps"
+    );
+    caps
+}
+
+fn caps_within(wanted: ConnectionCaps, open_files: Option<u64>) -> ConnectionCaps {
+    let fit =
+        open_files.map_or(usize::MAX, |n| usize::try_from(n.saturating_sub(FILES_RESERVED) / 2).unwrap_or(usize::MAX));
+    let total = wanted.total.min(fit.max(16));
+    ConnectionCaps { total, per_peer: wanted.per_peer.min(total) }
+}
+
+/// Raises the soft open-file limit to the hard one (every connection is a file; 1,024 is a
+/// common soft default), logs the figure and returns it; `None` where it cannot be read.
+fn raise_open_file_limit() -> Option<u64> {
+    match rlimit::raise_nofile() {
+        Ok((before, now)) if now > before => {
+            tracing::info!(open_files = now, raised_from = before, "open-file limit raised to the hard limit");
+            Some(now)
+        }
+        Ok((_, now)) => {
+            tracing::info!(open_files = now, "open-file limit (already the hard limit)");
+            Some(now)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the open-file limit could not be raised");
+            None
+        }
+    }
+}
+
+/// `getrlimit` / `setrlimit` for `RLIMIT_NOFILE`, declared here rather than through a crate:
+/// 64-bit Linux (the value 7 on every architecture listed) and macOS (8; its soft limit may not
+/// exceed `OPEN_MAX`, 10,240).
+mod rlimit {
+    #[cfg(any(
+        all(
+            target_os = "linux",
+            any(
+                target_arch = "x86_64",
+                target_arch = "aarch64",
+                target_arch = "riscv64",
+                target_arch = "powerpc64",
+                target_arch = "s390x",
+                target_arch = "loongarch64"
+            )
+        ),
+        target_os = "macos"
+    ))]
+    mod sys {
+        #[repr(C)]
+        pub struct Rlimit {
+            pub cur: u64,
+            pub max: u64,
+        }
+
+        unsafe extern "C" {
+            fn getrlimit(resource: std::ffi::c_int, rlim: *mut Rlimit) -> std::ffi::c_int;
+            fn setrlimit(resource: std::ffi::c_int, rlim: *const Rlimit) -> std::ffi::c_int;
+        }
+
+        #[cfg(target_os = "linux")]
+        const RLIMIT_NOFILE: std::ffi::c_int = 7;
+        #[cfg(target_os = "macos")]
+        const RLIMIT_NOFILE: std::ffi::c_int = 8;
+        /// The soft limit to ask for under hard limit `max`.
+        #[cfg(target_os = "linux")]
+        pub fn soft_target(max: u64) -> u64 {
+            max
+        }
+        /// macOS refuses a soft limit over `OPEN_MAX`.
+        #[cfg(target_os = "macos")]
+        pub fn soft_target(max: u64) -> u64 {
+            max.min(10_240)
+        }
+
+        pub fn get() -> std::io::Result<Rlimit> {
+            let mut limit = Rlimit { cur: 0, max: 0 };
+            // SAFETY: `limit` is a valid, writable `struct rlimit` (two 64-bit `rlim_t`).
+            match unsafe { getrlimit(RLIMIT_NOFILE, &mut limit) } {
+                0 => Ok(limit),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        }
+
+        pub fn set(limit: &Rlimit) -> std::io::Result<()> {
+            // SAFETY: `limit` is a valid `struct rlimit`, only read.
+            match unsafe { setrlimit(RLIMIT_NOFILE, limit) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        }
+    }
+
+    /// (soft limit before, soft limit now).
+    #[cfg(any(
+        all(
+            target_os = "linux",
+            any(
+                target_arch = "x86_64",
+                target_arch = "aarch64",
+                target_arch = "riscv64",
+                target_arch = "powerpc64",
+                target_arch = "s390x",
+                target_arch = "loongarch64"
+            )
+        ),
+        target_os = "macos"
+    ))]
+    pub fn raise_nofile() -> std::io::Result<(u64, u64)> {
+        let limit = sys::get()?;
+        let wanted = sys::soft_target(limit.max);
+        if wanted <= limit.cur {
+            return Ok((limit.cur, limit.cur));
+        }
+        sys::set(&sys::Rlimit { cur: wanted, max: limit.max })?;
+        Ok((limit.cur, sys::get()?.cur))
+    }
+
+    #[cfg(not(any(
+        all(
+            target_os = "linux",
+            any(
+                target_arch = "x86_64",
+                target_arch = "aarch64",
+                target_arch = "riscv64",
+                target_arch = "powerpc64",
+                target_arch = "s390x",
+                target_arch = "loongarch64"
+            )
+        ),
+        target_os = "macos"
+    )))]
+    pub fn raise_nofile() -> std::io::Result<(u64, u64)> {
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "not on this platform"))
     }
 }
 
@@ -199,5 +369,27 @@ fn connectable(addr: SocketAddr) -> SocketAddr {
         ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], addr.port())),
         ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
         _ => addr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_fit_the_open_file_limit() {
+        let wanted = ConnectionCaps { total: 4096, per_peer: 256 };
+        assert_eq!(caps_within(wanted, Some(1_048_576)), wanted);
+        assert_eq!(caps_within(wanted, None), wanted);
+        assert_eq!(caps_within(wanted, Some(1024)), ConnectionCaps { total: 384, per_peer: 256 });
+        assert_eq!(caps_within(wanted, Some(300)), ConnectionCaps { total: 22, per_peer: 22 });
+        assert_eq!(caps_within(wanted, Some(10)), ConnectionCaps { total: 16, per_peer: 16 });
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_one() {
+        let (_, now) = rlimit::raise_nofile().expect("getrlimit");
+        let (again, same) = rlimit::raise_nofile().expect("getrlimit");
+        assert_eq!((again, same), (now, now));
     }
 }

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use http::Method;
 use pingora::protocols::http::ServerSession;
 
-use super::body::{Unread, read_body};
+use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
 use super::lookup::{auth_error, record, verdict_of};
 use super::{Api, ApiError, LogFields, Reply, Request};
 
@@ -74,6 +74,11 @@ async fn inputs(session: &mut ServerSession) -> Result<Vec<String>, ApiError> {
     let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| match e {
         Unread::TooLarge => invalid(format!("the body is larger than {MAX_BODY_BYTES} bytes")),
         Unread::Failed => invalid("the body could not be read".to_owned()),
+        Unread::TimedOut => invalid(format!(
+            "the body was not received in time ({} s without a byte, {} s in all)",
+            BODY_IDLE.as_secs(),
+            BODY_TIME.as_secs()
+        )),
     })?;
     let batch: BatchRequest = serde_json::from_slice(&body)
         .map_err(|e| invalid(format!("the body must be JSON {{\"inputs\": [\"domain or email\", ...]}}: {e}")))?;

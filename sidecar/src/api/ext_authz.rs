@@ -17,7 +17,11 @@
 //!   spending the gateway key's burst on purpose opens no door (the filter's `local_fallback`).
 //!
 //! The API key comes only from `x-email-verdict-key` (set by Envoy from a Secret), never from
-//! the end user's `Authorization` header or `?key=`, which Envoy forwards as they came.
+//! the end user's `Authorization` header or `?key=`, which Envoy forwards as they came. It is
+//! checked before the body is read: a missing or invalid key gets its `5xx` at once, without
+//! the body (so without a local decision), and an anonymous client can neither make the sidecar
+//! read a body nor hold a connection open while it trickles one in. A body then has
+//! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
 use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
@@ -28,6 +32,7 @@ use pingora::protocols::http::ServerSession;
 use super::body::{Unread, read_body};
 use super::lookup::{auth_error, judge};
 use super::{Api, ApiError, LogFields, Request};
+use crate::auth::AuthError;
 use crate::metrics::CheckOutcome;
 
 pub const PREFIX: &str = "/ext_authz";
@@ -67,10 +72,22 @@ pub async fn handle(
 
 async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
     let config = &api.ext_authz;
+    // The gateway's key before the body: a client without one gets its 5xx at once, and never
+    // holds a connection open while it trickles a body in. (A store failure here is no answer
+    // about the key: the body is read, so the local decision can still refuse a listed domain.)
+    let key = session.req_header().headers.get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned());
+    match api.auth.authenticate(key.as_deref(), request.client).await {
+        Ok(_) | Err(AuthError::Store(_)) => {}
+        Err(e) => {
+            session.set_keepalive(None); // the body is not read
+            return failed(auth_error(api, e), log);
+        }
+    }
     let body = match read_body(session, MAX_BODY_BYTES).await {
         Ok(body) => body,
         Err(Unread::TooLarge) => return refused(&LocalReply::BODY_TOO_LARGE),
         Err(Unread::Failed) => return unreadable(api),
+        Err(Unread::TimedOut) => return body_timed_out(),
     };
     let headers = &session.req_header().headers;
     let path = original_path(&request.path).unwrap_or_default();
@@ -90,7 +107,6 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     } else {
         early.and(extract::from_body(&kind, &body, sources))
     };
-    let key = headers.get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(str::trim).map(str::to_owned);
     match found {
         Extracted::NotFound => by_policy(api, config.on_missing_email, Bypass::NoEmail, &LocalReply::MISSING_EMAIL),
         Extracted::Invalid(_) => invalid(api),
@@ -99,6 +115,16 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
             Ok(email) => judged(api, key.as_deref(), request, email.domain().clone(), log).await,
             Err(_) => invalid(api),
         },
+    }
+}
+
+/// A body not received within `body::BODY_IDLE` / `BODY_TIME` (Envoy sends its buffered body at
+/// once): `408`, which Envoy hands the client as the check's denial. Never a pass.
+fn body_timed_out() -> Checked {
+    let body = br#"{"error":"body_timeout"}"#.to_vec();
+    Checked {
+        response: response(StatusCode::REQUEST_TIMEOUT, &[("content-type", "application/json")], body),
+        outcome: CheckOutcome::Refused,
     }
 }
 
