@@ -13,6 +13,7 @@
 //! own is reviewed; a subdomain with no MX at all stays rule 4 (`safe`, queued `no_mx`: it
 //! cannot receive the signup's mail).
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use crate::api::{Level, Recommendation, Verdict, VerdictResult};
@@ -29,6 +30,10 @@ pub enum MxInfo {
     NullMx,
     /// MX hosts, by preference, each with its addresses.
     Mx { hosts: Vec<MxHost> },
+    /// MX hosts from an answer larger than what is kept (a resolver bounds what one lookup may
+    /// cost): `hosts` are the first ones by preference, and `more_hosts` were in the answer
+    /// after them, neither judged nor shown. Never the whole picture: see [`MxInfo::cut`].
+    Partial { hosts: Vec<MxHost>, more_hosts: usize },
 }
 
 /// One mail exchanger: its name (lowercase, no trailing dot) and its A/AAAA addresses.
@@ -36,40 +41,79 @@ pub enum MxInfo {
 pub struct MxHost {
     pub name: String,
     pub ips: Vec<IpAddr>,
+    /// Whether its addresses were looked up: hosts past a resolver's bound are known by name
+    /// only (`ips` empty, which then does not mean "no address").
+    pub resolved: bool,
+    /// Addresses its answers held beyond `ips` (left out to bound the answer).
+    pub more_ips: usize,
 }
 
 impl MxHost {
+    /// A host whose addresses were looked up, all of them kept.
     pub fn new(name: impl Into<String>, ips: Vec<IpAddr>) -> Self {
-        Self { name: name.into(), ips }
+        Self { name: name.into(), ips, resolved: true, more_ips: 0 }
+    }
+
+    /// A host known by name only: its addresses were not looked up.
+    pub fn unresolved(name: impl Into<String>) -> Self {
+        Self { name: name.into(), ips: Vec::new(), resolved: false, more_ips: 0 }
     }
 }
 
+/// What an MX answer lost to the bounds of a lookup ([`MxInfo::cut`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MxCut {
+    /// MX hosts after the kept ones: not judged, not shown.
+    pub hosts: usize,
+    /// Kept hosts whose addresses were not looked up (named, judged by name only).
+    pub unresolved: usize,
+    /// Addresses left out of the kept hosts' answers.
+    pub addresses: usize,
+}
+
 impl MxInfo {
+    /// `Mx`, or `Partial` when `more_hosts` were left out.
+    pub fn with_hosts(hosts: Vec<MxHost>, more_hosts: usize) -> Self {
+        if more_hosts == 0 { Self::Mx { hosts } } else { Self::Partial { hosts, more_hosts } }
+    }
+
     pub fn has_mx(&self) -> bool {
-        matches!(self, Self::Mx { .. })
+        matches!(self, Self::Mx { .. } | Self::Partial { .. })
     }
 
     pub fn domain_exists(&self) -> bool {
         !matches!(self, Self::NoDomain)
     }
 
-    /// The MX hosts (none without MX).
+    /// The MX hosts kept (none without MX).
     pub fn hosts(&self) -> &[MxHost] {
         match self {
-            Self::Mx { hosts } => hosts,
+            Self::Mx { hosts } | Self::Partial { hosts, .. } => hosts,
             _ => &[],
         }
     }
 
-    /// Every MX address, in MX order, without duplicates.
+    /// What was left out of the answer to bound it; `None` when nothing was: every MX host with
+    /// every address. A cut answer is not the whole picture, so it must never be what vouches
+    /// for a domain (the hosts and addresses an attacker hid are unknown).
+    pub fn cut(&self) -> Option<MxCut> {
+        let more_hosts = match self {
+            Self::Partial { more_hosts, .. } => *more_hosts,
+            _ => 0,
+        };
+        let hosts = self.hosts();
+        let cut = MxCut {
+            hosts: more_hosts,
+            unresolved: hosts.iter().filter(|h| !h.resolved).count(),
+            addresses: hosts.iter().map(|h| h.more_ips).sum(),
+        };
+        (cut != MxCut::default()).then_some(cut)
+    }
+
+    /// Every MX address, in MX order, without duplicates (linear time: a hash set of those seen).
     pub fn addresses(&self) -> Vec<IpAddr> {
-        let mut all: Vec<IpAddr> = Vec::new();
-        for ip in self.hosts().iter().flat_map(|h| &h.ips) {
-            if !all.contains(ip) {
-                all.push(*ip);
-            }
-        }
-        all
+        let mut seen: HashSet<IpAddr, foldhash::fast::RandomState> = HashSet::default();
+        self.hosts().iter().flat_map(|h| &h.ips).filter(|ip| seen.insert(**ip)).copied().collect()
     }
 }
 

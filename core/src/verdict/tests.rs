@@ -275,3 +275,39 @@ fn mx_data_is_reported_only_with_mx() {
     let r = decide(&Signals::default(), &MxInfo::NullMx, false);
     assert!(!r.has_mx && r.domain_exists && r.mx_records.is_empty());
 }
+
+#[test]
+fn addresses_are_deduplicated_in_mx_order() {
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let mx = MxInfo::Mx {
+        hosts: vec![
+            MxHost::new("a.example", vec![ip("192.0.2.2"), ip("192.0.2.1"), ip("192.0.2.2")]),
+            MxHost::new("b.example", vec![ip("192.0.2.1"), ip("2001:db8::1"), ip("192.0.2.3")]),
+        ],
+    };
+    assert_eq!(mx.addresses(), [ip("192.0.2.2"), ip("192.0.2.1"), ip("2001:db8::1"), ip("192.0.2.3")]);
+    // Linear: 40,000 distinct addresses (the 520 ms with Vec::contains) in one pass.
+    let many: Vec<IpAddr> = (0..40_000u32).map(|i| IpAddr::from((0x0a00_0000 + i).to_be_bytes())).collect();
+    let big = MxInfo::Mx { hosts: vec![MxHost::new("a.example", many.clone()), MxHost::new("b.example", many)] };
+    assert_eq!(big.addresses().len(), 40_000);
+}
+
+#[test]
+fn a_cut_answer_says_what_it_lost() {
+    assert_eq!(mx().cut(), None);
+    assert_eq!(MxInfo::NoMx.cut(), None);
+    let resolved = MxHost { more_ips: 3, ..MxHost::new("a.example", vec!["192.0.2.1".parse().unwrap()]) };
+    let partial = MxInfo::with_hosts(vec![resolved, MxHost::unresolved("b.example")], 7);
+    assert!(matches!(partial, MxInfo::Partial { more_hosts: 7, .. }));
+    assert_eq!(partial.cut(), Some(MxCut { hosts: 7, unresolved: 1, addresses: 3 }));
+    assert!(partial.has_mx() && partial.domain_exists());
+    assert_eq!(
+        MxInfo::with_hosts(vec![MxHost::new("a.example", vec![])], 0),
+        MxInfo::Mx { hosts: vec![MxHost::new("a.example", vec![])] }
+    );
+    // The kept hosts are what the verdict carries; an unresolved host is named, without addresses.
+    let r = decide(&Signals::default(), &partial, false);
+    assert_eq!(r.mx_records, ["a.example", "b.example"]);
+    assert_eq!(r.mx_ip_address, ["192.0.2.1"]);
+    assert!(r.has_mx && r.review_required && !r.disposable);
+}

@@ -1,5 +1,8 @@
-//! `MxResolver` over hickory-resolver: MX first, then A and AAAA of every MX host concurrently.
+//! `MxResolver` over hickory-resolver: MX first, then A and AAAA of the first MX hosts
+//! concurrently, within the bounds of [`super`] ([`MX_HOSTS_KEPT`] names,
+//! [`MX_HOSTS_RESOLVED`] of them resolved, [`ADDRESSES_PER_HOST`] addresses each).
 
+use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +18,7 @@ use hickory_resolver::net::{DnsError, NetError};
 use hickory_resolver::proto::op::ResponseCode;
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 
-use super::{DnsFailure, MxAnswer, MxResolver};
+use super::{ADDRESSES_PER_HOST, DnsFailure, MX_HOSTS_KEPT, MX_HOSTS_RESOLVED, MxAnswer, MxResolver};
 use crate::metrics::{DnsErrorKind, Metrics, QueryType};
 
 /// How long a negative answer without an SOA minimum is trusted.
@@ -91,14 +94,17 @@ impl HickoryResolver {
             .collect())
     }
 
-    /// A and AAAA of one host; a host whose addresses cannot be had just contributes none, and
-    /// says so by `complete == false` (the answer is then trusted only briefly).
-    async fn addresses(&self, host: &str) -> (Vec<IpAddr>, u32, bool) {
-        let Ok(name) = fqdn(host) else { return (Vec::new(), 0, false) };
+    /// A and AAAA of one host, at most [`ADDRESSES_PER_HOST`] distinct ones (A first) and how
+    /// many more the answers held; a host whose addresses cannot be had just contributes none,
+    /// and says so by `complete == false` (the answer is then trusted only briefly).
+    async fn addresses(&self, host: &str) -> Addresses {
+        let mut found = Addresses { ips: Vec::new(), more: 0, ttl: u32::MAX, complete: true };
+        let Ok(name) = fqdn(host) else {
+            found.complete = false;
+            return found;
+        };
         let (v4, v6) = futures::join!(self.query(name.clone(), QueryType::A), self.query(name, QueryType::Aaaa));
-        let mut ips = Vec::new();
-        let mut ttl = u32::MAX;
-        let mut complete = true;
+        let mut seen: HashSet<IpAddr> = HashSet::new();
         for result in [v4, v6] {
             match result {
                 Ok(lookup) => {
@@ -108,16 +114,32 @@ impl HickoryResolver {
                             RData::AAAA(a) => IpAddr::V6(a.0),
                             _ => continue,
                         };
-                        ips.push(ip);
-                        ttl = ttl.min(r.ttl);
+                        found.ttl = found.ttl.min(r.ttl);
+                        if !seen.insert(ip) {
+                            continue;
+                        }
+                        if found.ips.len() < ADDRESSES_PER_HOST {
+                            found.ips.push(ip);
+                        } else {
+                            found.more += 1;
+                        }
                     }
                 }
                 Err(e) if e.is_no_records_found() => {}
-                Err(_) => complete = false,
+                Err(_) => found.complete = false,
             }
         }
-        (ips, ttl, complete)
+        found
     }
+}
+
+/// What [`HickoryResolver::addresses`] found for one host.
+struct Addresses {
+    ips: Vec<IpAddr>,
+    /// Distinct addresses past [`ADDRESSES_PER_HOST`], left out.
+    more: usize,
+    ttl: u32,
+    complete: bool,
 }
 
 impl HickoryResolver {
@@ -159,23 +181,25 @@ impl MxResolver for HickoryResolver {
         }
         mx.retain(|m| !m.1.is_empty());
         mx.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let mut hosts: Vec<String> = Vec::with_capacity(mx.len());
-        for (_, host, _) in mx {
-            if !hosts.contains(&host) {
-                hosts.push(host);
-            }
-        }
-        let resolved = join_all(hosts.iter().map(|h| self.addresses(h))).await;
+        // Names cost no query (the message bounds them), but each is kept in the cache, judged
+        // on every lookup and shown: the first MX_HOSTS_KEPT by preference are, the rest counted.
+        let mut seen: HashSet<&str> = HashSet::with_capacity(mx.len());
+        let names: Vec<&str> = mx.iter().map(|m| m.1.as_str()).filter(|h| seen.insert(h)).collect();
+        let more_hosts = names.len().saturating_sub(MX_HOSTS_KEPT);
+        let names = &names[..names.len() - more_hosts];
+        // Addresses cost two queries a host: only the first MX_HOSTS_RESOLVED are looked up.
+        let resolved = join_all(names.iter().take(MX_HOSTS_RESOLVED).map(|h| self.addresses(h))).await;
         let mut ttl = ttl;
-        let hosts = hosts
-            .into_iter()
+        let mut hosts: Vec<MxHost> = names
+            .iter()
             .zip(resolved)
-            .map(|(name, (ips, host_ttl, complete))| {
-                ttl = ttl.min(if complete { host_ttl } else { 0 });
-                MxHost { name, ips }
+            .map(|(name, found)| {
+                ttl = ttl.min(if found.complete { found.ttl } else { 0 });
+                MxHost { more_ips: found.more, ..MxHost::new(*name, found.ips) }
             })
             .collect();
-        Ok(MxAnswer { mx: MxInfo::Mx { hosts }, ttl: secs(ttl) })
+        hosts.extend(names.iter().skip(MX_HOSTS_RESOLVED).map(|name| MxHost::unresolved(*name)));
+        Ok(MxAnswer { mx: MxInfo::with_hosts(hosts, more_hosts), ttl: secs(ttl) })
     }
 }
 

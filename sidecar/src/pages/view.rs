@@ -110,6 +110,10 @@ pub struct DomainView {
     pub service: &'static str,
     pub flags: Vec<Flag>,
     pub mx: Vec<MxView>,
+    /// MX hosts of the answer past those kept (not shown, not judged).
+    pub mx_more_hosts: usize,
+    /// MX hosts whose addresses a lookup resolves ([`crate::dns::MX_HOSTS_RESOLVED`]).
+    pub mx_resolved_bound: usize,
     pub attribution: String,
     pub ipdata_shipped: bool,
     pub cached: bool,
@@ -130,6 +134,10 @@ pub struct MxView {
     name: String,
     /// One row per address; one empty row for a host without any.
     rows: Vec<IpRow>,
+    /// Whether its addresses were looked up (past the resolver's bound they are not).
+    resolved: bool,
+    /// Its addresses left out of the answer.
+    more_ips: usize,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -140,6 +148,8 @@ pub struct IpRow {
     asn: Option<u32>,
     as_org: Option<String>,
     ptr: Option<String>,
+    /// Its reverse DNS was not looked up (past the page's bound).
+    ptr_skipped: bool,
 }
 
 /// The facts a domain page is built from.
@@ -174,6 +184,8 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
         service: service(catalog, f.domain, r),
         flags: flags(r),
         mx: mx_rows(pages, f.mx, f.lang).await,
+        mx_more_hosts: f.mx.cut().map_or(0, |cut| cut.hosts),
+        mx_resolved_bound: crate::dns::MX_HOSTS_RESOLVED,
         attribution: pages.ipdata.attribution.clone(),
         ipdata_shipped: pages.ipdata.shipped,
         cached: r.cached,
@@ -218,20 +230,18 @@ async fn mx_rows(pages: &Pages, mx: &MxInfo, lang: Lang) -> Vec<MxView> {
     mx.hosts()
         .iter()
         .map(|host| {
-            let mut rows: Vec<IpRow> = host
-                .ips
-                .iter()
-                .map(|ip| ip_row(*ip, pages.ipdata.lookup(*ip, lang), ptr.get(ip).cloned().flatten()))
-                .collect();
+            let mut rows: Vec<IpRow> =
+                host.ips.iter().map(|ip| ip_row(*ip, pages.ipdata.lookup(*ip, lang), ptr.get(ip))).collect();
             if rows.is_empty() {
                 rows.push(IpRow::default());
             }
-            MxView { name: host.name.clone(), rows }
+            MxView { name: host.name.clone(), rows, resolved: host.resolved, more_ips: host.more_ips }
         })
         .collect()
 }
 
-fn ip_row(ip: IpAddr, info: IpInfo, ptr: Option<String>) -> IpRow {
+/// `ptr`: `None` when the address's reverse DNS was not looked up, else what it gave.
+fn ip_row(ip: IpAddr, info: IpInfo, ptr: Option<&Option<String>>) -> IpRow {
     let country = match (&info.country_name, &info.country_code, &info.city) {
         (Some(name), Some(code), Some(city)) => Some(format!("{city}, {name} ({code})")),
         (Some(name), Some(code), None) => Some(format!("{name} ({code})")),
@@ -245,6 +255,7 @@ fn ip_row(ip: IpAddr, info: IpInfo, ptr: Option<String>) -> IpRow {
         country_code: info.country_code,
         asn: info.asn,
         as_org: info.as_org,
-        ptr,
+        ptr: ptr.cloned().flatten(),
+        ptr_skipped: ptr.is_none(),
     }
 }
