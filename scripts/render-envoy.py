@@ -33,7 +33,10 @@ DEFAULTS = {
     "APP_PORT": "3000",
     "WASM_FILE": "target/email_verdict_filter.wasm",
     # envoy/ext-authz.template.yaml only
-    "SIGNUP_PATH_REGEX": r"(?i)/signup(?:[/;.].*)?",
+    # /signup in any case, with a trailing slash or sub-path, ;params (or an encoded %3B) or a
+    # .suffix; also after any earlier segment holding a ;param (`/;x/signup`, `/%3Bx/signup`,
+    # `/x/..;/signup`), which servlet containers drop before routing.
+    "SIGNUP_PATH_REGEX": r"(?i)(?:.*(?:;|%3b).*)?/signup(?:(?:[/;.]|%3b).*)?",
     "FAILURE_MODE_ALLOW": "false",
 }
 

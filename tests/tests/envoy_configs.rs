@@ -111,6 +111,8 @@ fn envoy_yaml_has_the_gateway_settings() {
     assert_eq!(hcm["normalize_path"], true);
     assert_eq!(hcm["merge_slashes"], true);
     assert_eq!(hcm["path_with_escaped_slashes_action"], "REJECT_REQUEST");
+    // Issue 23: a header name with `_` (`x_email_verdict`) is refused before any filter.
+    assert_eq!(hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
 
     // The filter runs on every path for the signup methods; no route matches an exact path
     // (its variants would skip the filter).
@@ -492,12 +494,106 @@ fn istio_ext_authz_provider_and_policy() {
     );
     let operation = &policy["spec"]["rules"][0]["to"][0]["operation"];
     assert_eq!(operation["methods"], json!(["POST"]));
-    assert!(operation["paths"].as_array().is_some_and(|p| p.contains(&json!("/signup"))), "{operation}");
+    let paths = operation["paths"].as_array().expect("paths");
+    // Issue 23: the ;param spellings servlet containers route to /signup.
+    for path in ["/signup", "*/signup", "/;*", "/%3B*", "/%3b*"] {
+        assert!(paths.contains(&json!(path)), "{path} missing from the policy's paths: {operation}");
+    }
+    // The reproduction of what istiod makes of them (envoy/istio-generated-ext-authz.template.yaml)
+    // has one RBAC matcher per path, in the same order: x exact, x* prefix, *x suffix.
+    let generated = rendered("envoy/istio-generated-ext-authz.template.yaml");
+    let hcm = &generated["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let rbac = &hcm["http_filters"][0]["typed_config"]["shadow_rules"]["policies"]["istio-ext-authz-email-verdict-ns[shop]-policy[email-verdict]-rule[0]"];
+    let matchers: Vec<Value> = rbac["permissions"][0]["and_rules"]["rules"][1]["or_rules"]["rules"]
+        .as_array()
+        .expect("the paths' or_rules")
+        .iter()
+        .map(|r| r["url_path"]["path"].clone())
+        .collect();
+    let expected: Vec<Value> = paths
+        .iter()
+        .map(|p| match p.as_str().expect("a path") {
+            p if p.len() > 1 && p.ends_with('*') => json!({"prefix": &p[..p.len() - 1]}),
+            p if p.len() > 1 && p.starts_with('*') => json!({"suffix": &p[1..]}),
+            p => json!({"exact": p}),
+        })
+        .collect();
+    assert_eq!(matchers, expected, "the Istio reproduction's RBAC paths vs envoy/istio/ext-authz.yaml");
+    assert_eq!(hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
+}
+
+/// `envoy/<template>` rendered with its defaults, as JSON.
+fn rendered(template: &str) -> Value {
+    let out = envoy::run({
+        let mut c = Command::new("python3");
+        c.arg(workspace_root().join("scripts/render-envoy.py")).arg("--template").arg(workspace_root().join(template));
+        c
+    });
+    assert!(out.success(), "scripts/render-envoy.py --template {template} failed\n{out}");
+    let docs = YamlLoader::load_from_str(&out.stdout).unwrap_or_else(|e| panic!("{template} rendered: {e}"));
+    to_json(&docs[0])
+}
+
+/// Issue 23: every way the shipped Istio manifests put Envoy in front of the app refuses header
+/// names with an underscore on the app's inbound connection manager.
+#[test]
+fn istio_manifests_refuse_underscore_headers() {
+    let patch_of = |doc: &Value| -> Value {
+        let patches = doc["spec"]["configPatches"].as_array().expect("configPatches");
+        let hcm = patches
+            .iter()
+            .find(|p| p["applyTo"] == "NETWORK_FILTER")
+            .unwrap_or_else(|| panic!("no NETWORK_FILTER patch in {}", doc["metadata"]["name"]));
+        assert_eq!(hcm["match"]["context"], "SIDECAR_INBOUND");
+        assert_eq!(
+            hcm["match"]["listener"]["filterChain"]["filter"]["name"],
+            "envoy.filters.network.http_connection_manager"
+        );
+        assert_eq!(hcm["patch"]["operation"], "MERGE");
+        hcm["patch"]["value"]["typed_config"].clone()
+    };
+    // ext-authz.yaml and wasmplugin.yaml carry the same EnvoyFilter; envoyfilter.yaml has it in its
+    // own connection manager patch.
+    for file in ["ext-authz.yaml", "wasmplugin.yaml", "envoyfilter.yaml"] {
+        let filters: Vec<Value> =
+            load_yaml(&istio_dir().join(file)).into_iter().filter(|d| d["kind"] == "EnvoyFilter").collect();
+        let refusing = filters.iter().filter(|f| {
+            patch_of(f)["common_http_protocol_options"]["headers_with_underscores_action"] == "REJECT_REQUEST"
+        });
+        assert_eq!(refusing.count(), 1, "envoy/istio/{file}: one EnvoyFilter refusing underscore headers");
+        for f in &filters {
+            assert_eq!(f["spec"]["workloadSelector"]["labels"]["app"], "signup", "{file}");
+        }
+    }
+    let separate = |file: &str| {
+        load_yaml(&istio_dir().join(file))
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == "email-verdict-underscore-headers")
+            .unwrap_or_else(|| panic!("no EnvoyFilter email-verdict-underscore-headers in {file}"))
+    };
+    assert_eq!(separate("ext-authz.yaml"), separate("wasmplugin.yaml"), "the two copies differ");
 }
 
 #[test]
 fn envoy_gateway_manifests() {
     let docs = manifests("gateway");
+    // Issue 23: the signup route is the regex of envoy/ext-authz.yaml (;params before the signup
+    // segment included), and its reproduction uses it; header names with `_` are refused.
+    let route = doc_of(&docs, "HTTPRoute");
+    let regex = &route["spec"]["rules"][0]["matches"][0]["path"]["value"];
+    let ext_authz_yaml = &load_yaml(&workspace_root().join("envoy/ext-authz.yaml"))[0];
+    let signup_route = &ext_authz_yaml["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+        ["route_config"]["virtual_hosts"][0]["routes"][0];
+    assert_eq!(regex, &signup_route["match"]["safe_regex"]["regex"], "HTTPRoute signup vs envoy/ext-authz.yaml");
+    let generated = rendered("envoy/gateway-generated-ext-authz.template.yaml");
+    let hcm = &generated["static_resources"]["listeners"][0]["default_filter_chain"]["filters"][0]["typed_config"];
+    assert_eq!(regex, &hcm["route_config"]["virtual_hosts"][0]["routes"][0]["match"]["safe_regex"]["regex"]);
+    assert_eq!(hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
+    let ctp = doc_of(&docs, "ClientTrafficPolicy");
+    assert_eq!(ctp["spec"]["headers"]["withUnderscoresAction"], "RejectRequest");
+    let ext_hcm = &ext_authz_yaml["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    assert_eq!(ext_hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
+
     let policy = doc_of(&docs, "SecurityPolicy");
     let ext = &policy["spec"]["extAuth"];
     assert_eq!(ext["http"]["path"], "/ext_authz");

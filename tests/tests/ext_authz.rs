@@ -9,6 +9,18 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 const KEY: &str = "ev_0123456789abcdef0123456789abcdef01234567";
+/// Paths a servlet container routes to `/signup` (it drops every segment's `;parameters`, an
+/// encoded `%3B` too) while Envoy keeps them (issue 23, section 5).
+const PARAM_SPELLINGS: [&str; 8] = [
+    "/;x/signup",
+    "/;/signup",
+    "/%3Bx/signup",
+    "/%3bx/signup",
+    "/x/..;/signup",
+    "/;x/signup;y",
+    "/;x/SignUp/",
+    "/signup%3Bx",
+];
 const VERDICT_HEADERS: [&str; 5] =
     ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
 
@@ -34,8 +46,12 @@ fn disposable_signups_are_blocked_in_every_body_format_and_never_reach_the_app()
     assert_blocked(&g.envoy.signup_multipart("someone@sub.mailinator.com"), "multipart");
     let query = format!("/signup?email={}", form_encode("q@mailinator.com"));
     assert_blocked(&g.envoy.send(&Request::new("POST", &query)), "query parameter, no body");
-    // Path variants reach the check too (the route matches the normalized path leniently).
-    for path in ["//signup", "/./signup", "/%73ignup", "/signup/", "/signup;x", "/SIGNUP", "/signup.json"] {
+    // Path variants reach the check too (the route matches the normalized path leniently),
+    // ;params before the signup segment included (servlet containers drop them; issue 23).
+    for path in ["//signup", "/./signup", "/%73ignup", "/signup/", "/signup;x", "/SIGNUP", "/signup.json"]
+        .into_iter()
+        .chain(PARAM_SPELLINGS)
+    {
         let body = json!({ "email": "v@mailinator.com" }).to_string();
         let req = Request::new("POST", path).header("Content-Type", "application/json").body(body.as_bytes());
         assert_blocked(&g.envoy.send(&req), path);
@@ -248,14 +264,15 @@ fn what_istiod_generates_for_the_istio_manifests_enforces() {
     // Istio matches paths case-sensitively with exact, prefix or suffix patterns only: the
     // manifest lists the spellings it can (envoy/istio/ext-authz.yaml); pathNormalization
     // MERGE_SLASHES makes `//signup` a `/signup`.
-    generated_shape_enforces(
-        "istio-generated-ext-authz.template.yaml",
-        &["//signup", "/signup/", "/signup;x", "/SIGNUP"],
-    );
+    // `*/signup` suffixes and `/;*`, `/%3B*` prefixes take the ;param spellings.
+    let variants: Vec<&str> =
+        ["//signup", "/signup/", "/signup;x", "/SIGNUP"].into_iter().chain(PARAM_SPELLINGS).collect();
+    generated_shape_enforces("istio-generated-ext-authz.template.yaml", &variants);
 }
 
 #[test]
 fn what_envoy_gateway_generates_for_the_gateway_manifests_enforces() {
     let variants = ["//signup", "/./signup", "/%73ignup", "/signup/", "/signup;x", "/SiGnUp", "/signup.json"];
+    let variants: Vec<&str> = variants.into_iter().chain(PARAM_SPELLINGS).collect();
     generated_shape_enforces("gateway-generated-ext-authz.template.yaml", &variants);
 }
