@@ -122,6 +122,8 @@ pub enum ErrorCode {
     InternalError,
     NotFound,
     MethodNotAllowed,
+    /// The key is valid but not for this endpoint (our addition).
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -130,6 +132,7 @@ impl ErrorCode {
             Self::InvalidInput => 400,
             Self::MissingApiKey | Self::ApiKeyInvalid => 401,
             Self::QuotaExceeded => 402,
+            Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::RateLimitExceeded => 429,
@@ -147,6 +150,7 @@ impl ErrorCode {
             Self::InternalError => "internal_error",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::Forbidden => "forbidden",
         }
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod catalog;
+pub mod decided;
 pub mod domain;
 pub mod email;
 pub mod input;
@@ -25,6 +26,7 @@ pub use api::{
     VerdictResult,
 };
 pub use catalog::{Catalog, ListKind};
+pub use decided::{DecidedNames, DecidedSet, DecisionList};
 pub use domain::Domain;
 pub use email::EmailAddress;
 pub use input::{InputError, LookupInput};

@@ -4,6 +4,7 @@
 //! Every error names the field it is about (`sidecar.timeout_ms: must be 1..=60000`): the
 //! operator sees it once, in Envoy's log, when Envoy rejects the plugin.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -14,6 +15,7 @@ use email_verdict_core::signup::{
 };
 
 use crate::cache::VerdictCache;
+use crate::decided::LocalCopy;
 use crate::fallback::{self, StrongSet};
 use crate::signup_path;
 
@@ -57,6 +59,8 @@ pub struct PluginConfig {
     pub failure_status: u64,
     #[serde(default = "yes")]
     pub local_fallback: bool,
+    #[serde(default = "default_decision_sync_seconds")]
+    pub decision_sync_seconds: u64,
     #[serde(default)]
     pub cache: CacheConfig,
     #[serde(default = "default_max_body_bytes")]
@@ -106,6 +110,20 @@ impl Default for CacheConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn default_decision_sync_seconds() -> u64 {
+    30
+}
+
+/// At most an hour between two fetches of the decisions.
+const MAX_DECISION_SYNC_SECONDS: u64 = 3600;
+
+/// Keeping the sidecar's decisions for `local_fallback` ([`crate::decided`]).
+#[derive(Debug, Clone)]
+pub struct DecisionSync {
+    pub period_ms: u64,
+    pub copy: Rc<LocalCopy>,
 }
 /// `failure_mode`: one policy for every way of getting no verdict (`"allow"` / `"deny"`), or one
 /// per reason (`{"sidecar_timeout": "deny", ...}`; a reason left out is `allow`, the default).
@@ -237,6 +255,9 @@ pub struct FilterConfig {
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
     /// `None` when `local_fallback` is false.
     pub local_lists: Option<&'static StrongSet>,
+    /// The sidecar's decisions, fetched every period; `None` when `local_fallback` is false or
+    /// `decision_sync_seconds` is 0.
+    pub decisions: Option<DecisionSync>,
     /// `None` when `cache.ttl_seconds` is 0.
     pub cache: Option<VerdictCache>,
     pub max_body_bytes: usize,
@@ -294,6 +315,7 @@ impl PluginConfig {
         }
         check_status("failure_status", self.failure_status)?;
         check_range("cache.max_entries", self.cache.max_entries, 1, MAX_ENTRIES)?;
+        check_range("decision_sync_seconds", self.decision_sync_seconds, 0, MAX_DECISION_SYNC_SECONDS)?;
         check_range("max_body_bytes", self.max_body_bytes, 1, MAX_BODY_BYTES)?;
         Ok(())
     }
@@ -317,6 +339,8 @@ impl PluginConfig {
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
             local_lists: self.local_fallback.then(fallback::strong),
+            decisions: (self.local_fallback && self.decision_sync_seconds > 0)
+                .then(|| DecisionSync { period_ms: self.decision_sync_seconds * 1000, copy: Rc::default() }),
             cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             hold_headers: self.hold_headers,

@@ -18,7 +18,7 @@
 
 use std::rc::Rc;
 
-use email_verdict_core::{Domain, EmailAddress};
+use email_verdict_core::{Decision, Domain, EmailAddress};
 
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted, Unusable};
@@ -319,6 +319,19 @@ impl<H: Host> Ctx<'_, H> {
     /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
     /// same (flagged `local_fallback`, never cached); any other goes to `failure_mode`.
     fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Step {
+        let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
+        match decided {
+            Some(Decision::Block) => {
+                self.host.increment(Counter::LocalDecisions);
+                self.log(
+                    LogLevel::Info,
+                    &format!("{domain} is blocked by a decision of the sidecar's: disposable without it"),
+                );
+                return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None);
+            }
+            Some(Decision::Allow) => return self.fail(bypass), // vouched for: never blocked by the lists
+            None => {}
+        }
         if self.config.local_lists.is_some_and(|lists| lists.is_listed(domain)) {
             self.host.increment(Counter::LocalDecisions);
             self.log(

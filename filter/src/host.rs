@@ -77,10 +77,12 @@ pub enum Counter {
     BodyTooLarge,
     UnreadableBody,
     LocalDecisions,
+    DecisionSyncs,
+    DecisionSyncFailures,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 12] = [
+    pub const ALL: [Counter; 14] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -93,6 +95,8 @@ impl Counter {
         Counter::BodyTooLarge,
         Counter::UnreadableBody,
         Counter::LocalDecisions,
+        Counter::DecisionSyncs,
+        Counter::DecisionSyncFailures,
     ];
 
     /// The metric name defined in Envoy.
@@ -110,6 +114,8 @@ impl Counter {
             Counter::BodyTooLarge => "email_verdict.body_too_large",
             Counter::UnreadableBody => "email_verdict.unreadable_body",
             Counter::LocalDecisions => "email_verdict.local_decisions",
+            Counter::DecisionSyncs => "email_verdict.decision_syncs",
+            Counter::DecisionSyncFailures => "email_verdict.decision_sync_failures",
         }
     }
 

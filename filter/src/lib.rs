@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod cache;
 pub mod config;
+pub mod decided;
 pub mod decision;
 pub mod fallback;
 pub mod filter;

@@ -19,6 +19,7 @@ use proxy_wasm::types::{Action as SdkAction, ContextType, LogLevel as SdkLogLeve
 use crate::abi;
 use crate::cache::{SharedData, SharedDataError};
 use crate::config::{EnvError, FilterConfig};
+use crate::decided;
 use crate::filter::RequestFilter;
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 
@@ -94,6 +95,7 @@ mod ffi {
             return_id: *mut u32,
         ) -> u32;
         pub fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
+        pub fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     }
 }
 
@@ -341,7 +343,74 @@ fn env_var(name: &str) -> Result<String, EnvError> {
     }
 }
 
-impl Context for Root {}
+impl Root {
+    /// Fetches the sidecar's decisions when they are due (one root context per period).
+    fn sync_decisions(&self) {
+        let Some(config) = self.config.as_ref() else { return };
+        let Some(sync) = config.decisions.as_ref() else { return };
+        let mut host = WasmHost { metrics: self.metrics() };
+        let Ok(now) = host.now_ms() else { return };
+        if !decided::claim(&mut host, now, sync.period_ms) {
+            return;
+        }
+        let etag = decided::stored_etag(&host);
+        let sidecar = &config.sidecar;
+        let mut headers = vec![
+            (":method", "GET"),
+            (":path", decided::PATH),
+            (":authority", sidecar.authority.as_str()),
+            ("authorization", sidecar.authorization.as_str()),
+            ("accept", "application/json"),
+        ];
+        if let Some(etag) = etag.as_deref() {
+            headers.push(("if-none-match", etag));
+        }
+        // Through the SDK, like the stream's callout: the answer comes back to this context.
+        if let Err(s) =
+            proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout)
+        {
+            host.increment(Counter::DecisionSyncFailures);
+            log(LogLevel::Warn, &format!("email-verdict filter: could not ask for the decisions: {s:?}"));
+        }
+    }
+
+    /// Stores a fetched list; a failure keeps the last good one.
+    fn decisions_answered(&self, body_size: usize) {
+        let mut host = WasmHost { metrics: self.metrics() };
+        let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status").ok().flatten();
+        let outcome = match status.as_deref() {
+            Some(b"304") => Ok(None),
+            Some(b"200") if body_size <= decided::MAX_BODY => {
+                let etag = get_header(MAP_CALLOUT_RESPONSE_HEADERS, "etag").ok().flatten().unwrap_or_default();
+                let etag = String::from_utf8_lossy(&etag).into_owned();
+                get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size)
+                    .map_err(|e| e.to_string())
+                    .and_then(|body| decided::store_answer(&mut host, &etag, &body))
+                    .map(Some)
+            }
+            Some(b"200") => Err(format!("the answer is over {} bytes", decided::MAX_BODY)),
+            other => Err(format!("the sidecar answered {}", String::from_utf8_lossy(other.unwrap_or(b"nothing")))),
+        };
+        match outcome {
+            Ok(names) => {
+                host.increment(Counter::DecisionSyncs);
+                if let Some(names) = names {
+                    log(LogLevel::Info, &format!("email-verdict filter: {names} decided names from the sidecar"));
+                }
+            }
+            Err(e) => {
+                host.increment(Counter::DecisionSyncFailures);
+                log(LogLevel::Warn, &format!("email-verdict filter: decisions not updated: {e}"));
+            }
+        }
+    }
+}
+
+impl Context for Root {
+    fn on_http_call_response(&mut self, _token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
+        self.decisions_answered(body_size);
+    }
+}
 
 impl RootContext for Root {
     fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
@@ -356,6 +425,13 @@ impl RootContext for Root {
         match FilterConfig::from_json(&bytes, &env_var) {
             Ok(config) => {
                 log(LogLevel::Info, "email-verdict filter: configuration loaded");
+                if config.decisions.is_some() {
+                    // SAFETY: a plain value.
+                    let code = unsafe { ffi::proxy_set_tick_period_milliseconds(decided::TICK_MS as u32) };
+                    if let Err(e) = status("proxy_set_tick_period_milliseconds", code) {
+                        log(LogLevel::Warn, &format!("email-verdict filter: the decisions will not be fetched: {e}"));
+                    }
+                }
                 self.config = Some(Rc::new(config));
                 true
             }
@@ -365,6 +441,10 @@ impl RootContext for Root {
                 false
             }
         }
+    }
+
+    fn on_tick(&mut self) {
+        self.sync_decisions();
     }
 
     /// Never `None`: the SDK panics on it. Without a configuration (Envoy rejected the plugin),

@@ -32,6 +32,8 @@ pub enum Route {
     Lookup,
     /// `POST /api/v1/domains`
     Batch,
+    /// `GET /api/v1/decisions`
+    Decisions,
     /// The public HTML pages.
     Page,
     /// Anything else (404).
@@ -43,6 +45,7 @@ impl Route {
         match self {
             Route::Lookup => "lookup",
             Route::Batch => "batch",
+            Route::Decisions => "decisions",
             Route::Page => "page",
             Route::Other => "other",
         }

@@ -338,8 +338,10 @@ fn needs_infra_check(s: &Signals) -> bool {
     !(s.free || s.relay || s.listing_decides() || s.shared_mx || s.decision.is_some())
 }
 
+mod decided;
 mod why;
 
+pub use decided::MAX_DECIDED;
 pub use why::{Why, WhyDecision, WhyListing};
 
 #[cfg(test)]

@@ -99,3 +99,85 @@ fn junk_signups_cannot_exhaust_the_gateway_key() {
     let bypassed = g.app.requests().iter().filter(|r| r.header("x-email-verdict-bypass").is_some()).count();
     assert_eq!(bypassed, 0, "no junk signup was let through without a verdict");
 }
+
+// ---- the gateway knows the decisions when the sidecar gives no verdict ----------------------
+
+/// `GET /api/v1/decisions`: the gateway's key only; the reviewer's and operator's decisions;
+/// `304` for an unchanged list; names that decide nothing (a public suffix) left out.
+#[test]
+fn the_decisions_endpoint_serves_the_gateway_key_only() {
+    let dir = TestDir::new("decisions-endpoint");
+    let blocklist = dir.join("blocklist.txt");
+    std::fs::write(&blocklist, "operator-blocked.example\n").unwrap();
+    let nsd = email_verdict_tests::Nsd::start();
+    let sc = Sidecar::builder()
+        .dns(nsd.addr())
+        .keys(&["gateway", "pro"])
+        .args(&["--blocklist", blocklist.to_str().unwrap()])
+        .start();
+    sc.cli().run(&["review", "set", "blocked.example", "disposable"]).expect_code(0, "block");
+    sc.cli().run(&["review", "set", "vouched.example", "safe"]).expect_code(0, "allow");
+    sc.cli().run(&["review", "set", "gone.example", "disposable"]).expect_code(0, "block");
+    sc.cli().run(&["review", "clear", "gone.example"]).expect_code(0, "clear");
+    let get = |key: &str, etag: Option<&str>| {
+        let mut req =
+            email_verdict_tests::Request::get("/api/v1/decisions").header("Authorization", &format!("Bearer {key}"));
+        if let Some(etag) = etag {
+            req = req.header("If-None-Match", etag);
+        }
+        sc.send(&req)
+    };
+    check_error(&get(&sc.keys()[1], None), 403, "forbidden", "a customer key");
+    check_error(&sc.get("/api/v1/decisions"), 401, "missing_api_key", "no key");
+    let resp = get(sc.key(), None);
+    assert_eq!(resp.status, 200, "{resp}");
+    let list = resp.json();
+    assert_eq!(list["reviewer"]["block"], serde_json::json!(["blocked.example"]), "{list}");
+    assert_eq!(list["reviewer"]["allow"], serde_json::json!(["vouched.example"]), "{list}");
+    assert_eq!(list["operator"]["block"], serde_json::json!(["operator-blocked.example"]), "{list}");
+    assert_eq!(list["complete"], true);
+    let etag = resp.header("etag").expect("an ETag").to_owned();
+    let again = get(sc.key(), Some(&etag));
+    assert_eq!((again.status, again.body.len()), (304, 0), "{again}");
+    sc.cli().run(&["review", "set", "new.example", "disposable"]).expect_code(0, "block");
+    assert_eq!(get(sc.key(), Some(&etag)).status, 200, "a new decision changes the list");
+}
+
+/// The filter keeps the sidecar's decisions: with the sidecar down, a reviewer's block (and
+/// a fresh subdomain under it) and the operator's blocklist are still blocked, and a name a
+/// reviewer vouched for is not blocked by the embedded strong lists.
+#[test]
+fn the_filter_keeps_the_decisions_for_when_the_sidecar_is_down() {
+    let dir = TestDir::new("decisions-filter");
+    let blocklist = dir.join("blocklist.txt");
+    std::fs::write(&blocklist, "operator-blocked.example\n").unwrap();
+    let bl = blocklist.to_str().unwrap().to_owned();
+    let mut g = gateway_with(
+        |s| s.keys(&["gateway"]).args(&["--blocklist", &bl]),
+        |b| b.set("/decision_sync_seconds", serde_json::json!(1)),
+    );
+    g.sidecar.cli().run(&["review", "set", "reviewer-blocked.example", "disposable"]).expect_code(0, "block");
+    g.sidecar.cli().run(&["review", "set", "mailinator.com", "safe", "--note", "test"]).expect_code(0, "allow");
+    // The list is fetched every second: wait for two fetches after the decisions (the first
+    // may have been under way as they were made).
+    let syncs = || g.envoy.counter("email_verdict.decision_syncs").unwrap_or(0);
+    let before = syncs();
+    email_verdict_tests::envoy::eventually("two syncs after the decisions", || syncs() >= before + 2);
+    g.sidecar.kill();
+    for email in [
+        "a@reviewer-blocked.example",
+        "b@fresh-77.reviewer-blocked.example",
+        "c@operator-blocked.example",
+        "d@yopmail.com",
+    ] {
+        let resp = g.envoy.signup_json(email);
+        assert_eq!(resp.status, 403, "{email}: blocked without the sidecar\n{resp}");
+    }
+    assert_eq!(g.app.count(), 0, "{:?}", g.app.requests());
+    // Vouched for by a reviewer: the strong lists do not block it; failure_mode (allow) decides.
+    let resp = g.envoy.signup_json("e@mailinator.com");
+    assert_eq!(resp.status, 200, "{resp}");
+    let req = g.app.wait_for_request(1);
+    assert_eq!(req.header("x-email-verdict-bypass"), Some("sidecar_error"), "{:?}", req.headers);
+    assert!(g.envoy.counter("email_verdict.local_decisions").unwrap_or(0) >= 4);
+}

@@ -363,6 +363,27 @@ fn sidecar_failures_follow_failure_mode() {
     }
 }
 
+/// Issue 23: with the sidecar's decisions stored, `local_fallback` blocks what a reviewer or the
+/// operator blocked (a fresh subdomain too), and never blocks a name a decision allows, even a
+/// strong-listed one.
+#[test]
+fn local_fallback_applies_the_stored_decisions() {
+    let h = Harness::new(json!({}));
+    let body = br#"{"reviewer":{"block":["decided.example"],"allow":["mailinator.com"]},"operator":{"block":[],"allow":[]},"complete":true}"#;
+    let mut writer = MockHost::new(Rc::clone(&h.store));
+    crate::decided::store_answer(&mut writer, "\"v1\"", body).unwrap();
+    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    for (email, blocked) in [("a@fresh-1.decided.example", true), ("b@mailinator.com", false), ("c@yopmail.com", true)]
+    {
+        let mut f = h.filter();
+        let mut host = json_signup(&h, email);
+        send(&mut f, &mut host);
+        answer(&mut f, &mut host, refused.clone());
+        assert_eq!(host.sent.first().map(|s| s.status), blocked.then_some(403), "{email}");
+        assert_eq!(host.count(Counter::LocalDecisions), u64::from(blocked), "{email}");
+    }
+}
+
 /// Issue 23: the operator chooses per reason, e.g. deny on a timeout (which an attacker can
 /// provoke with slow DNS) but allow when the sidecar is down.
 #[test]

@@ -8,6 +8,7 @@
 
 mod batch;
 mod body;
+mod decisions;
 pub mod ext_authz;
 mod lookup;
 mod response;
@@ -89,6 +90,10 @@ impl ServeHttp for ApiApp {
             log_request(&request, "ext_authz", response.status().as_u16(), &log, started);
             return response;
         }
+        if request.path == decisions::PATH {
+            let reply = decisions::handle(&self.0, session, &request, &mut log).await;
+            return self.finish(&request, reply, &mut log, started);
+        }
         if request.path == batch::PATH {
             let reply = batch::handle(&self.0, session, &request, &mut log).await;
             return self.finish(&request, reply, &mut log, started);
@@ -124,11 +129,13 @@ impl ApiApp {
 fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
     let (status, code) = match reply {
         Reply::Lookup(..) | Reply::Batch(..) => (200, None),
+        Reply::Encoded(status, ..) => (status.as_u16(), None),
         Reply::Error(e) => (e.code.status(), Some(e.code)),
     };
     let route = match path {
         _ if lookup_segment(path).is_some() => Route::Lookup,
         batch::PATH => Route::Batch,
+        decisions::PATH => Route::Decisions,
         _ => Route::Other,
     };
     metrics.request(route, status, code);
@@ -213,6 +220,7 @@ fn route_name(path: &str) -> &'static str {
     match path {
         _ if lookup_segment(path).is_some() => "lookup",
         batch::PATH => "batch",
+        decisions::PATH => "decisions",
         _ => "other",
     }
 }

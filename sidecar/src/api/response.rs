@@ -33,6 +33,8 @@ impl ApiError {
 pub enum Reply {
     Lookup(Box<LookupResponse>, Headers),
     Batch(Box<BatchResponse>, Headers),
+    /// A JSON body already encoded (or none, for `304`), with its status.
+    Encoded(StatusCode, Vec<u8>, Headers),
     Error(ApiError),
 }
 
@@ -47,6 +49,7 @@ impl Reply {
     pub fn status_and_code(&self) -> (u16, Option<&'static str>) {
         match self {
             Reply::Lookup(..) | Reply::Batch(..) => (200, None),
+            Reply::Encoded(status, ..) => (status.as_u16(), None),
             Reply::Error(e) => (e.code.status(), Some(e.code.as_str())),
         }
     }
@@ -55,6 +58,7 @@ impl Reply {
         match self {
             Reply::Lookup(body, headers) => json_response(StatusCode::OK, request_id, &body, &headers),
             Reply::Batch(body, headers) => json_response(StatusCode::OK, request_id, &body, &headers),
+            Reply::Encoded(status, body, headers) => encoded_response(status, request_id, body, &headers),
             Reply::Error(e) => {
                 let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 json_response(status, request_id, &ErrorBody::new(request_id, e.code, e.message), &e.headers)
@@ -71,6 +75,16 @@ pub fn json_response(
     extra: &[(&'static str, String)],
 ) -> Response<Vec<u8>> {
     let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    encoded_response(status, request_id, body, extra)
+}
+
+/// [`json_response`] for a body already encoded.
+fn encoded_response(
+    status: StatusCode,
+    request_id: &str,
+    body: Vec<u8>,
+    extra: &[(&'static str, String)],
+) -> Response<Vec<u8>> {
     let mut builder = Response::builder()
         .status(status)
         .header(http::header::CONTENT_TYPE, "application/json")

@@ -280,6 +280,9 @@ pub trait ReviewStore: Send + Sync + 'static {
     async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError>;
     /// Every decision about `domain`, oldest first.
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError>;
+    /// Every decision in force (withdrawn ones left out), by name, at most `limit` of them:
+    /// what the gateway's local decision learns (`api/decisions.rs`).
+    async fn decisions_in_force(&self, limit: usize) -> Result<Vec<(String, Decision)>, StateError>;
     /// Records that `domain` (a registrable domain) is served by these MX host names and
     /// addresses, and whether it is known disposable or known legitimate.
     async fn learn_infra(

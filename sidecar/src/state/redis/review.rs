@@ -1,6 +1,7 @@
 //! Redis side of [`ReviewStore`]. Layout: `ev:review:queue` (zset of domains by first seen);
 //! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, sources,
-//! listed_as, first_seen, last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records).
+//! listed_as, first_seen, last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records);
+//! `ev:review:decided` (set of every name that ever got a decision: the index of `…:current`).
 //! Infrastructure: `ev:{infra:<kind>:<value>}:disposable` and `…:legitimate`, sets of
 //! registrable domains. The warm-up's progress: `ev:warmup` (hash).
 
@@ -9,6 +10,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use serde_json::json;
 
+use email_verdict_core::Decision;
+
 use super::RedisStore;
 use crate::state::{
     AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
@@ -16,6 +19,7 @@ use crate::state::{
 };
 
 const QUEUE: &str = "ev:review:queue";
+const DECIDED: &str = "ev:review:decided";
 const WARMUP: &str = "ev:warmup";
 
 fn review_key(domain: &str, what: &str) -> String {
@@ -119,7 +123,23 @@ impl ReviewStore for RedisStore {
                 .exec_async(c)
                 .await
         })
-        .await
+        .await?;
+        // Another slot than the decision's own keys: a separate write, after the decision (a
+        // name in the index without a current decision is skipped when listed).
+        self.call(async |c| redis::cmd("SADD").arg(DECIDED).arg(&record.domain).exec_async(c).await).await
+    }
+
+    async fn decisions_in_force(&self, limit: usize) -> Result<Vec<(String, Decision)>, StateError> {
+        let mut names: Vec<String> =
+            self.call(async |c| redis::cmd("SMEMBERS").arg(DECIDED).query_async(c).await).await?;
+        names.sort();
+        let requests = names.iter().map(|name| redis::pipe().cmd("GET").arg(review_key(name, "current")).clone());
+        let current: Vec<(Option<String>,)> = self.each(requests.collect()).await?;
+        let in_force = names.into_iter().zip(current).filter_map(|(name, (current,))| {
+            let decision = current.as_deref().and_then(parse_decision).flatten()?;
+            Some((name, decision))
+        });
+        Ok(in_force.take(limit).collect())
     }
 
     async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {

@@ -1,6 +1,7 @@
 //! SQLite side of [`ReviewStore`]: the queue, the decision history, the infrastructure index.
 
 use async_trait::async_trait;
+use email_verdict_core::Decision;
 use rusqlite::{OptionalExtension, params};
 
 use super::{SqliteStore, unavailable};
@@ -92,6 +93,33 @@ impl ReviewStore for SqliteStore {
                 let decision =
                     parse_decision(&decision).ok_or_else(|| StateError::Invalid(format!("decision {decision:?}")))?;
                 Ok(DecisionRecord { domain: domain.clone(), decision, reviewer, note, at })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn decisions_in_force(&self, limit: usize) -> Result<Vec<(String, Decision)>, StateError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(move |c| {
+            // The latest decision of each name (the history is append-only, `seq` orders it).
+            let mut stmt = c
+                .prepare(
+                    "SELECT d.domain, d.decision FROM review_decisions d
+                     JOIN (SELECT domain, MAX(seq) AS seq FROM review_decisions GROUP BY domain) l
+                       ON d.domain = l.domain AND d.seq = l.seq
+                     WHERE d.decision <> 'withdrawn' ORDER BY d.domain LIMIT ?1",
+                )
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map([limit], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .map_err(unavailable)?;
+            rows.map(|row| {
+                let (domain, decision) = row.map_err(unavailable)?;
+                match parse_decision(&decision) {
+                    Some(Some(d)) => Ok((domain, d)),
+                    _ => Err(StateError::Invalid(format!("decision {decision:?}"))),
+                }
             })
             .collect()
         })

@@ -1,0 +1,140 @@
+//! The sidecar's decisions, kept in the proxy for the moment the sidecar gives no verdict
+//! (`decision_sync_seconds` in `CONFIG.md`): a reviewer's block or the operator's blocklist then
+//! still blocks, and an allow decision keeps the embedded strong lists from blocking a name the
+//! operator vouched for.
+//!
+//! One root context per period fetches `GET /api/v1/decisions` with the gateway's key (the
+//! due time in shared data moves by compare-and-swap, so all workers of a `vm_id` share one
+//! fetch), sending the `ETag` it has; the answer is stored in shared data as `etag\n` + the
+//! JSON body. Each worker parses the stored value again only when its CAS token changed.
+//! A failed fetch keeps the last good list.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use email_verdict_core::{DecidedSet, Decision, DecisionList, Domain};
+
+use crate::cache::SharedData;
+
+pub const PATH: &str = "/api/v1/decisions";
+/// The stored list: `etag\n` + the JSON body.
+pub const LIST_KEY: &str = "email_verdict.decisions";
+/// When the next fetch is due (Unix milliseconds, decimal).
+pub const DUE_KEY: &str = "email_verdict.decisions.due";
+/// The largest answer read (100,000 names in each of four lists fit with room to spare).
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
+/// How often root contexts look at the due time.
+pub const TICK_MS: u64 = 1000;
+
+/// Whether this root context fetches now: the due time has passed and this context moved it
+/// `period_ms` ahead first. A failed shared-data call means "not now" (the next tick retries).
+pub fn claim(store: &mut (impl SharedData + ?Sized), now_ms: u64, period_ms: u64) -> bool {
+    let Ok((value, cas)) = store.shared_data_get(DUE_KEY) else { return false };
+    let due = value.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok()).unwrap_or(0);
+    if now_ms < due {
+        return false;
+    }
+    let next = now_ms.saturating_add(period_ms).to_string();
+    store.shared_data_set(DUE_KEY, next.as_bytes(), cas).is_ok()
+}
+
+/// The `ETag` of the stored list, to send as `If-None-Match`.
+pub fn stored_etag(store: &(impl SharedData + ?Sized)) -> Option<String> {
+    let (value, _) = store.shared_data_get(LIST_KEY).ok()?;
+    let value = value?;
+    let line = value.split(|&b| b == b'\n').next()?;
+    std::str::from_utf8(line).ok().filter(|e| !e.is_empty()).map(str::to_owned)
+}
+
+/// Stores a `200` answer once it parses; returns how many names it holds.
+pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[u8]) -> Result<usize, String> {
+    let list: DecisionList = serde_json::from_slice(body).map_err(|e| format!("the decisions do not parse: {e}"))?;
+    if etag.contains('\n') {
+        return Err("the ETag holds a line break".to_owned());
+    }
+    let names = DecidedSet::new(&list).len();
+    let value = [etag.as_bytes(), b"\n", body].concat();
+    store.shared_data_set(LIST_KEY, &value, None).map_err(|e| format!("could not store the decisions: {e:?}"))?;
+    Ok(names)
+}
+
+/// One worker's parsed copy of the stored list.
+#[derive(Debug, Default)]
+pub struct LocalCopy {
+    parsed: RefCell<(Option<u32>, Rc<DecidedSet>)>,
+}
+
+impl LocalCopy {
+    /// The decision in force for `domain`, from the stored list (parsed again when it changed).
+    /// Nothing stored, or a stored value that cannot be read, decides nothing.
+    pub fn decision(&self, store: &(impl SharedData + ?Sized), domain: &Domain) -> Option<Decision> {
+        let Ok((value, cas)) = store.shared_data_get(LIST_KEY) else {
+            return self.parsed.borrow().1.decision(domain); // the last copy read
+        };
+        if cas.is_none() || self.parsed.borrow().0 != cas {
+            let set = value.as_deref().and_then(parse_stored).unwrap_or_default();
+            *self.parsed.borrow_mut() = (cas, Rc::new(set));
+        }
+        let set = Rc::clone(&self.parsed.borrow().1);
+        set.decision(domain)
+    }
+}
+
+fn parse_stored(value: &[u8]) -> Option<DecidedSet> {
+    let start = value.iter().position(|&b| b == b'\n')? + 1;
+    let list: DecisionList = serde_json::from_slice(value.get(start..)?).ok()?;
+    Some(DecidedSet::new(&list))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::cache::SharedDataError;
+    use crate::host::HostError;
+
+    #[derive(Default)]
+    struct Store(HashMap<String, (Vec<u8>, u32)>);
+
+    impl SharedData for Store {
+        fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError> {
+            Ok(self.0.get(key).map_or((None, None), |(v, cas)| (Some(v.clone()), Some(*cas))))
+        }
+        fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
+            let current = self.0.get(key).map(|(_, c)| *c);
+            if cas.is_some() && cas != current {
+                return Err(SharedDataError::CasMismatch);
+            }
+            self.0.insert(key.to_owned(), (value.to_vec(), current.unwrap_or(0) + 1));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn one_fetch_per_period_for_all_workers() {
+        let mut store = Store::default();
+        assert!(claim(&mut store, 1_000, 30_000), "nothing due yet: the first tick fetches");
+        assert!(!claim(&mut store, 1_001, 30_000), "another worker in the same period does not");
+        assert!(!claim(&mut store, 30_999, 30_000));
+        assert!(claim(&mut store, 31_000, 30_000));
+    }
+
+    #[test]
+    fn the_stored_list_decides_and_changes_are_seen() {
+        let mut store = Store::default();
+        let copy = LocalCopy::default();
+        let d = |s: &str| Domain::parse(s).unwrap();
+        assert_eq!(copy.decision(&store, &d("x.blocked.example")), None, "nothing stored yet");
+        let body = br#"{"reviewer":{"block":["blocked.example"],"allow":[]},"operator":{"block":[],"allow":["ok.example"]},"complete":true}"#;
+        assert_eq!(store_answer(&mut store, "\"v1\"", body), Ok(2));
+        assert_eq!(stored_etag(&store).as_deref(), Some("\"v1\""));
+        assert_eq!(copy.decision(&store, &d("x.blocked.example")), Some(Decision::Block));
+        assert_eq!(copy.decision(&store, &d("ok.example")), Some(Decision::Allow));
+        let body = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
+        store_answer(&mut store, "\"v2\"", body).unwrap();
+        assert_eq!(copy.decision(&store, &d("x.blocked.example")), None, "a withdrawn decision is gone");
+        assert!(store_answer(&mut store, "\"v3\"", b"<html>").is_err(), "a bad answer keeps the last list");
+        assert_eq!(stored_etag(&store).as_deref(), Some("\"v2\""));
+    }
+}
