@@ -9,7 +9,11 @@
 //! - an admin API request with a body must say `application/json`: a cross-site `text/plain`
 //!   or form POST is what a browser sends without asking first.
 //! - after [`MAX_GUESSES`] wrong tokens in [`GUESS_WINDOW`] from one client (IPv6 per /64), that
-//!   client gets 429 without its token being looked at, until the window has passed.
+//!   client's next wrong tokens get 429 instead of 401, until the window has passed. The right
+//!   token always passes: behind a TLS proxy every client has the proxy's address, and anyone
+//!   could otherwise lock the operator out with ten wrong tokens (issue 23). So the throttle
+//!   bounds what failures cost and tells a guesser to stop; what makes guessing hopeless is the
+//!   token's length (a long random one: `openssl rand -hex 32`).
 
 use std::net::IpAddr;
 use std::num::NonZeroUsize;
@@ -99,27 +103,25 @@ impl Default for GuessThrottle {
 }
 
 impl GuessThrottle {
-    /// Seconds `client` must wait before a token of its is looked at again, if it must.
-    pub fn wait(&self, client: Option<IpAddr>) -> Option<u64> {
+    /// Counts a wrong token from `client`; `Some(seconds)` when that client is now past
+    /// [`MAX_GUESSES`] in the window: the answer is then 429 with that `Retry-After`, not 401.
+    /// Only failures are counted and refused: a right token is never asked about here.
+    pub fn wrong(&self, client: Option<IpAddr>) -> Option<u64> {
         let key = crate::pages::client_limit::network_of(client?);
         let mut clients = self.lock();
-        let (start, wrong) = *clients.get(&key)?;
-        let left = GUESS_WINDOW.saturating_sub(start.elapsed());
-        (wrong >= MAX_GUESSES && !left.is_zero()).then(|| left.as_secs().max(1))
-    }
-
-    /// Counts a wrong token from `client`.
-    pub fn wrong(&self, client: Option<IpAddr>) {
-        let Some(ip) = client else { return };
-        let key = crate::pages::client_limit::network_of(ip);
-        let mut clients = self.lock();
         let now = Instant::now();
-        match clients.get_mut(&key) {
-            Some((start, wrong)) if start.elapsed() < GUESS_WINDOW => *wrong += 1,
+        let (start, wrong) = match clients.get_mut(&key) {
+            Some((start, wrong)) if now.duration_since(*start) < GUESS_WINDOW => {
+                *wrong = wrong.saturating_add(1);
+                (*start, *wrong)
+            }
             _ => {
                 clients.put(key, (now, 1));
+                (now, 1)
             }
-        }
+        };
+        let left = GUESS_WINDOW.saturating_sub(now.duration_since(start));
+        (wrong > MAX_GUESSES).then(|| left.as_secs().max(1))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<IpAddr, (Instant, u32)>> {
@@ -187,13 +189,14 @@ mod tests {
     async fn wrong_tokens_are_throttled_per_client() {
         let throttle = GuessThrottle::default();
         let (a, b) = (Some("192.0.2.1".parse().unwrap()), Some("192.0.2.2".parse().unwrap()));
-        for _ in 0..MAX_GUESSES {
-            assert_eq!(throttle.wait(a), None);
-            throttle.wrong(a);
+        for i in 0..MAX_GUESSES {
+            assert_eq!(throttle.wrong(a), None, "wrong token {i}: 401");
         }
-        assert!(throttle.wait(a).is_some());
-        assert_eq!(throttle.wait(b), None);
+        assert!(throttle.wrong(a).is_some_and(|wait| (1..=60).contains(&wait)), "past the limit: 429");
+        assert!(throttle.wrong(a).is_some(), "and the next ones");
+        assert_eq!(throttle.wrong(b), None, "another client is not concerned");
         tokio::time::advance(GUESS_WINDOW).await;
-        assert_eq!(throttle.wait(a), None);
+        assert_eq!(throttle.wrong(a), None, "a new window");
+        assert_eq!(throttle.wrong(None), None, "no address: nothing to count");
     }
 }

@@ -104,21 +104,33 @@ impl ServeHttp for AdminApp {
             return error_response(status, &request_id, code, message.to_owned(), &[]);
         }
         let client = peer(session);
-        if !open && let Some(wait) = self.0.guesses.wait(client) {
-            tracing::warn!(request_id = %request_id, "admin request refused: too many wrong tokens from this client");
-            let message = format!("too many wrong admin tokens from this address; retry in {wait} s");
-            return error_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                &request_id,
-                "too_many_attempts",
-                message,
-                &[("retry-after", wait.to_string())],
-            );
-        }
         if path == "/dashboard" || path.starts_with("/dashboard/") {
             return crate::dashboard::serve(&self.0, session, &method, &path, client).await;
         }
-        let result = self.handle(session, &method, &path, client).await;
+        // The right token always passes, however many wrong ones came from the same address
+        // (behind a proxy, everyone's): only failures are counted and, past the limit, 429.
+        if !self.authorized(session) && session.req_header().headers.contains_key(http::header::AUTHORIZATION) {
+            if let Some(wait) = self.0.guesses.wrong(client) {
+                tracing::warn!(request_id = %request_id, "admin request refused: too many wrong tokens from this client");
+                let message = format!("too many wrong admin tokens from this address; retry in {wait} s");
+                return error_response(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &request_id,
+                    "too_many_attempts",
+                    message,
+                    &[("retry-after", wait.to_string())],
+                );
+            }
+            tracing::warn!(request_id = %request_id, "admin request with a wrong token");
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                &request_id,
+                "unauthorized",
+                "admin token missing or wrong".into(),
+                &[],
+            );
+        }
+        let result = self.handle(session, &method, &path).await;
         let status = result.as_ref().map_or_else(|e| e.0, |j| j.0);
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             self.0.metrics.store_error(); // only a store failure gives a 500 here
@@ -179,17 +191,9 @@ impl AdminApp {
         }
     }
 
-    async fn handle(
-        &self,
-        session: &mut ServerSession,
-        method: &Method,
-        path: &str,
-        client: Option<std::net::IpAddr>,
-    ) -> AdminResult {
+    async fn handle(&self, session: &mut ServerSession, method: &Method, path: &str) -> AdminResult {
         if !self.authorized(session) {
-            if session.req_header().headers.contains_key(http::header::AUTHORIZATION) {
-                self.0.guesses.wrong(client);
-            }
+            // A wrong token was answered before (and counted); this is a request without one.
             return Err(AdminError(StatusCode::UNAUTHORIZED, "unauthorized", "admin token missing or wrong".into()));
         }
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();

@@ -17,18 +17,18 @@ const HOME: &str = "/dashboard";
 
 pub fn login(admin: &Admin, request: &DashRequest, sess: &Session) -> Response<Vec<u8>> {
     let Some(expected) = &admin.token_hash else { return see_other(HOME, None) };
-    if let Some(wait) = admin.guesses.wait(request.client) {
-        tracing::warn!("dashboard login refused: too many wrong tokens from this client");
-        return login_page(
-            admin,
-            sess,
-            Some(&format!("Too many wrong tokens from this address; try again in {wait} s.")),
-        );
-    }
     let token = request.field("token").trim();
-    // Compares digests, as the admin API does.
+    // Compares digests, as the admin API does. The right token always logs in; only wrong ones
+    // are counted, and past the limit refused as such (admin::guard).
     if !same_secret(&hex::encode(crate::admin::hash_token(token)), &hex::encode(expected)) {
-        admin.guesses.wrong(request.client);
+        if let Some(wait) = admin.guesses.wrong(request.client) {
+            tracing::warn!("dashboard login refused: too many wrong tokens from this client");
+            return login_page(
+                admin,
+                sess,
+                Some(&format!("Too many wrong tokens from this address; try again in {wait} s.")),
+            );
+        }
         tracing::warn!("dashboard login with a wrong token");
         return login_page(admin, sess, Some("That is not the admin token."));
     }
