@@ -181,3 +181,23 @@ fn the_filter_keeps_the_decisions_for_when_the_sidecar_is_down() {
     assert_eq!(req.header("x-email-verdict-bypass"), Some("sidecar_error"), "{:?}", req.headers);
     assert!(g.envoy.counter("email_verdict.local_decisions").unwrap_or(0) >= 4);
 }
+
+/// ext_authz: when the check gets no verdict (here: the key's plan is spent), a reviewer's
+/// block still refuses the signup, as the strong lists do; before, only those did.
+#[test]
+fn ext_authz_applies_a_reviewers_block_when_it_gets_no_verdict() {
+    let config = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json");
+    let g =
+        gateway_with(|s| s.keys(&["free"]).args(&["--ext-authz-config", config.to_str().unwrap()]), |e| e.ext_authz());
+    g.sidecar.cli().run(&["review", "set", "reviewer-blocked.example", "disposable"]).expect_code(0, "block");
+    // The free plan: 3 lookups a day, one a second. Spend them.
+    for i in 0..4 {
+        let _ = g.envoy.signup_json(&format!("junk{i}@gmail.com"));
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    let resp = g.envoy.signup_json("x@fresh.reviewer-blocked.example");
+    assert_eq!(resp.status, 403, "{resp}");
+    assert_eq!(resp.json()["error"], "disposable_email", "{resp}");
+    let metrics = email_verdict_tests::Request::get("/metrics").send(g.sidecar.admin_addr()).text();
+    assert!(metrics.contains(r#"email_verdict_ext_authz_checks_total{outcome="local_decision"} 1"#), "{metrics}");
+}

@@ -25,7 +25,7 @@
 
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
 use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
-use email_verdict_core::{Domain, EmailAddress, LookupInput};
+use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
 
@@ -150,7 +150,7 @@ async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain,
             let verdict = Verdict { disposable: summary.disposable, flags: &summary.flags.header_value() };
             verdict_answer(api, &domain, verdict, judged.suggestion.as_ref(), CheckOutcome::Judged)
         }
-        Err(e) if is_strongly_listed(api, &domain) => {
+        Err(e) if decided_locally(api, &domain).await => {
             log.code = Some(e.code.as_str());
             let verdict = Verdict { disposable: true, flags: LOCAL_FALLBACK_FLAG };
             verdict_answer(api, &domain, verdict, None, CheckOutcome::LocalDecision)
@@ -159,15 +159,25 @@ async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain,
     }
 }
 
-/// What decides without the sidecar's full verdict: a strong listing or the operator's
-/// blocklist, unless the operator allowlists the name (the filter's embedded lists know less).
-fn is_strongly_listed(api: &Api, domain: &Domain) -> bool {
+/// What decides `disposable` without the sidecar's full verdict (the key refused, the store or
+/// DNS failing): a reviewer's block decision when the store still answers within
+/// [`LOCAL_DECISION_WAIT`], else the operator's blocklist or a strong listing, unless the
+/// operator allowlists the name. (The filter's embedded lists know less.)
+async fn decided_locally(api: &Api, domain: &Domain) -> bool {
+    let reviewer = tokio::time::timeout(LOCAL_DECISION_WAIT, api.verdicts.decision(domain)).await;
+    match reviewer {
+        Ok(Ok(Some(decision))) => return decision == Decision::Block && !api.verdicts.catalog().free.contains(domain),
+        Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {}
+    }
     let catalog = api.verdicts.catalog();
     if catalog.allow.contains(domain) {
         return false;
     }
     catalog.block.contains(domain) || catalog.disposable_listing(domain).is_some_and(|l| catalog.is_strong(l.sources))
 }
+
+/// How long the local decision waits for the store's reviewer decision.
+const LOCAL_DECISION_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A verdict as the flag headers say it.
 #[derive(Clone, Copy)]
