@@ -156,18 +156,50 @@ fn store(url: Option<&str>) -> anyhow::Result<(Arc<dyn StateStore>, Option<TempS
     if let Some(url) = url {
         return Ok((state::open(url)?, None));
     }
-    let path = std::env::temp_dir().join(format!("email-verdict-check-{}.db", std::process::id()));
-    let store = state::open(&format!("sqlite:{}", path.display()))?;
-    Ok((store, Some(TempState(path))))
+    let temp = TempState::create(&std::env::temp_dir())?;
+    let store = state::open(&format!("sqlite:{}", temp.db.display()))?;
+    Ok((store, Some(temp)))
 }
 
-struct TempState(PathBuf);
+/// The run's own store: `state.db` in a directory only this user can enter, made for this run
+/// under a random name. A file someone planted at a predictable name (issue 23: the old
+/// `/tmp/email-verdict-check-<pid>.db`, whose mail-server index turned a domain disposable)
+/// is never opened: the directory is created, never reused (`mkdir` fails on any existing
+/// name, a symbolic link included), and the database file in it is created, never opened.
+struct TempState {
+    dir: PathBuf,
+    db: PathBuf,
+}
+
+impl TempState {
+    fn create(base: &std::path::Path) -> anyhow::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut last = None;
+        // A clash with a random name is someone's planted directory (or astronomically rare):
+        // another name is tried, a few times.
+        for _ in 0..8 {
+            let dir = base.join(format!("email-verdict-check-{}", uuid::Uuid::new_v4().simple()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {
+                    let temp = Self { db: dir.join("state.db"), dir };
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&temp.db)
+                        .with_context(|| format!("cannot create {}", temp.db.display()))?;
+                    return Ok(temp);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e).with_context(|| format!("cannot create a directory in {}", base.display())),
+            }
+        }
+        Err(anyhow::anyhow!("cannot create a private directory in {}: {:?}", base.display(), last))
+    }
+}
 
 impl Drop for TempState {
     fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -352,4 +384,33 @@ fn record_row(r: &LookupRecord) -> Vec<String> {
         String::new(),
         String::new(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn the_temporary_store_is_new_private_and_removed() {
+        let base = std::env::temp_dir().join(format!("ev-check-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&base).unwrap();
+        // What the old code opened: a file at the predictable name is left alone.
+        let planted = base.join(format!("email-verdict-check-{}.db", std::process::id()));
+        std::fs::write(&planted, b"planted").unwrap();
+        let (a, b) = (TempState::create(&base).unwrap(), TempState::create(&base).unwrap());
+        assert_ne!(a.dir, b.dir);
+        for t in [&a, &b] {
+            let meta = std::fs::symlink_metadata(&t.dir).unwrap();
+            assert!(meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700, "{:o}", meta.permissions().mode());
+            assert_eq!(std::fs::metadata(&t.db).unwrap().len(), 0, "a database file of its own, empty");
+        }
+        let dir = a.dir.clone();
+        drop(a);
+        assert!(!dir.exists(), "removed at the end of the run");
+        assert_eq!(std::fs::read(&planted).unwrap(), b"planted");
+        drop(b);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

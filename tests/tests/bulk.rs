@@ -294,3 +294,81 @@ fn ctrl_c_stops_check_with_every_written_line_whole() {
     }
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Issue 23: without `--state`, `check` used `$TMPDIR/email-verdict-check-<pid>.db` and opened
+/// it even when it was already there: a file planted at that name (a store whose mail-server
+/// index calls 192.0.2.10 disposable infrastructure) turned `fresh-burner.example` disposable.
+/// The pid is known in advance here the way an attacker guesses it: `sh` execs `check` in its
+/// own process once the file is planted. The run's store is now a new file in a new directory
+/// only its user can enter (0700), under a random name, removed at exit.
+#[test]
+fn check_never_opens_a_planted_temporary_store() {
+    use std::os::unix::fs::PermissionsExt;
+    let nsd = Nsd::start();
+    // A server's store that learned mailinator.com's and guerrillamail.com's mail server.
+    let mut sc = Sidecar::builder().dns(nsd.addr()).start();
+    sc.lookup_ok("mailinator.com");
+    sc.lookup_ok("guerrillamail.com");
+    email_verdict_tests::wait_for("the index to know 192.0.2.10", Duration::from_secs(5), || {
+        (sc.lookup_ok("fresh-burner.example")["result"]["mx_ip_match"] == true).then_some(())
+    });
+    assert!(sc.terminate(Duration::from_secs(10)).is_some(), "the server stops");
+    let tmp = TestDir::new("check-tmp");
+    let binary = email_verdict_tests::sidecar::binary();
+    let mut child = Command::new("sh")
+        .args(["-c", "read go && exec \"$0\" check --dns \"$1\""])
+        .arg(&binary)
+        .arg(nsd.addr().to_string())
+        .env("TMPDIR", tmp.path())
+        .env_remove("EMAIL_VERDICT_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sh");
+    let old_name = format!("email-verdict-check-{}.db", child.id());
+    for suffix in ["", "-wal"] {
+        let from = format!("{}{suffix}", sc.state_db().display());
+        if std::path::Path::new(&from).exists() {
+            std::fs::copy(&from, tmp.join(&format!("{old_name}{suffix}"))).expect("plant");
+        }
+    }
+    let planted = std::fs::read(tmp.join(&old_name)).expect("planted");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"go\n").expect("write stdin");
+    // While the run waits for its input: the directory of its store, and its mode.
+    let started = std::time::Instant::now();
+    let private = loop {
+        let found = std::fs::read_dir(tmp.path())
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.is_dir() && p.join("state.db").exists());
+        if let Some(dir) = found {
+            let mode = std::fs::symlink_metadata(&dir).expect("stat").permissions().mode() & 0o777;
+            break Some((dir, mode));
+        }
+        if started.elapsed() > Duration::from_secs(5) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    stdin.write_all(b"fresh-burner.example\n").expect("write stdin");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).expect("one JSON line");
+    let r = &line["result"];
+    assert_eq!((r["verdict"].as_str(), r["mx_ip_match"].as_bool()), (Some("safe"), Some(false)), "{line}");
+    let (private, mode) =
+        private.unwrap_or_else(|| panic!("no directory with the run's store in {}", tmp.path().display()));
+    assert_eq!(mode, 0o700, "{}", private.display());
+    let name = private.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+    assert!(name.starts_with("email-verdict-check-") && name.len() >= 52, "a random name: {name}");
+    assert!(!private.exists(), "removed at exit");
+    assert_eq!(std::fs::read(tmp.join(&old_name)).expect("planted"), planted, "the planted file is untouched");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| n.to_string_lossy().starts_with(&old_name)), "nothing else left: {left:?}");
+}
