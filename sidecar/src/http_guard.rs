@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -182,9 +183,14 @@ pub struct ConnectionCaps {
 /// operator's browser and `curl` need a few connections each.
 pub const ADMIN_CAPS: ConnectionCaps = ConnectionCaps { total: 128, per_peer: 32 };
 
-/// Time given to a connection turned away to take its `503` (written, then what the client
-/// sent read and dropped until it closes, so the close is not a reset that loses the answer).
-const TURN_AWAY_TIME: Duration = Duration::from_secs(1);
+/// Time given to a connection turned away to take its `503`: written, then what the client
+/// sent read and dropped until it closes (a close with unread bytes is a reset, which can lose
+/// the answer on the client's side).
+const TURN_AWAY_TIME: Duration = Duration::from_millis(500);
+/// Connections turned away that may linger so at once, per listener; beyond, the `503` is
+/// written (if the socket takes it at once) and the connection closed: a fast flood of new
+/// connections then costs no more open files than the caps and this.
+const LINGERING_MAX: usize = 64;
 /// At most one log line a second per listener about connections turned away.
 const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -197,6 +203,8 @@ pub struct ConnectionBudget {
     open: Mutex<Open>,
     /// When connections were last logged as turned away, and how many since.
     refusals: Mutex<(Option<Instant>, u64)>,
+    /// Connections turned away still draining (at most [`LINGERING_MAX`]).
+    lingering: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -220,7 +228,8 @@ pub enum Full {
 
 impl ConnectionBudget {
     pub fn new(listener: &'static str, caps: ConnectionCaps, exempt: Vec<ipnet::IpNet>) -> Arc<Self> {
-        Arc::new(Self { listener, caps, exempt, open: Mutex::default(), refusals: Mutex::default() })
+        let (open, refusals, lingering) = (Mutex::default(), Mutex::default(), Default::default());
+        Arc::new(Self { listener, caps, exempt, open, refusals, lingering })
     }
 
     pub fn caps(&self) -> ConnectionCaps {
@@ -322,7 +331,8 @@ impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
             Ok(_slot) => ServerApp::process_new(&self.app, stream, shutdown).await,
             Err(why) => {
                 self.budget.refused(why);
-                turn_away(stream).await;
+                let lingering = Lingering::enter(&self.budget.lingering);
+                turn_away(stream, lingering.allowed).await;
                 None
             }
         }
@@ -333,18 +343,42 @@ impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
     }
 }
 
-/// `503` and closed, without reading a request: whatever the client sends is discarded.
-async fn turn_away(mut stream: Stream) {
+/// A connection counted among those turned away; `allowed` when fewer than [`LINGERING_MAX`]
+/// others linger.
+struct Lingering<'a> {
+    count: &'a AtomicUsize,
+    allowed: bool,
+}
+
+impl<'a> Lingering<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        Self { count, allowed: count.fetch_add(1, Ordering::AcqRel) < LINGERING_MAX }
+    }
+}
+
+impl Drop for Lingering<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `503` and closed, without reading a request: whatever the client sends is discarded (for
+/// [`TURN_AWAY_TIME`] at most, and only when `linger`).
+async fn turn_away(mut stream: Stream, linger: bool) {
     const BODY: &str = "Too many connections: try again later.\n";
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
          retry-after: 1\r\nconnection: close\r\n\r\n{BODY}",
         BODY.len()
     );
-    let _ = tokio::time::timeout(TURN_AWAY_TIME, async {
+    let time = if linger { TURN_AWAY_TIME } else { Duration::from_millis(50) };
+    let _ = tokio::time::timeout(time, async {
         stream.write_all(answer.as_bytes()).await?;
         stream.flush().await?;
         AsyncWriteExt::shutdown(&mut stream).await?;
+        if !linger {
+            return Ok(());
+        }
         let mut sink = [0u8; 4096];
         let mut discarded = 0;
         while discarded < 64 * 1024 {
