@@ -10,7 +10,8 @@ use crate::config::ServeArgs;
 #[command(
     name = "email-verdict",
     version,
-    about = "Disposable-email verdicts for signups: API server and operator CLI"
+    about = "Disposable-email verdicts for signups: API server and operator CLI",
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -22,6 +23,7 @@ pub enum Command {
     /// Run the verdict API and the public pages
     Serve(Box<ServeArgs>),
     /// Create, list and revoke API keys
+    #[command(arg_required_else_help = true)]
     Keys {
         #[command(flatten)]
         store: StoreArgs,
@@ -31,6 +33,7 @@ pub enum Command {
     /// Verdicts in bulk without a server: one input per line in, one record per line out
     Check(Box<crate::check_cmd::CheckArgs>),
     /// The manual review queue and reviewers' decisions
+    #[command(arg_required_else_help = true)]
     Review {
         #[command(flatten)]
         store: StoreArgs,
@@ -50,8 +53,8 @@ pub enum ReviewCommand {
         verdict: String,
         #[arg(long, default_value = "")]
         note: String,
-        /// Who decides [default: $USER]
-        #[arg(long, env = "USER", default_value = "operator")]
+        /// Who decides (default: $USER, else "operator")
+        #[arg(long, env = "USER", default_value = "operator", hide_default_value = true, hide_env = true)]
         reviewer: String,
     },
     /// Withdraw the current decision (the domain is judged by the lists again)
@@ -59,7 +62,8 @@ pub enum ReviewCommand {
         domain: String,
         #[arg(long, default_value = "")]
         note: String,
-        #[arg(long, env = "USER", default_value = "operator")]
+        /// Who withdraws it (default: $USER, else "operator")
+        #[arg(long, env = "USER", default_value = "operator", hide_default_value = true, hide_env = true)]
         reviewer: String,
     },
     /// Every decision about a domain, oldest first
@@ -82,7 +86,8 @@ pub struct StoreArgs {
 pub enum KeysCommand {
     /// Create a key and print it (alone, as the last line); only its hash is stored
     Create {
-        /// free, basic, premium, pro, or a plan the --config file defines ([plans.NAME])
+        /// free, basic, premium, pro, gateway (unlimited: the filter's or ext_authz's key), or a
+        /// plan the --config file defines ([plans.NAME])
         #[arg(long)]
         plan: String,
         /// A label for the key

@@ -28,7 +28,14 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
                 revoked: false,
             };
             store.insert_key(record.clone(), key.hash()).await?;
-            writeln!(out, "created {} (plan {}); the key is shown once, store it now:", record.id, record.plan)?;
+            // Which store: a key created in another store than the server's is refused as
+            // `api_key_invalid`, and this line is where the operator can see it.
+            let where_ = crate::lists::source::redact(&settings.state);
+            writeln!(
+                out,
+                "created {} (plan {}) in {where_}; the key is shown once, store it now:",
+                record.id, record.plan
+            )?;
             writeln!(out, "{}", key.expose())?;
         }
         KeysCommand::List => {

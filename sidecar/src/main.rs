@@ -13,6 +13,11 @@ fn main() -> ExitCode {
             let _ = e.print(); // --help, --version
             return ExitCode::SUCCESS;
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `email-verdict`, `email-verdict keys`: the usage and the subcommands, as git does.
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
         Err(e) => {
             // One line naming the problem; clap's usage hint is for people at a prompt.
             let rendered = e.render().to_string();
