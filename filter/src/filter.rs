@@ -229,12 +229,12 @@ impl<H: Host> Ctx<'_, H> {
         match found {
             Extracted::NotFound => self.missing(),
             Extracted::Invalid(why) => {
-                let why = match why {
+                let why_text = match why {
                     Unusable::NotText => "not text",
                     Unusable::Conflicting => "given several times with different values",
                 };
-                self.log(LogLevel::Debug, &format!("the email is {why}"));
-                self.invalid()
+                self.log(LogLevel::Debug, &format!("the email is {why_text}"));
+                self.invalid_because(Some(why))
             }
             Extracted::Unreadable(why) => {
                 self.log(LogLevel::Debug, &format!("the body is {}", why.as_str()));
@@ -388,10 +388,14 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     fn invalid(&mut self) -> Step {
+        self.invalid_because(None)
+    }
+
+    fn invalid_because(&mut self, why: Option<Unusable>) -> Step {
         self.host.increment(Counter::InvalidEmail);
         match self.config.enforce.on_invalid_email {
             Policy::Allow => self.bypass(Bypass::InvalidEmail),
-            Policy::Deny => self.respond(&LocalReply::INVALID_EMAIL),
+            Policy::Deny => self.respond(&LocalReply::invalid(why)),
         }
     }
 

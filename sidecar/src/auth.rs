@@ -19,14 +19,41 @@ use crate::state::{KeyRecord, StateError, StateStore};
 pub const FRESHNESS: Duration = Duration::from_millis(500);
 const CACHED_KEYS: usize = 10_000;
 
+/// Why a request has no usable key. The messages tell a caller which case it is without telling
+/// anyone which keys exist: an unknown and a revoked key read alike.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("an API key is required: pass ?key= or an Authorization: Bearer header")]
     Missing,
-    #[error("the API key is not valid")]
-    Invalid,
+    #[error("the Authorization header uses the {0} scheme; send the API key as `Authorization: Bearer <key>` or ?key=")]
+    WrongScheme(String),
+    #[error("the API key is malformed: a key is ev_ followed by 40 lowercase hex digits")]
+    Malformed,
+    #[error(
+        "the API key is not known to this server's state store, or it was revoked (keys belong to one store: create them with the --state the server uses)"
+    )]
+    Unknown,
+    #[error("the API key may not be used from this address (the key's IP allowlist)")]
+    NotFromHere,
     #[error(transparent)]
     Store(#[from] StateError),
+}
+
+impl AuthError {
+    /// No key was presented at all (`missing_api_key`), rather than a bad one (`api_key_invalid`).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Self::Missing | Self::WrongScheme(_))
+    }
+}
+
+/// The scheme of an `Authorization` header that is not `Bearer` (for the error message: at most
+/// 20 letters, digits or `-`), `None` for Bearer, no header, or nothing printable.
+pub fn other_scheme(authorization: Option<&[u8]>) -> Option<String> {
+    let header = std::str::from_utf8(authorization?).ok()?.trim();
+    let scheme = header.split(' ').next().unwrap_or_default();
+    let printable =
+        !scheme.is_empty() && scheme.len() <= 20 && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    (printable && !scheme.eq_ignore_ascii_case("bearer")).then(|| scheme.to_owned())
 }
 
 /// The key a request presents: the `Authorization: Bearer` header when there is one (it wins),
@@ -65,10 +92,10 @@ impl Authenticator {
 
     /// The active key record for `presented`, if it may be used from `peer`.
     pub async fn authenticate(&self, presented: Option<&str>, peer: Option<IpAddr>) -> Result<KeyRecord, AuthError> {
-        let key = ApiKey::parse(presented.ok_or(AuthError::Missing)?).ok_or(AuthError::Invalid)?;
-        let record = self.record(&key.hash()).await?.ok_or(AuthError::Invalid)?;
-        if record.revoked || !allowed_from(&record, peer) {
-            return Err(AuthError::Invalid);
+        let key = ApiKey::parse(presented.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
+        let record = self.record(&key.hash()).await?.filter(|r| !r.revoked).ok_or(AuthError::Unknown)?;
+        if !allowed_from(&record, peer) {
+            return Err(AuthError::NotFromHere);
         }
         Ok(record)
     }
@@ -110,6 +137,15 @@ mod tests {
         check(Some("Bearer"), Some("key=q"), Some(""));
         check(Some("Basic dXNlcjpwYXNz"), Some("key=q"), Some("q"));
         check(None, Some("keys=1"), None);
+    }
+
+    #[test]
+    fn other_schemes_are_named() {
+        assert_eq!(other_scheme(Some(b"Token ev_abc")).as_deref(), Some("Token"));
+        assert_eq!(other_scheme(Some(b"Basic dXNlcjpwYXNz")).as_deref(), Some("Basic"));
+        assert_eq!(other_scheme(Some(b"bearer x")), None);
+        assert_eq!(other_scheme(None), None);
+        assert_eq!(other_scheme(Some(b"<script>alert(1)</script> x")), None, "never echoed unless plain");
     }
 
     #[test]

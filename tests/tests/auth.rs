@@ -127,3 +127,34 @@ fn x_forwarded_for_from_an_untrusted_peer_is_ignored() {
         );
     }
 }
+
+/// Issue 25: each `401` says which case it is (malformed, another scheme, unknown or revoked in
+/// this store, not from this address), without telling an unknown key from a revoked one.
+#[test]
+fn each_401_says_which_case_it_is() {
+    let (sc, _nsd) = start_with(|b| b.keys(&["pro", "pro"]));
+    let revoked_id = sc.cli().list().into_iter().find(|k| k.name == "test-1").map(|k| k.id).unwrap();
+    sc.cli().run(&["keys", "revoke", &revoked_id]).expect_code(0, "revoke");
+    let elsewhere = sc.cli().run(&["keys", "create", "--plan", "pro", "--allow-ip", "192.0.2.0/24"]);
+    let elsewhere = elsewhere.last_line().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let path = "/api/v1/domain/ownmail.example";
+    let message = |req: Request, code: &str, what: &str| -> String {
+        let body = check_error(&sc.send_retrying_429(&req), 401, code, what);
+        body["error"]["message"].as_str().unwrap_or_default().to_owned()
+    };
+    let token = message(
+        Request::get(path).header("Authorization", &format!("Token {}", sc.key())),
+        "missing_api_key",
+        "Token scheme",
+    );
+    assert!(token.contains("Token scheme") && token.contains("Bearer"), "{token}");
+    let malformed = message(Request::get(&format!("{path}?key=ev_123")), "api_key_invalid", "malformed");
+    assert!(malformed.contains("malformed"), "{malformed}");
+    let unknown = message(Request::get(&format!("{path}?key={UNKNOWN_KEY}")), "api_key_invalid", "unknown");
+    let revoked = message(Request::get(&format!("{path}?key={}", sc.keys()[1])), "api_key_invalid", "revoked");
+    assert_eq!(unknown, revoked, "an unknown and a revoked key read alike");
+    assert!(unknown.contains("state store"), "{unknown}");
+    let not_here = message(Request::get(&format!("{path}?key={elsewhere}")), "api_key_invalid", "other address");
+    assert!(not_here.contains("address"), "{not_here}");
+}

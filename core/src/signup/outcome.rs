@@ -164,18 +164,50 @@ pub struct LocalReply<'a> {
     pub body: &'a [u8],
 }
 
+/// Each body: a stable `error` code for programs and a `message` a person can read (the signup
+/// form's user may see it).
 impl LocalReply<'static> {
-    pub const MISSING_EMAIL: Self =
-        Self { status: 400, details: "email_verdict_missing_email", body: br#"{"error":"missing_email"}"# };
-    pub const INVALID_EMAIL: Self =
-        Self { status: 400, details: "email_verdict_invalid_email", body: br#"{"error":"invalid_email"}"# };
-    pub const UNREADABLE_BODY: Self =
-        Self { status: 400, details: "email_verdict_unreadable_body", body: br#"{"error":"unreadable_body"}"# };
-    pub const BODY_TOO_LARGE: Self =
-        Self { status: 413, details: "email_verdict_body_too_large", body: br#"{"error":"body_too_large"}"# };
+    pub const MISSING_EMAIL: Self = Self {
+        status: 400,
+        details: "email_verdict_missing_email",
+        body: br#"{"error":"missing_email","message":"This signup needs an email address."}"#,
+    };
+    pub const INVALID_EMAIL: Self = Self {
+        status: 400,
+        details: "email_verdict_invalid_email",
+        body: br#"{"error":"invalid_email","message":"The email address is not valid."}"#,
+    };
+    /// Two different addresses in one signup (a field twice, a header and the body, ...).
+    pub const CONFLICTING_EMAILS: Self = Self {
+        status: 400,
+        details: "email_verdict_conflicting_emails",
+        body: br#"{"error":"invalid_email","message":"The request gives two different email addresses; send one."}"#,
+    };
+    pub const UNREADABLE_BODY: Self = Self {
+        status: 400,
+        details: "email_verdict_unreadable_body",
+        body: br#"{"error":"unreadable_body","message":"The request body could not be read in full (its format or encoding), so its email address could not be checked."}"#,
+    };
+    pub const BODY_TOO_LARGE: Self = Self {
+        status: 413,
+        details: "email_verdict_body_too_large",
+        body: br#"{"error":"body_too_large","message":"The request body is too large."}"#,
+    };
 
     pub fn unavailable(status: u16) -> Self {
-        Self { status, details: "email_verdict_unavailable", body: br#"{"error":"verdict_unavailable"}"# }
+        Self {
+            status,
+            details: "email_verdict_unavailable",
+            body: br#"{"error":"verdict_unavailable","message":"The email address could not be checked right now; try again shortly."}"#,
+        }
+    }
+
+    /// The refusal of an unusable email: two different ones get their own message.
+    pub fn invalid(why: Option<crate::signup::extract::Unusable>) -> Self {
+        match why {
+            Some(crate::signup::extract::Unusable::Conflicting) => Self::CONFLICTING_EMAILS,
+            _ => Self::INVALID_EMAIL,
+        }
     }
 }
 

@@ -357,7 +357,7 @@ fn sidecar_failures_follow_failure_mode() {
         send(&mut f, &mut host);
         answer(&mut f, &mut host, response.clone());
         let sent = only_sent(&host);
-        assert_eq!((sent.status, sent.json()), (502, json!({"error": "verdict_unavailable"})), "{bypass}");
+        assert_eq!((sent.status, sent.json()["error"].clone()), (502, json!("verdict_unavailable")), "{bypass}");
         assert_eq!((host.resumed, host.count(Counter::DeniedOnError)), (0, 1));
         assert_no_flag_headers_but(&host, &[]);
     }
@@ -548,7 +548,7 @@ fn bodies_over_the_limit_get_413() {
     let h = Harness::new(json!({ "max_body_bytes": 64 }));
     let too_large = |host: &MockHost| {
         let sent = only_sent(host);
-        assert_eq!((sent.status, sent.json()), (413, json!({"error": "body_too_large"})));
+        assert_eq!((sent.status, sent.json()["error"].clone()), (413, json!("body_too_large")));
         assert_eq!(host.count(Counter::BodyTooLarge), 1);
         assert!(host.dispatched.is_empty());
     };

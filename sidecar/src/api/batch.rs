@@ -29,7 +29,7 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
             .with_header("Allow", "POST")
             .into();
     }
-    let key = match api.auth.authenticate(request.key.as_deref(), request.client).await {
+    let key = match request.authenticate(api).await {
         Ok(key) => key,
         Err(e) => {
             session.set_keepalive(None);
@@ -80,13 +80,59 @@ async fn inputs(session: &mut ServerSession) -> Result<Vec<String>, ApiError> {
             BODY_TIME.as_secs()
         )),
     })?;
-    let batch: BatchRequest = serde_json::from_slice(&body)
-        .map_err(|e| invalid(format!("the body must be JSON {{\"inputs\": [\"domain or email\", ...]}}: {e}")))?;
-    match batch.inputs.len() {
+    let inputs = parse_inputs(&body).map_err(|why| invalid(format!("{why}; the body is {SHAPE}")))?;
+    match inputs.len() {
         0 => Err(invalid("\"inputs\" is empty: give 1 to 1000 domains or emails".to_owned())),
         n if n > BatchRequest::MAX_INPUTS => {
             Err(invalid(format!("{n} inputs: at most {} in one request", BatchRequest::MAX_INPUTS)))
         }
-        _ => Ok(batch.inputs),
+        _ => Ok(inputs),
+    }
+}
+
+const SHAPE: &str = r#"{"inputs": ["domain or email", ...]}"#;
+
+/// The inputs of a batch body, or what is wrong with it in the API's words (not serde's).
+fn parse_inputs(body: &[u8]) -> Result<Vec<String>, String> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON".to_owned())?;
+    let serde_json::Value::Object(mut object) = value else {
+        return Err("the body is not a JSON object".to_owned());
+    };
+    if let Some(other) = object.keys().find(|k| *k != "inputs") {
+        return Err(format!("unknown field {other:?}"));
+    }
+    let Some(inputs) = object.remove("inputs") else { return Err("\"inputs\" is missing".to_owned()) };
+    let serde_json::Value::Array(items) = inputs else { return Err("\"inputs\" is not an array".to_owned()) };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            serde_json::Value::String(s) => Ok(s),
+            _ => Err(format!("\"inputs\"[{i}] is not a string")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_bodies_are_named_in_the_apis_words() {
+        let check = |body: &str, expected: Result<Vec<&str>, &str>| {
+            let got = parse_inputs(body.as_bytes());
+            assert_eq!(
+                got,
+                expected.map(|v| v.into_iter().map(str::to_owned).collect()).map_err(str::to_owned),
+                "{body}"
+            );
+        };
+        check(r#"{"inputs": ["a.example", "b@c.example"]}"#, Ok(vec!["a.example", "b@c.example"]));
+        check("not json", Err("the body is not JSON"));
+        check(r#"["a.example"]"#, Err("the body is not a JSON object"));
+        check(r#"{"inputs": "a.example"}"#, Err("\"inputs\" is not an array"));
+        check(r#"{"input": []}"#, Err("unknown field \"input\""));
+        check("{}", Err("\"inputs\" is missing"));
+        check(r#"{"inputs": ["a.example", 7]}"#, Err("\"inputs\"[1] is not a string"));
     }
 }

@@ -21,7 +21,7 @@ pub async fn handle(api: &Api, session: &ServerSession, request: &Request, log: 
             .with_header("Allow", "GET")
             .into();
     }
-    let key = match api.auth.authenticate(request.key.as_deref(), request.client).await {
+    let key = match request.authenticate(api).await {
         Ok(key) => key,
         Err(e) => return auth_error(api, e).into(),
     };

@@ -109,11 +109,11 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     };
     match found {
         Extracted::NotFound => by_policy(api, config.on_missing_email, Bypass::NoEmail, &LocalReply::MISSING_EMAIL),
-        Extracted::Invalid(_) => invalid(api),
+        Extracted::Invalid(why) => invalid(api, Some(why)),
         Extracted::Unreadable(_) => unreadable(api),
         Extracted::Email(raw) => match EmailAddress::parse(raw.trim()) {
             Ok(email) => judged(api, key.as_deref(), request, email.domain().clone(), log).await,
-            Err(_) => invalid(api),
+            Err(_) => invalid(api, None),
         },
     }
 }
@@ -121,15 +121,15 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
 /// A body not received within `body::BODY_IDLE` / `BODY_TIME` (Envoy sends its buffered body at
 /// once): `408`, which Envoy hands the client as the check's denial. Never a pass.
 fn body_timed_out() -> Checked {
-    let body = br#"{"error":"body_timeout"}"#.to_vec();
+    let body = br#"{"error":"body_timeout","message":"The request body was not received in time."}"#.to_vec();
     Checked {
         response: response(StatusCode::REQUEST_TIMEOUT, &[("content-type", "application/json")], body),
         outcome: CheckOutcome::Refused,
     }
 }
 
-fn invalid(api: &Api) -> Checked {
-    by_policy(api, api.ext_authz.on_invalid_email, Bypass::InvalidEmail, &LocalReply::INVALID_EMAIL)
+fn invalid(api: &Api, why: Option<extract::Unusable>) -> Checked {
+    by_policy(api, api.ext_authz.on_invalid_email, Bypass::InvalidEmail, &LocalReply::invalid(why))
 }
 
 fn unreadable(api: &Api) -> Checked {
@@ -165,11 +165,10 @@ async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain,
 /// operator allowlists the name. (The filter's embedded lists know less.)
 async fn decided_locally(api: &Api, domain: &Domain) -> bool {
     let reviewer = tokio::time::timeout(LOCAL_DECISION_WAIT, api.verdicts.decision(domain)).await;
-    match reviewer {
-        Ok(Ok(Some(decision))) => return decision == Decision::Block && !api.verdicts.catalog().free.contains(domain),
-        Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {}
-    }
     let catalog = api.verdicts.catalog();
+    if let Ok(Ok(Some(decision))) = reviewer {
+        return decision == Decision::Block && !catalog.free.contains(domain);
+    }
     if catalog.allow.contains(domain) {
         return false;
     }

@@ -19,7 +19,7 @@ use crate::verdicts::{Judged, LookupError};
 const DNS_RETRY_AFTER: u64 = 5;
 
 pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFields) -> Reply {
-    let key = match api.auth.authenticate(request.key.as_deref(), request.client).await {
+    let key = match request.authenticate(api).await {
         Ok(key) => key,
         Err(e) => return auth_error(api, e).into(),
     };
@@ -121,9 +121,9 @@ pub(super) fn auth_error(api: &Api, e: AuthError) -> ApiError {
         api.metrics.store_error();
     }
     match e {
-        AuthError::Missing => ApiError::new(ErrorCode::MissingApiKey, e.to_string()),
-        AuthError::Invalid => ApiError::new(ErrorCode::ApiKeyInvalid, e.to_string()),
         AuthError::Store(e) => store_error(e),
+        e if e.is_missing() => ApiError::new(ErrorCode::MissingApiKey, e.to_string()),
+        e => ApiError::new(ErrorCode::ApiKeyInvalid, e.to_string()),
     }
 }
 

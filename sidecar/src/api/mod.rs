@@ -23,10 +23,11 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use tokio::time::Instant;
 
-use crate::auth::{Authenticator, presented_key, redact_query};
+use crate::auth::{AuthError, Authenticator, other_scheme, presented_key, redact_query};
 use crate::client_ip::client_ip;
 use crate::limits::Limiter;
 use crate::metrics::{Metrics, Route};
+use crate::state::KeyRecord;
 use crate::verdicts::Verdicts;
 pub use lookup::record;
 pub use response::{ApiError, Reply, json_response};
@@ -69,10 +70,14 @@ pub struct Request {
     pub method: Method,
     pub path: String,
     pub key: Option<String>,
+    /// The scheme of an `Authorization` header that is not `Bearer`, for the `401` message.
+    pub other_scheme: Option<String>,
     /// The caller's address (see [`client_ip`]).
     pub client: Option<IpAddr>,
     /// For the pages: the language wanted, and the query (without `key`).
     pub accept_language: Option<String>,
+    /// For the pages: the media types wanted (a browser's unknown path gets an HTML 404).
+    pub accept: Option<String>,
     pub query: Option<String>,
 }
 
@@ -168,7 +173,9 @@ fn log_request(request: &Request, route: &'static str, status: u16, log: &LogFie
 fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -> Request {
     let header = session.req_header();
     let query = header.uri.query();
-    let key = presented_key(header.headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes()), query);
+    let authorization = header.headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes());
+    let key = presented_key(authorization, query);
+    let other_scheme = other_scheme(authorization);
     let method = header.method.clone();
     let path = header.uri.path().to_owned();
     if let Some(query) = query {
@@ -189,9 +196,21 @@ fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -
         .get(http::header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let accept = session.req_header().headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let query = session.req_header().uri.query().map(str::to_owned);
     let id = uuid::Uuid::new_v4().to_string();
-    Request { id, method, path, key, client, accept_language, query }
+    Request { id, method, path, key, other_scheme, client, accept_language, accept, query }
+}
+
+impl Request {
+    /// The caller's key record: a non-Bearer `Authorization` header with no `?key=` is named in
+    /// the error (it is the usual mistake), else the key is checked.
+    pub async fn authenticate(&self, api: &Api) -> Result<KeyRecord, AuthError> {
+        match (&self.key, &self.other_scheme) {
+            (None, Some(scheme)) => Err(AuthError::WrongScheme(scheme.clone())),
+            (key, _) => api.auth.authenticate(key.as_deref(), self.client).await,
+        }
+    }
 }
 
 async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
