@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use crate::clock::SystemClock;
 use crate::config::ServeArgs;
-use crate::dns::{HickoryResolver, MxCache};
+use crate::dns::{HickoryResolver, MxCache, MxResolver};
 use crate::lists::{LiveCatalog, offline_catalog};
 use crate::metrics::Metrics;
 use crate::state::{self, StateStore};
@@ -58,6 +58,36 @@ pub struct CheckArgs {
     /// memory stays flat once they are [default: 100000, or the --config file's]
     #[arg(long, value_name = "N")]
     pub cache_size: Option<usize>,
+    /// A domain that certainly has mail servers, asked once before the run: a resolver that
+    /// says it does not exist (a sandbox, a captive network) would make every domain `safe`
+    #[arg(long, value_name = "DOMAIN", default_value = "gmail.com")]
+    pub resolver_check: String,
+    /// Skip that check
+    #[arg(long)]
+    pub no_resolver_check: bool,
+}
+
+/// Asks the resolver about a domain that has mail servers: an answer that it does not exist or
+/// has none stops the run (every verdict would be a lie); a resolver that does not answer is
+/// only warned about (every line then says so itself).
+async fn check_resolver(resolver: &dyn MxResolver, name: &str) -> anyhow::Result<()> {
+    let domain =
+        email_verdict_core::Domain::parse(name).map_err(|e| usage_error(format!("--resolver-check {name:?}: {e}")))?;
+    match resolver.resolve(&domain).await {
+        Ok(answer) if answer.mx.has_mx() => Ok(()),
+        Ok(answer) => Err(anyhow::anyhow!(
+            "the resolver says {name} {}, which cannot be true: its answers would make every domain `safe`. \
+             Point --dns at a resolver that answers for real domains, or pass --no-resolver-check \
+             (or --resolver-check NAME with a domain it serves)",
+            if answer.mx.domain_exists() { "has no mail servers" } else { "does not exist" }
+        )),
+        Err(e) => {
+            eprintln!(
+                "email-verdict: warning: the resolver did not answer for {name} ({e}); lines it cannot answer get an error"
+            );
+            Ok(())
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,6 +110,9 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let resolver =
         Arc::new(HickoryResolver::new(&settings.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
+    if !args.no_resolver_check {
+        check_resolver(&*resolver, &args.resolver_check).await?;
+    }
     let verdicts = Verdicts::new(
         // The lists as they are now (files, kept copies of URL lists): a run does not reload.
         Arc::new(LiveCatalog::fixed(Catalog::clone(&*offline_catalog(&settings.lists)?))),

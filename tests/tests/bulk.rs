@@ -372,3 +372,20 @@ fn check_never_opens_a_planted_temporary_store() {
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
     assert!(left.iter().all(|n| n.to_string_lossy().starts_with(&old_name)), "nothing else left: {left:?}");
 }
+
+/// Issue 25: a resolver that says a real mail domain does not exist (a sandbox, a captive
+/// network) would make every domain `safe`: `check` asks it once first and stops, saying why.
+#[test]
+fn check_stops_when_the_resolver_denies_a_real_mail_domain() {
+    let nsd = Nsd::start();
+    // NSD answers NXDOMAIN for this name, as a lying resolver does for everything.
+    let (code, stdout, stderr) = check(&nsd, &["--resolver-check", "no-such-name.example"], "mailinator.com\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty(), "no verdict printed: {stdout}");
+    assert!(stderr.contains("does not exist") && stderr.contains("--no-resolver-check"), "{stderr}");
+    let (code, stdout, _) =
+        check(&nsd, &["--resolver-check", "no-such-name.example", "--no-resolver-check"], "mailinator.com\n");
+    assert_eq!((code, stdout.lines().count()), (Some(0), 1), "skipped on request");
+    let (code, _, stderr) = check(&nsd, &[], "mailinator.com\n");
+    assert_eq!(code, Some(0), "the default check (gmail.com) passes against a real answer: {stderr}");
+}
