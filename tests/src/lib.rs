@@ -25,6 +25,7 @@ pub mod sidecar;
 pub mod tempdir;
 pub mod upstream;
 pub mod verdict;
+pub mod werkzeug;
 
 pub use dns::DnsCounter;
 pub use envoy::{Envoy, EnvoyBuilder, Gateway};

@@ -16,16 +16,18 @@
 //!   `\n\n`, so `\n\r\n` does not end its header block); a part without headers (Werkzeug and
 //!   Rails read the next lines as its headers, Python and Go as its content); a line that starts
 //!   with the delimiter but is not one (`--boundaryX`, `--boundary--junk`: busboy ends the part
-//!   there, Werkzeug ends the form, Python reads on), padding other than spaces and tabs; the
-//!   delimiter anywhere in the preamble (Werkzeug finds the first one in mid-line) or at a line
-//!   start in the epilogue (Rails reads on after a leading close delimiter); a header line that
+//!   there, Werkzeug ends the form, Python reads on), padding other than spaces and tabs; in
+//!   the preamble, the delimiter followed by `--` or a line break even in mid-line (Werkzeug
+//!   starts there; a preamble line such as `--boundaryX` is skipped by all, and so here); the
+//!   delimiter at a line start in the epilogue (Rails reads on after a leading close
+//!   delimiter); a header line that
 //!   starts with the delimiter; a `Content-Disposition` given twice, parsed leniently by some
 //!   (a comment, a parameter twice: see [`header_value`]), with RFC 2231 continuations
 //!   (`name*0=`), two different names (`name` and `name*`), or a name holding an RFC 2047 encoded
 //!   word (`=?utf-8?q?email?=`: Python's `email` and ASP.NET Core decode it).
 //!
 //! Work is linear in the body: delimiters are looked for only at line starts (after LF, CRLF or
-//! a bare CR), the preamble is searched once (KMP). Never panics.
+//! a bare CR), the preamble is searched once (Knuth-Morris-Pratt). Never panics.
 
 use super::{Unreadable, header_value, is_utf8_charset};
 
@@ -73,10 +75,11 @@ pub fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, Unread
         return Err(Unreadable::Malformed);
     }
     let delimiter = [b"--", boundary.as_bytes()].concat();
-    let first = find_delimiter(body, &delimiter, 0)?.ok_or(Unreadable::Malformed)?;
-    // Werkzeug takes the first `--boundary` followed by a line break anywhere, even in mid-line.
+    let first = find_delimiter(body, &delimiter, 0, true)?.ok_or(Unreadable::Malformed)?;
+    // Werkzeug takes the first `--boundary` followed by `--` or a line break anywhere, even in
+    // mid-line; every parser skips one followed by anything else.
     let preamble = body.get(..first.start + delimiter.len() - 1).unwrap_or_default();
-    if contains(preamble, &delimiter) {
+    if occurrences(preamble, &delimiter).any(|at| !skipped_by_all(&body[at + delimiter.len()..])) {
         return Err(Unreadable::Ambiguous);
     }
     let style = match first.kind {
@@ -98,7 +101,7 @@ pub fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, Unread
             return Err(Unreadable::TooComplex);
         }
         let headers = read_headers(body, after, &delimiter, style)?;
-        let following = find_delimiter(body, &delimiter, headers.content_start)?.ok_or(Unreadable::Malformed)?;
+        let following = find_delimiter(body, &delimiter, headers.content_start, false)?.ok_or(Unreadable::Malformed)?;
         let end = if following.start == headers.content_start {
             following.start // no content: the line break before the delimiter ended the headers
         } else if following.before == Some(style) {
@@ -115,7 +118,7 @@ pub fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, Unread
 /// After the close delimiter every parser stops, except Rails when the close delimiter comes
 /// first: another delimiter there is read by some.
 fn check_epilogue(body: &[u8], delimiter: &[u8], epilogue: usize) -> Result<(), Unreadable> {
-    match find_delimiter(body, delimiter, epilogue) {
+    match find_delimiter(body, delimiter, epilogue, false) {
         Ok(None) => Ok(()),
         _ => Err(Unreadable::Ambiguous),
     }
@@ -139,11 +142,12 @@ enum Delimiter {
 }
 
 /// The next delimiter line at or after `from` (a line start). Line starts are after LF, CRLF
-/// or a bare CR: a line there that starts with the delimiter is a delimiter, or an error.
-fn find_delimiter(body: &[u8], delimiter: &[u8], from: usize) -> Result<Option<Found>, Unreadable> {
+/// or a bare CR: a line there that starts with the delimiter is a delimiter, or an error
+/// (except, in the preamble, a line every parser skips).
+fn find_delimiter(body: &[u8], delimiter: &[u8], from: usize, preamble: bool) -> Result<Option<Found>, Unreadable> {
     let mut line = from;
     while line <= body.len() {
-        if let Some(found) = delimiter_at(body, delimiter, line)? {
+        if let Some(found) = delimiter_at(body, delimiter, line, preamble)? {
             return Ok(Some(found));
         }
         let Some(offset) = body[line..].iter().position(|&b| b == b'\n' || b == b'\r') else {
@@ -156,11 +160,15 @@ fn find_delimiter(body: &[u8], delimiter: &[u8], from: usize) -> Result<Option<F
 }
 
 /// Whether the line starting at `at` is a delimiter line: `None` when it does not start with
-/// the delimiter, an error when it does but is not a clean delimiter line.
-fn delimiter_at(body: &[u8], delimiter: &[u8], at: usize) -> Result<Option<Found>, Unreadable> {
+/// the delimiter (or, in the preamble, when every parser skips it), an error when it does but
+/// is not a clean delimiter line.
+fn delimiter_at(body: &[u8], delimiter: &[u8], at: usize, preamble: bool) -> Result<Option<Found>, Unreadable> {
     let Some(rest) = body.get(at..).and_then(|r| r.strip_prefix(delimiter)) else {
         return Ok(None);
     };
+    if preamble && skipped_by_all(rest) {
+        return Ok(None); // `--boundaryX preamble`: a preamble line for Werkzeug, Python, Go, busboy, Rails
+    }
     let before = match at.checked_sub(1).map(|i| body[i]) {
         Some(b'\n') if at >= 2 && body[at - 2] == b'\r' => Some(Break::CrLf),
         Some(b'\n') => Some(Break::Lf),
@@ -203,11 +211,19 @@ fn delimiter_at(body: &[u8], delimiter: &[u8], at: usize) -> Result<Option<Found
     Ok(Some(Found { start: at, before, kind }))
 }
 
-/// Whether `needle` (non-empty) occurs in `haystack`: Knuth-Morris-Pratt, linear.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    if needle.is_empty() || haystack.len() < needle.len() {
+/// Whether what follows a `--boundary` in the preamble makes every parser skip it: not `--`,
+/// and something other than a line break after spaces, tabs, vertical tabs or form feeds.
+/// (Past 256 of those, it is taken as a delimiter.)
+fn skipped_by_all(rest: &[u8]) -> bool {
+    if rest.starts_with(b"--") {
         return false;
     }
+    let padding = rest.iter().take(256).take_while(|&&b| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c')).count();
+    matches!(rest.get(padding), Some(&b) if b != b'\r' && b != b'\n' && padding < 256)
+}
+
+/// Where `needle` (non-empty) starts in `haystack`, every occurrence: Knuth-Morris-Pratt, linear.
+fn occurrences<'h>(haystack: &'h [u8], needle: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
     let mut fallback = vec![0usize; needle.len()];
     let mut k = 0;
     for i in 1..needle.len() {
@@ -220,18 +236,22 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         fallback[i] = k;
     }
     let mut matched = 0;
-    for &b in haystack {
+    haystack.iter().enumerate().filter_map(move |(i, &b)| {
+        if needle.is_empty() {
+            return None;
+        }
         while matched > 0 && b != needle[matched] {
             matched = fallback[matched - 1];
         }
         if b == needle[matched] {
             matched += 1;
-            if matched == needle.len() {
-                return true;
-            }
         }
-    }
-    false
+        if matched == needle.len() {
+            matched = fallback[matched - 1];
+            return Some(i + 1 - needle.len());
+        }
+        None
+    })
 }
 
 /// What a part's headers say.
@@ -429,6 +449,18 @@ mod tests {
                 "This is a preamble.\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--",
                 Ok(&[(Some("email"), "v")]),
             ),
+            // A preamble line that merely starts with the boundary, or holds it followed by
+            // anything but `--` or a line break: every parser skips it.
+            (
+                "--XyZ junk\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--",
+                Ok(&[(Some("email"), "v")]),
+            ),
+            (
+                "--XyZx\rjunk --XyZ-x\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--",
+                Ok(&[(Some("email"), "v")]),
+            ),
+            // Only a preamble (its first line merely starts with the boundary), then the close.
+            ("--XyZ junk\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ok(&[])),
             // Binary content: bare CRs, bare LFs, NULs, CRLFs, the boundary after a non-break byte.
             (
                 "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\
@@ -504,14 +536,15 @@ mod tests {
             ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\n--XyZx\r\n--XyZ--", Ambiguous),
             ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--junk\r\n", Ambiguous),
             ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ x\r\n--XyZ--", Ambiguous),
-            ("--XyZ junk\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
-            ("--XyZ junk\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("--XyZ\x0b\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
             // Padding other than spaces and tabs (Werkzeug's `[^\S\n\r]` takes VT and FF).
             ("--XyZ\x0b\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
             ("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nv\r\n--XyZ--\x0c\r\n", Ambiguous),
             // The delimiter in mid-line in the preamble (Werkzeug starts there).
             ("junk--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
             ("junk--XyZ--\r\n--XyZ\r\nContent-Disposition: form-data; name=\"e\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("junk--XyZ  \n--XyZ\r\nContent-Disposition: form-data; name=\"e\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
+            ("x\r--XyZ\r\nContent-Disposition: form-data; name=\"e\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
             // A delimiter in the epilogue (Rails reads on after a leading close delimiter).
             ("--XyZ--\r\n--XyZ\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n--XyZ--", Ambiguous),
             ("--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--XyZ--\r\nx\n--XyZ--", Ambiguous),
@@ -617,7 +650,8 @@ mod tests {
         let boundary = "b".repeat(MAX_BOUNDARY);
         let near = format!("--{}", &boundary[1..]);
         let start = std::time::Instant::now();
-        for filler in [format!("{near}\r"), format!("{near}\n"), "\r".to_owned(), format!("x{near}")] {
+        let skipped = format!("--{boundary}{}x", " ".repeat(255));
+        for filler in [format!("{near}\r"), format!("{near}\n"), "\r".to_owned(), format!("x{near}"), skipped] {
             let content = filler.repeat(4 * 1024 * 1024 / filler.len());
             let body = format!(
                 "--{boundary}\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n{content}\r\n--{boundary}--"

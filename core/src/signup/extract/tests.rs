@@ -299,8 +299,8 @@ fn multipart_bodies_that_hid_the_email() {
         (big_headers, Extracted::Unreadable(Unreadable::TooComplex)),
         // As name*=utf-8''email (RFC 8187): read.
         (format!("--B\r\nContent-Disposition: form-data; name*=utf-8''email\r\n\r\n{x}\r\n--B--"), email(x)),
-        // After a preamble: read.
-        (format!("preamble\r\n{}--B--", part("email", x)), email(x)),
+        // After a preamble line that starts with the boundary: read.
+        (format!("--Bx preamble\r\n{}--B--", part("email", x)), email(x)),
         // A folded Content-Disposition: read.
         (format!("--B\r\nContent-Disposition: form-data;\r\n\tname=\"email\"\r\n\r\n{x}\r\n--B--"), email(x)),
         // No closing delimiter.
@@ -333,6 +333,21 @@ fn multipart_bodies_that_hid_the_email_issue_23() {
         (format!("{safe}--B\rContent-Disposition: form-data; name=\"email\"\r\r{x}\r--B--\r\n"), ambiguous.clone()),
         (
             format!("--B\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r--B\r\n{}--B--", part("email", x)),
+            ambiguous.clone(),
+        ),
+        // The shapes the old reader missed (it split lines at LF only): a bare-CR part inside
+        // a visible part's content, a visible safe email after it (Werkzeug's first `email` is x).
+        (
+            format!(
+                "--B\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r--B\rContent-Disposition: form-data; name=\"email\"\r\r{x}\r\n--B--"
+            ),
+            ambiguous.clone(),
+        ),
+        (
+            format!(
+                "--B\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r--B\rContent-Disposition: form-data; name=\"email\"\r\r{x}\r\n{}--B--",
+                part("email", "jane@gmail.com")
+            ),
             ambiguous.clone(),
         ),
         // A bare CR in a header block (Werkzeug ends the line there).
