@@ -64,16 +64,20 @@ enum Step {
 pub struct RequestFilter {
     config: Rc<FilterConfig>,
     state: State,
+    /// Envoy's `x-request-id` of the signup, when it has a usable one: sent with the callout
+    /// (the sidecar logs it beside its own) and on every local reply, so one id finds the
+    /// request in Envoy's access log and the sidecar's log.
+    request_id: Option<String>,
 }
 
 impl RequestFilter {
     pub fn new(config: Rc<FilterConfig>) -> Self {
-        Self { config, state: State::Start }
+        Self { config, state: State::Start, request_id: None }
     }
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host };
+        let mut ctx = Ctx { config: &config, host, request_id: None };
         let headers = match ctx.host.request_headers() {
             Ok(headers) => headers,
             Err(e) => {
@@ -85,6 +89,8 @@ impl RequestFilter {
             }
         };
         let stripped = ctx.strip_flag_headers(Some(&headers));
+        self.request_id = request_id(&headers);
+        ctx.request_id = self.request_id.as_deref();
         let path = headers.text(":path");
         if !config.is_signup(&headers.text(":method"), &path) {
             self.state = State::Passthrough;
@@ -101,7 +107,7 @@ impl RequestFilter {
         match &self.state {
             State::AwaitingBody { .. } if body_size > self.config.max_body_bytes => {
                 let config = Rc::clone(&self.config);
-                let step = Ctx { config: &config, host }.body_too_large();
+                let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_too_large();
                 self.settle(step)
             }
             State::AwaitingBody { .. } if !end_of_stream => Action::Pause,
@@ -132,7 +138,8 @@ impl RequestFilter {
             return;
         };
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host: &mut *host }.sidecar_answered(&domain, cas, response);
+        let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
+        let step = ctx.sidecar_answered(&domain, cas, response);
         if self.settle(step) == Action::Continue
             && let Err(e) = host.resume_request()
         {
@@ -145,7 +152,7 @@ impl RequestFilter {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host }.body_complete(&kind, early);
+        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_complete(&kind, early);
         self.settle(step)
     }
 
@@ -169,6 +176,7 @@ impl RequestFilter {
 struct Ctx<'a, H: Host> {
     config: &'a FilterConfig,
     host: &'a mut H,
+    request_id: Option<&'a str>,
 }
 
 impl<H: Host> Ctx<'_, H> {
@@ -275,6 +283,8 @@ impl<H: Host> Ctx<'_, H> {
             ("authorization", sidecar.authorization.as_str()),
             ("accept", "application/json"),
         ];
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
         match self.host.dispatch_http_call(&sidecar.cluster, &headers, sidecar.timeout) {
             Ok(token) => {
                 self.host.increment(Counter::Callouts);
@@ -432,8 +442,10 @@ impl<H: Host> Ctx<'_, H> {
     /// Answers the client. If even that fails there is no way to hold the request without
     /// hanging it, so it goes on (logged at error level).
     fn respond(&mut self, reply: &LocalReply<'_>) -> Step {
-        let headers = [("content-type", "application/json")];
-        match self.host.send_local_response(reply.status, reply.details, &headers, reply.body) {
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let headers: Vec<(&str, &str)> = [("content-type", "application/json")].into_iter().chain(id).collect();
+        let body = self.request_id.map_or_else(|| reply.body.to_vec(), |id| with_request_id(reply.body, id));
+        match self.host.send_local_response(reply.status, reply.details, &headers, &body) {
             Ok(()) => Step::Responded,
             Err(e) => {
                 self.log(
@@ -447,6 +459,26 @@ impl<H: Host> Ctx<'_, H> {
 
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
+    }
+}
+
+/// Envoy's `x-request-id`, when it is one line of at most 128 ASCII letters, digits, `-`, `_`
+/// or `.` (a client may send its own: nothing else is echoed).
+fn request_id(headers: &RequestHeaders) -> Option<String> {
+    let id = std::str::from_utf8(headers.first("x-request-id")?).ok()?.trim();
+    let usable = (1..=128).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    usable.then(|| id.to_owned())
+}
+
+/// A JSON object body with `"request_id"` added (unless it has one); any other body unchanged.
+fn with_request_id(body: &[u8], id: &str) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(mut object)) if !object.contains_key("request_id") => {
+            object.insert("request_id".to_owned(), id.into());
+            serde_json::to_vec(&object).unwrap_or_else(|_| body.to_vec())
+        }
+        _ => body.to_vec(),
     }
 }
 

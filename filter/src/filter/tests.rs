@@ -181,6 +181,26 @@ fn disposable_signups_are_blocked_whatever_the_body_format() {
     }
 }
 
+/// Issue 25: Envoy's `x-request-id` goes with the callout (the sidecar logs it) and comes back on
+/// the block, as a header and in a JSON object body; an id that is not plain is never echoed.
+#[test]
+fn the_request_id_goes_with_the_callout_and_the_block() {
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 } }));
+    for (id, echoed) in [("5f1c2a9e-77b1-4c4e-9d8a-0b5f6c1e2d3f", true), ("<script>", false)] {
+        let mut f = h.filter();
+        let body = br#"{"email":"ann@mailinator.com"}"#;
+        let mut host = h.host("POST", "/signup", &[("content-type", "application/json"), ("x-request-id", id)], body);
+        send(&mut f, &mut host);
+        assert_eq!(host.dispatched[0].header("x-request-id"), echoed.then_some(id), "{id}");
+        answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &["has_mx"]));
+        let sent = only_sent(&host);
+        assert_eq!(sent.status, 403);
+        assert_eq!(sent.json()["request_id"].as_str(), echoed.then_some(id), "{id}");
+        let header = sent.headers.iter().find(|(k, _)| k == "x-request-id").map(|(_, v)| v.as_str());
+        assert_eq!(header, echoed.then_some(id), "{id}");
+    }
+}
+
 #[test]
 fn custom_block_response() {
     let h = Harness::new(json!({ "block_response": { "status": 422, "body": ["nope"] } }));

@@ -72,6 +72,9 @@ pub struct Request {
     pub key: Option<String>,
     /// The scheme of an `Authorization` header that is not `Bearer`, for the `401` message.
     pub other_scheme: Option<String>,
+    /// The caller's `x-request-id` (Envoy's, from the filter's callout or an ext_authz check),
+    /// logged beside our own id when it is plain: one id finds a signup in both logs.
+    pub upstream_id: Option<String>,
     /// The caller's address (see [`client_ip`]).
     pub client: Option<IpAddr>,
     /// For the pages: the language wanted, and the query (without `key`).
@@ -154,6 +157,7 @@ fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
 fn log_request(request: &Request, route: &'static str, status: u16, log: &LogFields, started: Instant) {
     tracing::info!(
         request_id = %request.id,
+        upstream_request_id = request.upstream_id.as_deref(),
         method = %request.method,
         route,
         status,
@@ -196,10 +200,12 @@ fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -
         .get(http::header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let accept = session.req_header().headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let accept =
+        session.req_header().headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let query = session.req_header().uri.query().map(str::to_owned);
     let id = uuid::Uuid::new_v4().to_string();
-    Request { id, method, path, key, other_scheme, client, accept_language, accept, query }
+    let upstream_id = session.req_header().headers.get("x-request-id").and_then(|v| plain_id(v.as_bytes()));
+    Request { id, method, path, key, other_scheme, upstream_id, client, accept_language, accept, query }
 }
 
 impl Request {
@@ -211,6 +217,14 @@ impl Request {
             (key, _) => api.auth.authenticate(key.as_deref(), self.client).await,
         }
     }
+}
+
+/// An id of at most 128 ASCII letters, digits, `-`, `_` or `.`; anything else is not logged.
+fn plain_id(value: &[u8]) -> Option<String> {
+    let id = std::str::from_utf8(value).ok()?.trim();
+    let plain = (1..=128).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    plain.then(|| id.to_owned())
 }
 
 async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
