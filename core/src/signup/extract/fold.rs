@@ -1,11 +1,14 @@
 //! Names compared the way the most lenient binders compare them: case-insensitively, with
 //! Unicode simple case folding.
 //!
-//! Go's `encoding/json` matches a key to a struct field by `ToUpper(ToLower(r))` per rune, so
-//! `ſ` (U+017F) is `s` and the Kelvin sign `K` (U+212A) is `k`; ASP.NET Core binds JSON
-//! (`PropertyNameCaseInsensitive`), form fields and query parameters (`OrdinalIgnoreCase`, an
-//! invariant upper-casing per UTF-16 unit). Two names are the same here when any of these
-//! readings makes them equal, so every key an app may bind to a configured name is that name.
+//! Go's `encoding/json` matches a key to a struct field by Unicode simple case folding (each
+//! rune to the smallest of its `unicode.SimpleFold` orbit), so `ſ` (U+017F) is `s` and the
+//! Kelvin sign `K` (U+212A) is `k`; ASP.NET Core binds JSON (`PropertyNameCaseInsensitive`),
+//! form fields and query parameters (`OrdinalIgnoreCase`, an invariant upper-casing per UTF-16
+//! unit). Two names are the same here when their characters have the same upper case of their
+//! lower case, the same upper case or the same lower case: a superset of those rules (it also
+//! takes the dotless `ı` and the dotted `İ` for `i`), so every key an app may bind to a
+//! configured name is that name; one no app binds costs at most a refusal.
 
 /// Whether `a` and `b` name the same field for some popular binder.
 pub(crate) fn same_name(a: &str, b: &str) -> bool {
@@ -16,7 +19,7 @@ fn same_char(a: char, b: char) -> bool {
     a == b || fold(a) == fold(b) || simple_upper(a) == simple_upper(b) || simple_lower(a) == simple_lower(b)
 }
 
-/// Go's folding: upper case of the lower case.
+/// Upper case of the lower case: one representative of a simple case-folding orbit.
 fn fold(c: char) -> char {
     simple_upper(simple_lower(c))
 }
@@ -51,8 +54,8 @@ mod tests {
             ("email", "Email"),
             ("email", "EMAIL"),
             ("email", "eMaIl"),
-            ("ask", "a\u{17F}k"),   // ſ (long s): Go's ToUpper gives S
-            ("ask", "as\u{212A}"),  // K (Kelvin sign): Go's ToLower gives k
+            ("ask", "a\u{17F}k"),   // ſ (long s): in the orbit of s and S
+            ("ask", "as\u{212A}"),  // K (Kelvin sign): in the orbit of k and K
             ("mail", "ma\u{130}l"), // İ: simple lower-case i
             ("mail", "ma\u{131}l"), // ı (dotless i): upper-case I
             ("straße", "STRAßE"),   // ß has no one-code-point upper case

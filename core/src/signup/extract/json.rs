@@ -4,10 +4,11 @@
 //! (`{"email":"x@disposable","email":"y@gmail.com"}`). [`Node`] keeps every member, and a pointer
 //! is followed down every duplicate, so all the values an app could see are compared. A key
 //! matches a pointer token as Go's `encoding/json` and ASP.NET Core bind it: case-insensitively,
-//! with Unicode simple folding (`{"EMAIL": ...}`, `{"\u0045mail": ...}` and `{"emaıl": ...}` are
-//! `/email`; `super::fold`), and the last match wins there, so two different values are a
-//! conflict. Anything serde_json refuses (`NaN`, `-Infinity`, `1e400`, a lone surrogate `"\ud800"`, nesting deeper
-//! than 128, trailing data) is [`Unreadable::Malformed`]: some apps read it anyway.
+//! with Unicode simple folding (`{"EMAIL": ...}` and `{"\u0045mail": ...}` are `/email`, `ſ` is
+//! `s`, the Kelvin sign `K` is `k`; `super::fold`), and the last match wins there, so two
+//! different values are a conflict. Anything serde_json refuses (`NaN`, `-Infinity`, `1e400`, a
+//! lone surrogate `"\ud800"`, nesting deeper than 128, trailing data) is
+//! [`Unreadable::Malformed`]: some apps read it anyway.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 

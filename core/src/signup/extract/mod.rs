@@ -11,7 +11,7 @@
 //!   header and a body) is [`Extracted::Invalid`]: apps disagree on which one wins;
 //! - names are compared as the most lenient binders compare them (ASP.NET Core's form and
 //!   query collections, Go's and ASP.NET Core's JSON binding): case-insensitively, with Unicode
-//!   simple case folding (`Email`, `EMAIL`, `emaıl`... are `email`);
+//!   simple case folding (`Email` and `EMAIL` are `email`, `ſ` is `s`, the Kelvin sign `K` is `k`);
 //! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`];
 //! - a body that cannot be read in full (malformed, over a limit, encoded, of a type no
 //!   configured source reads, readable more than one way) is [`Extracted::Unreadable`], never
