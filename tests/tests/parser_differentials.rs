@@ -363,7 +363,7 @@ fn real_clients_upload(gateway: Gateway) {
         .arg(format!("avatar=@{};type=image/png", file.display()))
         .arg(&url)
         .output()
-        .expect("run curl");
+        .unwrap_or_else(|e| panic!("curl (Debian's curl package) runs the real client here: {e}"));
     assert_eq!(String::from_utf8_lossy(&curl.stdout), "200", "curl: {}", String::from_utf8_lossy(&curl.stderr));
     let script = "import sys, requests\n\
                   data = open(sys.argv[2], 'rb').read()\n\
