@@ -184,20 +184,192 @@ fn page_only_data_never_reaches_the_json_api() {
     assert!(page_ok(&sc, "/en/domain/gmail.com").contains("Google Workspace"));
 }
 
+/// The messages of one language, as the server has them (`sidecar/locales/<lang>.toml`, flat
+/// `key = "text"`); `[` `]` (a link's text) left out, as a page's text shows them.
+fn messages(lang: &str) -> std::collections::HashMap<String, String> {
+    let path = email_verdict_tests::workspace_root().join(format!("sidecar/locales/{lang}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| l.split_once(" = \""))
+        .filter_map(|(k, v)| Some((k.to_owned(), v.strip_suffix('"')?.replace(['[', ']'], ""))))
+        .collect()
+}
+
+fn fill(template: &str, args: &[(&str, &str)]) -> String {
+    args.iter().fold(template.to_owned(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
+}
+
+/// The text of the first element carrying `attribute` (`data-x` or `data-x="v"`), tags dropped.
+fn text_at(html: &str, attribute: &str) -> Option<String> {
+    let rest = html.split(attribute).nth(1)?;
+    let (_, after) = rest.split_once('>')?;
+    let mut out = String::new();
+    let mut depth = 0; // inside an element opened within this one
+    let mut chars = after.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '<' {
+            out.push(c);
+            continue;
+        }
+        let tag: String = chars.by_ref().take_while(|&c| c != '>').collect();
+        match tag.strip_prefix('/') {
+            Some(_) if depth == 0 => break,
+            Some(_) => depth -= 1,
+            None if !tag.ends_with('/') => depth += 1,
+            None => {}
+        }
+    }
+    Some(out.trim().to_owned())
+}
+
+/// Issue 25 §3: a domain without mail servers (none, null MX, no such domain) was shown as a
+/// green "Safe" whose box said "queued for manual review" above a flag row saying "Waiting for
+/// manual review: No". Now the box says what it is, neutrally, and the row says why it is No;
+/// the API's answer is unchanged (spec: the no-MX row, `review_required` false).
 #[test]
-fn a_domain_without_mx_says_it_is_queued_for_review() {
+fn a_domain_that_cannot_receive_mail_says_so_without_contradiction() {
     let (sc, _nsd) = start_pages(&[]);
-    for domain in ["nomx.example", "nullmx.example", "does-not-exist.example"] {
-        let html = page_ok(&sc, &format!("/en/domain/{domain}"));
-        assert!(html.contains("data-verdict=\"safe\""), "{domain}");
-        assert!(
-            html.contains("data-queued=\"no_mx\"") && html.contains("queued for manual review"),
-            "{domain}:\n{html}"
-        );
+    for lang in LANGS {
+        let t = messages(lang);
+        for (domain, state) in
+            [("nomx.example", "no_mail"), ("nullmx.example", "no_mail"), ("does-not-exist.example", "no_domain")]
+        {
+            let html = page_ok(&sc, &format!("/{lang}/domain/{domain}"));
+            let what = format!("{lang} {domain}");
+            assert!(html.contains(&format!("class=\"verdict verdict-{state}\"")), "{what}: neutral box\n{html}");
+            assert!(!html.contains("verdict-safe"), "{what}: not shown as a green Safe");
+            assert!(html.contains(&format!("data-verdict=\"safe\" data-state=\"{state}\"")), "{what}");
+            let box_text = text_at(&html, "data-state=").unwrap_or_default();
+            assert_eq!(box_text, t[&format!("verdict_{state}")], "{what}: the box says what it is");
+            assert_eq!(text_at(&html, "data-queued=\"no_mx\"").as_deref(), Some(t["queued_no_mx"].as_str()), "{what}");
+            let row = html.split("data-flag=\"review_required\"").nth(1).unwrap_or_default();
+            assert!(row.starts_with(" data-value=\"false\""), "{what}: the flag stays the API's");
+            assert_eq!(
+                text_at(row, "data-note=\"no_mx\"").as_deref(),
+                Some(t["flag_review_required_no_mx"].as_str()),
+                "{what}: the row says why it is No"
+            );
+        }
+        assert!(!page_ok(&sc, &format!("/{lang}/domain/ownmail.example")).contains("data-note="), "{lang}");
+    }
+    assert!(!page_ok(&sc, "/en/domain/nomx.example").contains("manual review"), "the old contradiction is gone");
+    for domain in ["nomx.example", "does-not-exist.example"] {
+        let v = sc.lookup_ok(domain);
+        let r = &v["result"];
+        assert_eq!((r["verdict"].as_str(), r["review_required"].as_bool()), (Some("safe"), Some(false)), "{v}");
     }
     wait_for("nomx.example in the review queue", Duration::from_secs(5), || {
         sc.cli().run(&["review", "list"]).stdout.contains("nomx.example\tno_mx").then_some(())
     });
+}
+
+/// Issue 25 §3: gmail.com's provider was "Google Workspace" (the name of its MX hosts' suffix
+/// in the shared-MX table); a free provider's own name comes first, its infrastructure second.
+#[test]
+fn a_free_provider_is_named_by_its_own_name_first() {
+    let (sc, _nsd) = start_pages(&[]);
+    for lang in LANGS {
+        let t = messages(lang);
+        let html = page_ok(&sc, &format!("/{lang}/domain/gmail.com"));
+        assert_eq!(text_at(&html, "data-provider").as_deref(), Some("gmail.com"), "{lang}");
+        assert_eq!(text_at(&html, "data-infrastructure").as_deref(), Some("Google Workspace"), "{lang}");
+        assert!(html.contains(&format!("<dt>{}</dt>", t["infrastructure_label"])), "{lang}");
+        // A business on shared infrastructure: the provider is that infrastructure.
+        let shop = page_ok(&sc, &format!("/{lang}/domain/shopco.example"));
+        assert_eq!(text_at(&shop, "data-provider").as_deref(), Some("Microsoft 365"), "{lang}");
+        assert!(!shop.contains("data-infrastructure"), "{lang}");
+    }
+}
+
+/// Issue 25 §3: the shipped IP data's credit was English on every page. It is in the page's
+/// language now, with the names its licences ask to credit (NRO, RouteViews, DB-IP), a link to
+/// the licence, and DB-IP's link in DB-IP's words.
+#[test]
+fn the_ip_data_credit_is_in_the_page_language() {
+    let (sc, _nsd) = start_with(|b| b);
+    public_listener_up(&sc);
+    for lang in LANGS {
+        let t = messages(lang);
+        let html = page_ok(&sc, &format!("/{lang}/domain/gmail.com"));
+        let credit = text_at(&html, "data-attribution=\"shipped\"").unwrap_or_else(|| panic!("{lang}: no credit"));
+        let args = [
+            ("country_db", "ip-location-db geo-whois-asn-country"),
+            ("country_holders", "NRO"),
+            ("asn_db", "ip-location-db asn"),
+            ("asn_holders", "RouteViews, DB-IP, NRO"),
+        ];
+        let want = format!("{}: {} IP Geolocation by DB-IP", t["ip_data_label"], fill(&t["ip_data_shipped"], &args));
+        assert_eq!(credit, want, "{lang}");
+        assert!(html.contains("<a href=\"https://db-ip.com\">IP Geolocation by DB-IP</a>"), "{lang}: DB-IP's link");
+        assert!(html.contains("<a href=\"https://creativecommons.org/licenses/by/4.0/\">CC BY 4.0</a>"), "{lang}");
+        if lang != "en" {
+            assert!(!html.contains("Country: ip-location-db"), "{lang}: the English credit is gone");
+        }
+    }
+    // An operator's own databases keep the operator's credit.
+    let (own, _nsd2) = start_pages(&["--geoip-attribution", "IP data by Example <Geo>"]);
+    let html = page_ok(&own, "/fr/domain/gmail.com");
+    assert!(
+        html.contains("data-attribution=\"operator\"") && html.contains("IP data by Example &lt;Geo&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("db-ip.com"), "DB-IP is credited only for its data");
+}
+
+/// Issue 25 §3: a path in no language of ours gave a browser the API's JSON 404. A browser
+/// (`Accept: text/html`) now gets a page in its language, leading to the domain's page; API
+/// clients keep the JSON answer, and the API's own paths answer JSON whoever asks.
+#[test]
+fn an_unknown_language_path_gives_a_browser_a_page_and_an_api_client_json() {
+    let (sc, _nsd) = start_pages(&[]);
+    let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let req = Request::get("/xx/domain/gmail.com").header("Accept", browser).header("Accept-Language", "de-CH");
+    let resp = sc.send(&req);
+    assert_eq!(resp.status, 404, "{resp}");
+    assert_eq!(resp.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(resp.header("cache-control"), Some("no-store"));
+    let html = resp.text();
+    assert!(html.contains("<html lang=\"de\">") && html.contains("<h1>Seite nicht gefunden</h1>"), "{html}");
+    assert!(html.contains("<a href=\"/de/domain/gmail.com\">Die Seite für gmail.com</a>"), "{html}");
+    let email = sc.send(&Request::get("/zz/domain/zyxlocal%40gmail.com").header("Accept", browser));
+    assert_eq!((email.status, email.header("cache-control")), (404, Some("no-store")));
+    assert!(!email.text().contains("zyxlocal"), "never the local part");
+    for target in ["/xx/", "/en-US/domain/gmail.com", "/nope"] {
+        let resp = sc.send(&Request::get(target).header("Accept", browser));
+        assert_eq!((resp.status, resp.header("content-type")), (404, Some("text/html; charset=utf-8")), "{target}");
+    }
+    for accept in [None, Some("*/*"), Some("application/json")] {
+        let mut req = Request::get("/xx/domain/gmail.com");
+        if let Some(a) = accept {
+            req = req.header("Accept", a);
+        }
+        email_verdict_tests::verdict::check_error(&sc.send(&req), 404, "not_found", &format!("Accept {accept:?}"));
+    }
+    let api = sc.send(&Request::get("/api/v1/nope").header("Accept", browser));
+    email_verdict_tests::verdict::check_error(&api, 404, "not_found", "an API path stays JSON");
+}
+
+/// Issue 25 §3: the footer's "JSON API" was not a link. It links the API's description, served
+/// beside the pages; no key is ever in a page.
+#[test]
+fn the_footer_links_the_api_description_and_no_page_holds_a_key() {
+    let (sc, _nsd) = start_pages(&[]);
+    let link = "<a href=\"/api/v1/openapi.yaml\">";
+    for lang in LANGS {
+        let t = messages(lang);
+        for target in [format!("/{lang}/domain/gmail.com"), format!("/{lang}/"), format!("/{lang}/domain/a..b")] {
+            let html = get(&sc, &target, None).text();
+            let footer = html.split("<footer").nth(1).unwrap_or_default();
+            assert!(footer.contains(link), "{target}: {footer}");
+            let text = text_at(&html, "<footer class=\"site\"").unwrap_or_default();
+            assert_eq!(text, t["footer_api"], "{target}");
+            assert!(!html.contains(sc.key()) && !html.contains("key="), "{target}: no key in a page");
+        }
+    }
+    let doc = get(&sc, "/api/v1/openapi.yaml", None);
+    assert_eq!((doc.status, doc.header("content-type")), (200, Some("text/plain; charset=utf-8")), "{doc}");
+    let shipped = std::fs::read_to_string(email_verdict_tests::workspace_root().join("docs/openapi.yaml")).unwrap();
+    assert_eq!(doc.text(), shipped, "the description in the repository");
 }
 
 #[test]

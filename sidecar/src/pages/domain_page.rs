@@ -113,6 +113,20 @@ pub fn not_found(pages: &Pages, lang: Lang) -> Page {
     message(pages, lang, m, Vec::new())
 }
 
+/// A path in no language of ours (`/xx/domain/gmail.com`), asked for by a browser: a 404 page
+/// in its language, leading to the domain's page when the path names one.
+pub fn unknown_path(pages: &Pages, lang: Lang, segments: &[&str]) -> Page {
+    let mut m = Message::new(StatusCode::NOT_FOUND, "not_found_title", i18n::text(lang, "not_found_body", &[]));
+    if let [_, "domain", segment, ..] = segments
+        && let Ok(input) = parse(segment)
+    {
+        let domain = input.domain().as_str();
+        m.back_href = Some(page_path(lang, domain));
+        m.back_text = Some(i18n::text(lang, "not_found_domain_link", &[("domain", domain)]));
+    }
+    message(pages, lang, m, Vec::new())
+}
+
 /// The input of a path segment; `Err` with the decoded text when it is not valid.
 fn parse(segment: &str) -> Result<LookupInput, String> {
     let raw = percent_decode_str(segment).decode_utf8().map_err(|_| String::new())?;

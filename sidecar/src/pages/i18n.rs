@@ -36,8 +36,17 @@ static CATALOG: LazyLock<HashMap<Lang, Messages>> = LazyLock::new(|| {
 /// The message `key` in `lang` (English if that language lacks it, the key itself if English
 /// does too), with `{name}` placeholders replaced from `args`.
 pub fn text(lang: Lang, key: &str, args: &[(&str, &str)]) -> String {
-    let raw = lookup(lang, key).or_else(|| lookup(Lang::En, key)).unwrap_or(key);
-    let mut out = raw.to_owned();
+    fill(raw(lang, key), args)
+}
+
+/// The message `key` in `lang` (as [`text`]) with its placeholders left in.
+pub fn raw(lang: Lang, key: &str) -> &str {
+    lookup(lang, key).or_else(|| lookup(Lang::En, key)).unwrap_or(key)
+}
+
+/// `{name}` placeholders of `template` replaced from `args`.
+pub fn fill(template: &str, args: &[(&str, &str)]) -> String {
+    let mut out = template.to_owned();
     for (name, value) in args {
         out = out.replace(&format!("{{{name}}}"), value);
     }
@@ -70,6 +79,9 @@ mod tests {
             for (key, value) in messages {
                 assert!(!value.trim().is_empty(), "{lang:?} {key} is empty");
                 assert_eq!(placeholders(value), placeholders(&english[key]), "{lang:?} {key}: placeholders");
+                // `[text]` marks a link's text (`t_link` in the templates): one where English has one.
+                let links = |s: &str| (s.matches('[').count(), s.matches(']').count());
+                assert_eq!(links(value), links(&english[key]), "{lang:?} {key}: [link] markers");
             }
         }
     }

@@ -21,7 +21,8 @@ use super::lang::Lang;
 static SHIPPED_COUNTRY: &[u8] = include_bytes!("../../../data/ipdb/country.mmdb");
 static SHIPPED_ASN: &[u8] = include_bytes!("../../../data/ipdb/asn.mmdb");
 
-/// What the shipped databases require to be shown (CC BY 4.0; DB-IP asks for its link too).
+/// What the shipped databases require to be shown (CC BY 4.0; DB-IP asks for its link too), in
+/// English. The pages write it in their own language (`ip_data_shipped` in `domain.html`).
 pub const SHIPPED_ATTRIBUTION: &str = "Country: ip-location-db geo-whois-asn-country (NRO, CC BY 4.0). \
      ASN: ip-location-db asn (RouteViews, DB-IP, NRO; CC BY 4.0).";
 

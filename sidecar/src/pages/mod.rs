@@ -9,6 +9,8 @@
 //! | GET | `/{lang}/domain?q=…` | the lookup form: redirect to the page of `q` |
 //! | GET | `/`, `/{lang}/` | the home page (redirect by `Accept-Language` at `/`) |
 //! | GET | `/static/site.css` | the stylesheet |
+//! | GET | `/api/v1/openapi.yaml` | the API's description (`docs/openapi.yaml`), linked from every page |
+//! | GET | any other path but `/api/…` | an HTML 404 in the browser's language, when it asks for HTML |
 //!
 //! Invariants: everything shown is escaped by the templates; the local part of an email address
 //! is never shown, and pages whose URL holds one are never cached; page views and re-checks are
@@ -102,6 +104,12 @@ pub async fn serve(api: &Api, request: &Request, log: &mut LogFields) -> Option<
     let answer = match segments.as_slice() {
         [""] if get => home_redirect(negotiated()),
         ["domain", segment] if get => language_redirect(negotiated(), segment),
+        ["api", "v1", "openapi.yaml"] if get => respond::api_description(),
+        // The API's paths answer JSON, whoever asks; any other unknown path is a page a browser
+        // followed (a language we do not have: `/xx/domain/…`) and gets a page.
+        [code, ..] if *code != "api" && Lang::parse(code).is_none() && get && wants_html(request) => {
+            domain_page::unknown_path(pages, negotiated(), &segments)
+        }
         [code, rest @ ..] => {
             let lang = Lang::parse(code)?;
             match (rest, get, post) {
@@ -119,6 +127,21 @@ pub async fn serve(api: &Api, request: &Request, log: &mut LogFields) -> Option<
         _ => return None,
     };
     Some(answer)
+}
+
+/// Whether the client asks for HTML (`Accept` names `text/html` with a q-value above 0), as a
+/// browser does; API clients (`*/*`, `application/json`, no header) keep the JSON answers.
+fn wants_html(request: &Request) -> bool {
+    request.accept.as_deref().is_some_and(accepts_html)
+}
+
+fn accepts_html(accept: &str) -> bool {
+    accept.split(',').take(32).any(|item| {
+        let mut parts = item.split(';');
+        let range = parts.next().unwrap_or_default().trim();
+        let q = parts.find_map(|p| p.trim().strip_prefix("q=")).map_or(1.0, |q| q.trim().parse().unwrap_or(0.0));
+        (range.eq_ignore_ascii_case("text/html") || range.eq_ignore_ascii_case("application/xhtml+xml")) && q > 0.0
+    })
 }
 
 fn home_redirect(lang: Lang) -> Response<Vec<u8>> {
@@ -169,5 +192,16 @@ mod tests {
         assert_eq!(safe_segment("x%0d%0aSet-Cookie:%20a"), "x%0D%0ASet-Cookie%3A%20a");
         assert_eq!(safe_segment("b%C3%BCcher.example"), "b%C3%BCcher.example");
         assert_eq!(safe_segment("..%2F..%2Fadmin"), "..%2F..%2Fadmin");
+    }
+
+    #[test]
+    fn browsers_ask_for_html_api_clients_do_not() {
+        let chromium = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8";
+        assert!(accepts_html(chromium));
+        assert!(accepts_html("application/xhtml+xml"));
+        assert!(accepts_html("TEXT/HTML; charset=utf-8"));
+        for api in ["*/*", "application/json", "text/html;q=0", "application/json, text/*;q=0.5", ""] {
+            assert!(!accepts_html(api), "{api}");
+        }
     }
 }

@@ -48,6 +48,18 @@ pub fn stylesheet() -> Response<Vec<u8>> {
     build(StatusCode::OK, headers, SITE_CSS.as_bytes().to_vec())
 }
 
+/// `/api/v1/openapi.yaml`: the API's description, as the pages' footer links it. Plain text,
+/// so that a browser shows it rather than saving it.
+pub fn api_description() -> Response<Vec<u8>> {
+    let mut headers = security_headers();
+    headers.push(("Content-Type", "text/plain; charset=utf-8".into()));
+    headers.push(("Cache-Control", "public, max-age=3600".into()));
+    build(StatusCode::OK, headers, API_DESCRIPTION.as_bytes().to_vec())
+}
+
+/// `docs/openapi.yaml`, checked against the real server by `tests/openapi.rs`.
+const API_DESCRIPTION: &str = include_str!("../../../docs/openapi.yaml");
+
 pub fn security_headers() -> Headers {
     vec![
         ("Content-Security-Policy", CSP.into()),

@@ -40,6 +40,7 @@ impl Templates {
             env.add_template(name, source).map_err(|e| anyhow::anyhow!("template {name}: {e}"))?;
         }
         env.add_function("t", translate);
+        env.add_function("t_link", translate_link);
         env.set_formatter(escape_html);
         Ok(Self { env })
     }
@@ -61,7 +62,10 @@ fn escape_html(out: &mut Output, state: &mut State, value: &Value) -> Result<(),
     if *state.auto_escape() != AutoEscape::Html || value.is_safe() || value.is_none() || value.is_undefined() {
         return escape_formatter(out, state, value);
     }
-    let text = value.to_string();
+    out.write_str(&escape(&value.to_string())).map_err(Error::from)
+}
+
+fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -73,20 +77,43 @@ fn escape_html(out: &mut Output, state: &mut State, value: &Value) -> Result<(),
             c => escaped.push(c),
         }
     }
-    out.write_str(&escaped).map_err(Error::from)
+    escaped
 }
 
 /// `t("key", name=value, …)`: the message in the page's `lang`.
 fn translate(state: &State, key: &str, kwargs: Kwargs) -> Result<String, Error> {
+    let (lang, args) = lang_and_args(state, &kwargs)?;
+    let args: Vec<(&str, &str)> = args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Ok(i18n::text(lang, key, &args))
+}
+
+/// `t_link("key", href=url, name=value, …)`: the message with its `[text]` part as a link to
+/// `href`; everything escaped (the link's text and URL too), so it is printed as it is.
+fn translate_link(state: &State, key: &str, kwargs: Kwargs) -> Result<Value, Error> {
+    let href: String = kwargs.get("href")?;
+    let (lang, args) = lang_and_args(state, &kwargs)?;
+    let args: Vec<(&str, &str)> =
+        args.iter().filter(|(k, _)| k != "href").map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let template = i18n::raw(lang, key);
+    let part = |s: &str| escape(&i18n::fill(s, &args));
+    let html = match template.split_once('[').and_then(|(before, rest)| Some((before, rest.split_once(']')?))) {
+        Some((before, (text, after))) => {
+            format!("{}<a href=\"{}\">{}</a>{}", part(before), escape(&href), part(text), part(after))
+        }
+        None => part(template),
+    };
+    Ok(Value::from_safe_string(html))
+}
+
+/// The page's language and the keyword arguments as text.
+fn lang_and_args(state: &State, kwargs: &Kwargs) -> Result<(Lang, Vec<(String, String)>), Error> {
     let lang = state.lookup("lang").and_then(|v| v.as_str().and_then(Lang::parse)).unwrap_or(Lang::En);
-    let names: Vec<String> = kwargs.args().map(str::to_owned).collect();
-    let mut values = Vec::with_capacity(names.len());
-    for name in &names {
-        values.push(kwargs.get::<Value>(name)?.to_string());
+    let mut args = Vec::new();
+    for name in kwargs.args() {
+        args.push((name.to_owned(), kwargs.get::<Value>(name)?.to_string()));
     }
     kwargs.assert_all_used()?;
-    let args: Vec<(&str, &str)> = names.iter().map(String::as_str).zip(values.iter().map(String::as_str)).collect();
-    Ok(i18n::text(lang, key, &args))
+    Ok((lang, args))
 }
 
 #[cfg(test)]
@@ -103,11 +130,37 @@ mod tests {
     fn translated_and_escaped() {
         let mut env = Environment::new();
         env.add_function("t", translate);
+        env.add_function("t_link", translate_link);
         env.set_formatter(escape_html);
         env.add_template("x.html", "{{ t('back_link', domain=domain) }}|<a href=\"/x/{{ domain }}\">").unwrap();
         let ctx = Ctx { lang: Lang::Fr, domain: "<b>&\"'/".into() };
         let out = env.get_template("x.html").unwrap().render(Value::from(Serde(&ctx))).unwrap();
         assert_eq!(out, "Retour à la page de &lt;b&gt;&amp;&quot;&#39;/|<a href=\"/x/&lt;b&gt;&amp;&quot;&#39;/\">");
         assert!(Templates::new().is_ok(), "every template compiles");
+    }
+
+    #[test]
+    fn a_link_inside_a_translated_message() {
+        let mut env = Environment::new();
+        env.add_function("t_link", translate_link);
+        env.set_formatter(escape_html);
+        env.add_template(
+            "x.html",
+            "{{ t_link('footer_api', href=href) }}|{{ t_link('back_link', href=href, domain=domain) }}",
+        )
+        .unwrap();
+        #[derive(Serialize)]
+        struct Link {
+            lang: Lang,
+            href: String,
+            domain: String,
+        }
+        let ctx = Link { lang: Lang::De, href: "/x?a=1&b=\"".into(), domain: "<b>".into() };
+        let out = env.get_template("x.html").unwrap().render(Value::from(Serde(&ctx))).unwrap();
+        assert_eq!(
+            out,
+            "Dasselbe Ergebnis liefert Entwicklern die <a href=\"/x?a=1&amp;b=&quot;\">JSON-API</a>.\
+             |Zurück zur Seite für &lt;b&gt;"
+        );
     }
 }

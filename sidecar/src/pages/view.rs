@@ -101,12 +101,19 @@ pub struct DomainView {
     /// and its page.
     pub suggestion: Option<String>,
     pub suggestion_href: Option<String>,
+    /// The API's verdict (`disposable` or `safe`).
     pub verdict: &'static str,
+    /// What the verdict box shows: the verdict, or for a `safe` domain that cannot receive mail
+    /// what it is instead (`no_mail`, `no_domain`), in neutral colours ([`page_state`]).
+    pub state: &'static str,
     /// `no_mx` or `ambiguous` when the lookup queued the domain for review.
     pub queued: Option<&'static str>,
-    /// A shared-MX provider's name; else `provider_key` names a message.
+    /// The provider's name: a free provider's own (its entry in the free list), else the
+    /// shared-MX provider's; `None`: `provider_key` names a message.
     pub provider: Option<String>,
     pub provider_key: &'static str,
+    /// A free provider's shared-MX infrastructure (its name comes second, after the provider's).
+    pub infrastructure: Option<String>,
     pub service: &'static str,
     pub flags: Vec<Flag>,
     pub mx: Vec<MxView>,
@@ -114,7 +121,9 @@ pub struct DomainView {
     pub mx_more_hosts: usize,
     /// MX hosts whose addresses a lookup resolves ([`crate::dns::MX_HOSTS_RESOLVED`]).
     pub mx_resolved_bound: usize,
-    pub attribution: String,
+    /// The operator's credit line for their IP databases; `None` with the shipped ones, whose
+    /// credit the template writes in the page's language.
+    pub attribution: Option<String>,
     pub ipdata_shipped: bool,
     pub cached: bool,
     pub recheck_action: String,
@@ -127,6 +136,8 @@ pub struct DomainView {
 pub struct Flag {
     name: &'static str,
     value: bool,
+    /// A message explaining the value where it could be misread (`flag_<name>_<note>`).
+    note: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -167,8 +178,17 @@ pub struct Facts<'a> {
 pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> DomainView {
     let r = f.result;
     let name = f.domain.as_str();
-    let queued = if !r.has_mx && !r.disposable { Some("no_mx") } else { r.review_required.then_some("ambiguous") };
-    let provider = catalog.shared_mx_provider(f.mx).map(str::to_owned);
+    let state = page_state(r);
+    let no_mail = matches!(state, "no_mail" | "no_domain");
+    let queued = if no_mail { Some("no_mx") } else { r.review_required.then_some("ambiguous") };
+    let shared = catalog.shared_mx_provider(f.mx).map(str::to_owned);
+    // A free provider is named first by its own name (gmail.com, not the "Google Workspace" of
+    // its MX hosts); its infrastructure follows.
+    let free = r.free_provider.then(|| catalog.free.find(f.domain).map(|(entry, _)| entry.to_owned())).flatten();
+    let (provider, infrastructure) = match free {
+        Some(own) => (Some(own), shared),
+        None => (shared, None),
+    };
     DomainView {
         chrome: Chrome::for_domain(f.lang, name, &pages.settings.public_url),
         domain: name.to_owned(),
@@ -177,20 +197,37 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
         suggestion: f.suggestion.map(Domain::to_string),
         suggestion_href: f.suggestion.map(|s| page_path(f.lang, s.as_str())),
         verdict: if r.disposable { "disposable" } else { "safe" },
+        state,
         queued,
         provider,
         provider_key: if r.has_mx { "provider_own" } else { "provider_none" },
+        infrastructure,
         why: why_lines(f.lang, r, f.why, catalog.relay.contains(f.domain)),
         service: service(catalog, f.domain, r),
-        flags: flags(r),
+        flags: flags(r, no_mail),
         mx: mx_rows(pages, f.mx, f.lang).await,
         mx_more_hosts: f.mx.cut().map_or(0, |cut| cut.hosts),
         mx_resolved_bound: crate::dns::MX_HOSTS_RESOLVED,
-        attribution: pages.ipdata.attribution.clone(),
+        attribution: (!pages.ipdata.shipped).then(|| pages.ipdata.attribution.clone()),
         ipdata_shipped: pages.ipdata.shipped,
         cached: r.cached,
         recheck_action: format!("{}/recheck", page_path(f.lang, name)),
         recheck_hours: (pages.settings.recheck_interval.as_secs() / 3600).max(1),
+    }
+}
+
+/// What the verdict box shows. A `safe` domain without mail servers is not "safe" to a reader:
+/// no address there receives mail, so the box says that, neutrally; a reviewer's or the
+/// operator's allow keeps "safe" (the domain was judged, whatever DNS says).
+pub fn page_state(r: &VerdictResult) -> &'static str {
+    if r.disposable {
+        "disposable"
+    } else if r.has_mx || r.allowlisted {
+        "safe"
+    } else if !r.domain_exists {
+        "no_domain"
+    } else {
+        "no_mail"
     }
 }
 
@@ -208,7 +245,10 @@ fn service(catalog: &Catalog, domain: &Domain, r: &VerdictResult) -> &'static st
     }
 }
 
-fn flags(r: &VerdictResult) -> Vec<Flag> {
+/// The verdict's flags as the API gives them. `no_mail`: the domain cannot receive mail, so it
+/// is queued to be looked at while `review_required` (an undecided verdict) is false — the row
+/// says why, so the page does not contradict itself.
+fn flags(r: &VerdictResult, no_mail: bool) -> Vec<Flag> {
     [
         ("free_provider", r.free_provider),
         ("business_email", r.business_email),
@@ -221,7 +261,7 @@ fn flags(r: &VerdictResult) -> Vec<Flag> {
         ("review_required", r.review_required),
     ]
     .into_iter()
-    .map(|(name, value)| Flag { name, value })
+    .map(|(name, value)| Flag { name, value, note: (no_mail && name == "review_required").then_some("no_mx") })
     .collect()
 }
 
@@ -257,5 +297,41 @@ fn ip_row(ip: IpAddr, info: IpInfo, ptr: Option<&Option<String>>) -> IpRow {
         as_org: info.as_org,
         ptr: ptr.cloned().flatten(),
         ptr_skipped: ptr.is_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use email_verdict_core::verdict::decide;
+    use email_verdict_core::{Decision, MxHost, Signals};
+
+    use super::*;
+
+    fn state(mx: MxInfo, s: Signals) -> &'static str {
+        page_state(&decide(&s, &mx, false))
+    }
+
+    #[test]
+    fn a_domain_that_cannot_receive_mail_is_not_shown_as_safe() {
+        let own = || MxInfo::Mx { hosts: vec![MxHost::new("mx.example", vec![])] };
+        assert_eq!(state(own(), Signals::default()), "safe");
+        assert_eq!(state(MxInfo::NoMx, Signals::default()), "no_mail");
+        assert_eq!(state(MxInfo::NullMx, Signals::default()), "no_mail");
+        assert_eq!(state(MxInfo::NoDomain, Signals::default()), "no_domain");
+        let block = Signals { decision: Some(Decision::Block), ..Signals::default() };
+        assert_eq!(state(MxInfo::NoDomain, block), "disposable", "a block decision stands");
+        let allow = Signals { decision: Some(Decision::Allow), ..Signals::default() };
+        assert_eq!(state(MxInfo::NoMx, allow), "safe", "so does an allow");
+    }
+
+    #[test]
+    fn the_review_flag_of_a_domain_without_mail_is_explained() {
+        let r = decide(&Signals::default(), &MxInfo::NoMx, false);
+        assert!(!r.review_required, "the API's flag stays as the spec has it");
+        let rows = flags(&r, true);
+        let review = rows.iter().find(|f| f.name == "review_required").map(|f| (f.value, f.note));
+        assert_eq!(review, Some((false, Some("no_mx"))));
+        assert!(rows.iter().filter(|f| f.name != "review_required").all(|f| f.note.is_none()));
+        assert!(flags(&r, false).iter().all(|f| f.note.is_none()));
     }
 }

@@ -48,6 +48,15 @@ fn browser_pages_in_every_language_show_verdict_and_mx_table() {
     assert!(out.contains("pages: ok"), "{out}");
 }
 
+/// With the shipped IP databases (not the test ones): their credit in every page's language.
+#[test]
+fn browser_pages_credit_the_shipped_ip_data_in_the_page_language() {
+    let (sc, _nsd) = start_with(|b| b.args(&["--page-rate-limit", "0"]));
+    public_listener_up(&sc);
+    let out = node("credit.mjs", &[&format!("http://{}", sc.addr()), &screenshots()]);
+    assert!(out.contains("credit: ok"), "{out}");
+}
+
 #[test]
 fn browser_second_recheck_the_same_day_is_refused() {
     let (sc, _nsd) = start_with(with_test_ipdb);

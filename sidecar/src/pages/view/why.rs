@@ -53,7 +53,12 @@ pub fn why_lines(lang: Lang, r: &VerdictResult, why: &Why, relay: bool) -> Vec<W
         lines.push(WhyLine { servers, count, ..WhyLine::new("infra") });
     }
     if lines.is_empty() {
-        lines.push(WhyLine::new(if r.has_mx { "nothing" } else { "no_mx" }));
+        let key = match (r.has_mx, r.domain_exists) {
+            (true, _) => "nothing",
+            (false, true) => "no_mx",
+            (false, false) => "no_domain",
+        };
+        lines.push(WhyLine::new(key));
     }
     lines
 }
