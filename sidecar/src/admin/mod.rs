@@ -95,13 +95,17 @@ impl ServeHttp for AdminApp {
         if path == "/metrics" {
             return metrics(&self.0.metrics);
         }
-        let api = !path.starts_with("/dashboard");
+        let api = !(path.starts_with("/dashboard") || path == "/");
         let open = self.0.token_hash.is_none();
         if let Err(guard::Refused(status, code, message)) =
             guard::check(&method, &session.req_header().headers, open, api)
         {
             tracing::warn!(request_id = %request_id, method = %method, status = status.as_u16(), reason = message, "admin request refused");
             return error_response(status, &request_id, code, message.to_owned(), &[]);
+        }
+        // The listener's root leads to the dashboard (a person typing the admin address).
+        if path == "/" && matches!(method, Method::GET | Method::HEAD) {
+            return crate::pages::respond::redirect(StatusCode::FOUND, "/dashboard", "no-store", Vec::new());
         }
         let client = peer(session);
         if path == "/dashboard" || path.starts_with("/dashboard/") {

@@ -7,7 +7,7 @@ use percent_encoding::percent_decode_str;
 
 use super::DashRequest;
 use super::page::{login as login_page, see_other};
-use super::session::{self, Flash, Session, same_secret};
+use super::session::{self, Flash, KeyDraft, Session, same_secret};
 use crate::admin::Admin;
 use crate::admin::keys::{create_key as store_key, networks, plan};
 use crate::review::{ReviewError, parse_verdict, set_decision};
@@ -57,12 +57,22 @@ pub async fn create_key(admin: &Admin, request: &DashRequest, sess: &Session) ->
     };
     let flash = match created {
         Ok((key, secret)) => Flash::NewKey { id: key.id, secret: secret.expose().to_owned() },
-        Err(e) => Flash::Error(format!("Key not created: {}", e.message())),
+        Err(e) => {
+            // The form comes back as it was typed, beside the reason.
+            let field = |f: &str| request.field(f).chars().take(1000).collect::<String>();
+            let draft = KeyDraft { name: field("name"), plan: field("plan"), allow_ips: field("allow_ips") };
+            Flash::KeyRefused { error: format!("Key not created: {}", e.message()), draft }
+        }
     };
     finish(admin, sess, flash)
 }
 
-pub async fn revoke(admin: &Admin, sess: &Session, id: &str) -> Response<Vec<u8>> {
+/// Revoking asks first: the table's button leads to a page naming the key, whose own button
+/// (`confirm=yes`) revokes it. No script needed.
+pub async fn revoke(admin: &Admin, request: &DashRequest, sess: &Session, id: &str) -> Response<Vec<u8>> {
+    if request.field("confirm") != "yes" {
+        return super::page::confirm_revoke(admin, sess, id).await;
+    }
     let flash = match admin.store.revoke_key(id).await {
         Ok(true) => Flash::Info(format!("Key {id} revoked.")),
         Ok(false) => Flash::Error(format!("No key with id {id}.")),

@@ -105,7 +105,7 @@ async fn route(admin: &Admin, request: &DashRequest, sess: &Session) -> Response
         (_, _) if !sess.authenticated => page::see_other("/dashboard", None),
         (true, ["logout"]) => actions::logout(admin, sess),
         (true, ["keys"]) => actions::create_key(admin, request, sess).await,
-        (true, ["keys", id, "revoke"]) => actions::revoke(admin, sess, id).await,
+        (true, ["keys", id, "revoke"]) => actions::revoke(admin, request, sess, id).await,
         (true, ["keys", id, "plan"]) => actions::change_plan(admin, request, sess, id).await,
         (true, ["reviews", domain]) => actions::decide(admin, request, sess, domain).await,
         _ => page::plain(StatusCode::NOT_FOUND, "no such dashboard page"),

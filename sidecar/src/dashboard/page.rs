@@ -3,7 +3,7 @@
 use http::{Response, StatusCode};
 use serde::Serialize;
 
-use super::session::{Flash, Session};
+use super::session::{Flash, KeyDraft, Session};
 use crate::admin::Admin;
 use crate::clock::{rfc3339, utc_day};
 use crate::pages::respond::{self, Headers, security_headers};
@@ -28,6 +28,8 @@ struct HomeView {
     new_key: Option<NewKey>,
     info: Option<String>,
     error: Option<String>,
+    /// The key creation form as typed, after it was refused.
+    draft: Option<KeyDraft>,
     plans: Vec<PlanRow>,
     keys: Vec<KeyRow>,
     queue: Vec<ReviewRow>,
@@ -66,11 +68,18 @@ struct KeyRow {
 }
 
 /// Bar heights (0 to [`CHART_HEIGHT`]) and their labels; only numbers and dates reach the SVG.
+/// A baseline spans the 30 days, so that one day's bar reads as one day of a month, and a
+/// line of text says what the bars show (readable with one day of data, or none).
 #[derive(Serialize)]
 struct UsageChart {
     bars: Vec<Bar>,
     peak: u64,
     total: u64,
+    /// `CHART_DAYS` bars wide, and the baseline's height.
+    width: usize,
+    height: u64,
+    bar_width: usize,
+    summary: String,
 }
 
 #[derive(Serialize)]
@@ -83,11 +92,13 @@ struct Bar {
 
 const CHART_DAYS: i64 = 30;
 const CHART_HEIGHT: u64 = 24;
-const BAR_WIDTH: usize = 4;
+/// A day's slot: its bar and a gap of one.
+const BAR_WIDTH: usize = 5;
 
 /// `days` (oldest first) with each one's count, drawn against the busiest day.
 fn usage_chart(days: &[String], counts: &[u64]) -> UsageChart {
     let peak = counts.iter().copied().max().unwrap_or(0);
+    let total = counts.iter().sum();
     let bars = days
         .iter()
         .zip(counts)
@@ -97,7 +108,23 @@ fn usage_chart(days: &[String], counts: &[u64]) -> UsageChart {
             Bar { x: i * BAR_WIDTH, y: CHART_HEIGHT - height, height, label: format!("{day}: {n}") }
         })
         .collect();
-    UsageChart { bars, peak, total: counts.iter().sum() }
+    let used: Vec<(&String, u64)> = days.iter().zip(counts.iter().copied()).filter(|(_, n)| *n > 0).collect();
+    let busiest = used.iter().max_by_key(|(_, n)| *n).map(|(day, _)| day.as_str()).unwrap_or_default();
+    let lookups = if total == 1 { "lookup" } else { "lookups" };
+    let summary = match used.len() {
+        0 => "not used".to_owned(),
+        1 => format!("{total} {lookups} on {busiest} only"),
+        n => format!("{total} {lookups} on {n} days; most {peak} on {busiest}"),
+    };
+    UsageChart {
+        bars,
+        peak,
+        total,
+        width: days.len() * BAR_WIDTH,
+        height: CHART_HEIGHT,
+        bar_width: BAR_WIDTH - 1,
+        summary,
+    }
 }
 
 #[derive(Serialize)]
@@ -173,6 +200,7 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
         new_key: None,
         info: None,
         error: None,
+        draft: None,
         plans: admin
             .plans
             .current()
@@ -206,9 +234,37 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
         Some(Flash::NewKey { id, secret }) => view.new_key = Some(NewKey { id, secret }),
         Some(Flash::Info(m)) => view.info = Some(m),
         Some(Flash::Error(m)) => view.error = Some(m),
+        Some(Flash::KeyRefused { error, draft }) => (view.error, view.draft) = (Some(error), Some(draft)),
         None => {}
     }
     html(StatusCode::OK, admin.dashboard.templates.render("dashboard/home.html", &view), Vec::new())
+}
+
+#[derive(Serialize)]
+struct ConfirmRevokeView {
+    csrf: String,
+    key: KeyRow,
+}
+
+/// The page that asks before a key is revoked (the revoke button's first step).
+pub async fn confirm_revoke(admin: &Admin, sess: &Session, id: &str) -> Response<Vec<u8>> {
+    let today = utc_day(admin.clock.now_ms().div_euclid(1000));
+    let keys = match admin.store.list_keys(&today).await {
+        Ok(keys) => keys,
+        Err(e) => {
+            tracing::error!(error = %e, "state store failed (dashboard)");
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "the state store failed; retry later");
+        }
+    };
+    let Some(listing) = keys.iter().find(|l| l.key.id == id) else {
+        return plain(StatusCode::NOT_FOUND, &format!("No key with id {id}."));
+    };
+    if listing.key.revoked {
+        return see_other("/dashboard", None);
+    }
+    let key = key_row(&admin.plans.current(), listing, usage_chart(&[], &[]));
+    let view = ConfirmRevokeView { csrf: sess.csrf.clone(), key };
+    html(StatusCode::OK, admin.dashboard.templates.render("dashboard/revoke.html", &view), Vec::new())
 }
 
 /// Every key's row with its usage over the last [`CHART_DAYS`] days (a store failure there
@@ -287,5 +343,15 @@ mod tests {
         assert_eq!(chart.bars[2].y, 0);
         assert_eq!(chart.bars[1].label, "2026-11-24: 5");
         assert!(usage_chart(&days, &[0, 0, 0]).bars.iter().all(|b| b.height == 0));
+    }
+
+    #[test]
+    fn the_chart_says_what_it_shows_even_with_one_day_of_data() {
+        let days: Vec<String> = ["2026-11-23", "2026-11-24", "2026-11-25"].map(String::from).to_vec();
+        let one = usage_chart(&days, &[0, 0, 7]);
+        assert_eq!((one.summary.as_str(), one.width, one.bar_width), ("7 lookups on 2026-11-25 only", 15, 4));
+        assert_eq!(usage_chart(&days, &[0, 0, 0]).summary, "not used");
+        assert_eq!(usage_chart(&days, &[0, 1, 0]).summary, "1 lookup on 2026-11-24 only");
+        assert_eq!(usage_chart(&days, &[3, 9, 9]).summary, "21 lookups on 3 days; most 9 on 2026-11-25");
     }
 }

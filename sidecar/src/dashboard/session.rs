@@ -16,12 +16,22 @@ pub const COOKIE: &str = "ev_dashboard";
 const IDLE: Duration = Duration::from_secs(8 * 3600);
 const MAX_SESSIONS: usize = 1024;
 
-/// Shown once on the next page, then gone (a new key's secret, an error).
+/// Shown once on the next page, then gone (a new key's secret, an error; a refused key
+/// creation's error with the form as it was typed, to fill it in again).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flash {
     NewKey { id: String, secret: String },
     Info(String),
     Error(String),
+    KeyRefused { error: String, draft: KeyDraft },
+}
+
+/// The key creation form's fields as typed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KeyDraft {
+    pub name: String,
+    pub plan: String,
+    pub allow_ips: String,
 }
 
 #[derive(Debug, Clone)]

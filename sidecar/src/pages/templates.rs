@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::i18n;
 use super::lang::Lang;
 
-const SOURCES: [(&str, &str); 7] = [
+const SOURCES: [(&str, &str); 8] = [
     ("page.html", include_str!("../../templates/page.html")),
     ("domain.html", include_str!("../../templates/domain.html")),
     ("message.html", include_str!("../../templates/message.html")),
@@ -19,6 +19,7 @@ const SOURCES: [(&str, &str); 7] = [
     ("dashboard/layout.html", include_str!("../../templates/dashboard/layout.html")),
     ("dashboard/login.html", include_str!("../../templates/dashboard/login.html")),
     ("dashboard/home.html", include_str!("../../templates/dashboard/home.html")),
+    ("dashboard/revoke.html", include_str!("../../templates/dashboard/revoke.html")),
 ];
 
 /// The stylesheet of every page (served as a file: the CSP allows no inline style).

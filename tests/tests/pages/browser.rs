@@ -80,8 +80,9 @@ fn browser_dashboard_creates_changes_and_revokes_a_key_and_decides_a_review() {
     email_verdict_tests::wait_for("ownmail.example queued", Duration::from_secs(5), || {
         sc.cli().run(&["review", "list"]).stdout.contains("ownmail.example").then_some(())
     });
-    let out =
-        node("dashboard.mjs", &[&format!("http://{}", sc.admin_addr()), token, "ownmail.example", &screenshots()]);
+    let used = sc.cli().row_named("test-0").id; // the key of the lookup above: one day of data
+    let admin = format!("http://{}", sc.admin_addr());
+    let out = node("dashboard.mjs", &[&admin, token, "ownmail.example", &used, &screenshots()]);
     let created: serde_json::Value =
         out.lines().find_map(|l| serde_json::from_str(l).ok()).unwrap_or_else(|| panic!("no key printed:\n{out}"));
     let (key, id) = (created["key"].as_str().unwrap_or_default(), created["id"].as_str().unwrap_or_default());
