@@ -2,8 +2,9 @@
 //!
 //! Rules (spec numbering): (1) two verdicts; ambiguous means `safe` + `review_required`;
 //! (2) free webmail is never `disposable`, whatever a list or decision says; (3) shared MX
-//! decides neither `disposable` nor `allowlisted`; (4) no MX (none, null MX, or no such
-//! domain) is `safe` with no MX data — only an explicit block decision overrides it.
+//! decides neither `disposable` nor `allowlisted`, and hides nothing: the domain's own (not
+//! shared) mail servers are judged on their own beside it (issue 24); (4) no MX (none, null MX,
+//! or no such domain) is `safe` with no MX data — only an explicit block decision overrides it.
 //!
 //! Sources are not equal: a strong listing decides `disposable`; a weak-only one is a reason
 //! to review (rule 1) unless something independent corroborates it — a block decision or the
@@ -151,7 +152,9 @@ pub struct Signals {
     pub relay: bool,
     /// An MX host is shared multi-tenant infrastructure.
     pub shared_mx: bool,
-    /// An MX host or address is infrastructure known to serve disposable domains.
+    /// One of the domain's own MX hosts (not shared infrastructure), or its address, is
+    /// infrastructure known to serve disposable domains. A shared host beside it changes nothing
+    /// (rule 3 says shared infrastructure transmits no signal, not that it hides one).
     pub mx_ip_match: bool,
     pub decision: Option<Decision>,
 }
@@ -184,7 +187,7 @@ pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
     let allowlisted = s.decision == Some(Decision::Allow) && !s.free;
     let blocked = s.decision == Some(Decision::Block) && !s.free;
     let known_safe = s.free || s.relay || allowlisted;
-    let mx_ip_match = has_mx && s.mx_ip_match && !known_safe && !s.shared_mx;
+    let mx_ip_match = has_mx && s.mx_ip_match && !known_safe;
     let disposable = blocked || (has_mx && !known_safe && (s.listing_decides() || mx_ip_match));
     let free_provider = has_mx && s.free;
     let shared_mx = has_mx && s.shared_mx;
@@ -196,7 +199,9 @@ pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
         temporary: disposable,
         safe: !disposable,
         free_provider,
-        business_email: shared_mx && !disposable && !s.free && !s.relay,
+        // Never for a domain whose own mail servers are disposable infrastructure, even when a
+        // reviewer's `safe` keeps it safe.
+        business_email: shared_mx && !disposable && !s.free && !s.relay && !s.mx_ip_match,
         shared_mx,
         has_mx,
         domain_exists: mx.domain_exists(),

@@ -96,13 +96,21 @@ pub(crate) struct OwnInfra {
 }
 
 impl OwnInfra {
-    /// The hosts of `mx` that `catalog` does not know as shared, and their addresses.
+    /// The hosts of `mx` that `catalog` does not know as shared, and their addresses. Host names
+    /// are compared as DNS does (lower case, no trailing dot), whatever the answer's spelling.
     pub(crate) fn of(catalog: &Catalog, mx: &MxInfo) -> Self {
-        let own: Vec<_> = mx.hosts().iter().filter(|h| catalog.shared_mx_host(&h.name).is_none()).collect();
-        let mut ips: Vec<String> = own.iter().flat_map(|h| h.ips.iter().map(ToString::to_string)).collect();
+        let own: Vec<_> = mx
+            .hosts()
+            .iter()
+            .map(|h| (h.name.trim_end_matches('.').to_ascii_lowercase(), h))
+            .filter(|(name, _)| !name.is_empty() && catalog.shared_mx_host(name).is_none())
+            .collect();
+        let mut ips: Vec<String> = own.iter().flat_map(|(_, h)| h.ips.iter().map(ToString::to_string)).collect();
         ips.sort();
         ips.dedup();
-        Self { hosts: own.iter().map(|h| h.name.clone()).collect(), ips }
+        let mut hosts: Vec<String> = own.into_iter().map(|(name, _)| name).collect();
+        hosts.dedup();
+        Self { hosts, ips }
     }
 }
 
@@ -333,9 +341,10 @@ fn review_cause(catalog: &Catalog, domain: &Domain, signals: &Signals, result: &
 }
 
 /// Only a domain that nothing else decides can be caught by its infrastructure (a weak-only
-/// listing, or a parent's listing whose mail the domain does not share, decides nothing).
+/// listing, or a parent's listing whose mail the domain does not share, decides nothing). A
+/// shared MX host beside its own ones does not spare them (issue 24): they are judged alone.
 fn needs_infra_check(s: &Signals) -> bool {
-    !(s.free || s.relay || s.listing_decides() || s.shared_mx || s.decision.is_some())
+    !(s.free || s.relay || s.listing_decides() || s.decision.is_some())
 }
 
 mod decided;

@@ -146,17 +146,45 @@ fn spec_rows_and_rules() {
         mx(),
         Expect { disposable: yes(), ip_match: yes(), review: no(), ..Default::default() },
     );
+    // Issue 24: the signal comes from the domain's own (not shared) servers only; a shared
+    // backup MX beside a disposable one hides nothing (rule 3 forbids transmitting, not this).
     check(
-        "mx_ip_match never through shared MX (rule 3)",
+        "own disposable server beside a shared one",
         Signals { mx_ip_match: true, shared_mx: true, ..none },
         mx(),
-        Expect { disposable: no(), ip_match: no(), business: yes(), ..Default::default() },
+        Expect {
+            disposable: yes(),
+            ip_match: yes(),
+            business: no(),
+            shared: yes(),
+            review: no(),
+            ..Default::default()
+        },
     );
     check(
         "allowlisted beats mx_ip_match",
         Signals { mx_ip_match: true, decision: Some(Decision::Allow), ..none },
         mx(),
         Expect { disposable: no(), ip_match: no(), allowlisted: yes(), ..Default::default() },
+    );
+    check(
+        "allowlisted on shared MX with its own disposable servers: never business_email",
+        Signals { mx_ip_match: true, shared_mx: true, decision: Some(Decision::Allow), ..none },
+        mx(),
+        Expect {
+            disposable: no(),
+            ip_match: no(),
+            allowlisted: yes(),
+            business: no(),
+            shared: yes(),
+            ..Default::default()
+        },
+    );
+    check(
+        "free webmail beats mx_ip_match (rule 2)",
+        Signals { free: true, mx_ip_match: true, ..none },
+        mx(),
+        Expect { disposable: no(), ip_match: no(), business: no(), ..Default::default() },
     );
 }
 
@@ -201,10 +229,10 @@ fn source_tiers_and_corroboration() {
         Expect { ip_match: yes(), ..disposable_row() },
     );
     check(
-        "weak-only: never through shared infrastructure (rule 3)",
+        "weak-only with its own disposable server beside a shared one (issue 24)",
         Signals { listing: weak(), mx_ip_match: true, shared_mx: true, ..none },
         mx(),
-        review_row(),
+        Expect { ip_match: yes(), business: no(), ..disposable_row() },
     );
     check(
         "weak-only, no MX: rule 4",
