@@ -30,6 +30,8 @@ wasm=$root/target/email_verdict_filter.wasm
 
 LISTEN=127.0.0.1:10000
 ENVOY_ADMIN_PORT=9901
+# The demo's NSD: a fixed port, so `email-verdict check --dns 127.0.0.1:10053` reaches it too.
+DNS_PORT=${DEMO_DNS_PORT:-10053}
 APP_PORT=${DEMO_APP_PORT:-3000}
 SIDECAR_LISTEN=${EMAIL_VERDICT_LISTEN:-127.0.0.1:8080}
 SIDECAR_ADMIN=${EMAIL_VERDICT_ADMIN_LISTEN:-127.0.0.1:8081}
@@ -86,21 +88,6 @@ except Exception:
 sys.exit(0 if ok else 1)
 PY
 }
-free_udp_tcp_port() {
-  python3 - <<'PY'
-import socket
-for _ in range(50):
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
-    port = u.getsockname()[1]
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", port)); print(port); break
-    except OSError:
-        pass
-    finally:
-        t.close(); u.close()
-PY
-}
 
 sc_host=$(connect_host "$(host_of "$SIDECAR_LISTEN")")
 sc_port=$(port_of "$SIDECAR_LISTEN")
@@ -109,7 +96,7 @@ adm_port=$(port_of "$SIDECAR_ADMIN")
 
 # Envoy's listeners use SO_REUSEPORT: a stale Envoy on 10000 would silently take half the
 # traffic. Refuse to start next to anything already on our ports.
-for hp in "127.0.0.1 10000 Envoy" "127.0.0.1 $ENVOY_ADMIN_PORT Envoy-admin" "$sc_host $sc_port sidecar" \
+for hp in "127.0.0.1 10000 Envoy" "127.0.0.1 $ENVOY_ADMIN_PORT Envoy-admin" "$sc_host $sc_port sidecar" "127.0.0.1 $DNS_PORT NSD" \
   "$adm_host $adm_port sidecar-admin" "127.0.0.1 $APP_PORT app"; do
   read -r h p what <<<"$hp"
   if port_busy "$h" "$p"; then
@@ -168,7 +155,7 @@ if [[ -n ${EMAIL_VERDICT_DNS:-} ]]; then
 else
   nsd=$(command -v nsd || echo /usr/sbin/nsd)
   [[ -x $nsd ]] || die "nsd is missing: run scripts/install-deps.sh"
-  nsd_port=$(free_udp_tcp_port)
+  nsd_port=$DNS_PORT
   nsd_dir=$run/nsd
   rm -rf "$nsd_dir"
   mkdir -p "$nsd_dir"

@@ -14,7 +14,7 @@ use email_verdict_bench::wrk::Wrk;
 use email_verdict_bench::{Ctx, cold, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
 
-/// The plan a gateway's key takes (README, "Plans you define"): the gateway cases of section 4
+/// The plan a gateway's key takes (`docs/api.md`, "Plans and limits"): the gateway cases of section 4
 /// are not capped by a key's burst.
 const GATEWAY_PLAN: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n";
 

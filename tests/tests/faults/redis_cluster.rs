@@ -112,7 +112,7 @@ fn window_of_500s(outcomes: &[Outcome], since: Instant) -> Duration {
 /// No key got more 200s than its plan allows (the free key: three), and every 200 was counted:
 /// 200s <= count <= 200s + 500s (a 500 may follow an admission whose answer failed), except
 /// what Redis's asynchronous replication can lose when a primary dies: admissions it
-/// acknowledged in the moment before (README, "Redis Cluster"), bounded here by the 200s
+/// acknowledged in the moment before (`docs/configuration.md`, "State backends"), bounded here by the 200s
 /// answered in the 50 ms before the kill.
 fn check_counts(a: &Sidecar, outcomes: &[Outcome], killed: Instant) {
     for (k, plan) in PLANS.iter().enumerate() {
