@@ -12,9 +12,6 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use email_verdict_core::ErrorCode;
-
-use crate::api::ApiError;
 use crate::clock::{Clock, next_midnight, utc_day};
 use crate::metrics::Metrics;
 use crate::plans::PlanBook;
@@ -41,6 +38,26 @@ pub struct Grant {
 
 pub type Headers = Vec<(&'static str, String)>;
 
+/// Why a request was not admitted. The HTTP edge turns it into its answer (`api::response`).
+#[derive(Debug)]
+pub enum Refused {
+    /// The key's plan is not defined in this server's configuration (fail closed).
+    PlanUndefined,
+    Store(StateError),
+    /// 402: the daily quota does not cover the request.
+    QuotaExceeded {
+        message: String,
+        retry_after: u64,
+        headers: Headers,
+    },
+    /// 429: over the per-second burst.
+    RateLimited {
+        message: String,
+        retry_after: u64,
+        headers: Headers,
+    },
+}
+
 impl Grant {
     pub fn headers(&self) -> Headers {
         rate_headers(self.quota, self.quota.saturating_sub(self.used), self.reset)
@@ -66,7 +83,7 @@ impl Limiter {
 
     /// The figures of `key`'s plan; a plan the configuration no longer defines refuses the key
     /// (fail closed: never a key without limits), with one operator log line per key.
-    fn limits(&self, key: &KeyRecord) -> Result<Limits, ApiError> {
+    fn limits(&self, key: &KeyRecord) -> Result<Limits, Refused> {
         if let Some(plan) = self.plans.current().get(&key.plan) {
             return Ok(Limits::from(plan));
         }
@@ -79,21 +96,18 @@ impl Limiter {
                 key.plan
             );
         }
-        Err(ApiError::new(
-            ErrorCode::InternalError,
-            "the key's plan is not configured on this server; contact the operator",
-        ))
+        Err(Refused::PlanUndefined)
     }
 
     /// Admits one request for `key`, worth `units` of its daily quota (a lookup: 1; a batch: its
-    /// valid inputs), or says why not, as the API error to answer.
-    pub async fn admit(&self, key: &KeyRecord, units: u64) -> Result<Grant, ApiError> {
+    /// valid inputs), or says why not.
+    pub async fn admit(&self, key: &KeyRecord, units: u64) -> Result<Grant, Refused> {
         let limits = self.limits(key)?;
         let now_ms = self.clock.now_ms();
         let reset = next_midnight(now_ms.div_euclid(1000));
         let admission = self.store.admit(&key.id, limits, units, now_ms).await.map_err(|e| {
             self.metrics.store_error();
-            store_error(e)
+            Refused::Store(e)
         })?;
         let quota = limits.daily_quota;
         match admission {
@@ -111,10 +125,7 @@ impl Limiter {
                 } else {
                     format!("daily quota of {quota} lookups reached; it resets at midnight UTC, or upgrade the plan")
                 };
-                Err(with_headers(
-                    ApiError::new(ErrorCode::QuotaExceeded, message).with_retry_after(wait),
-                    rate_headers(quota, left, reset),
-                ))
+                Err(Refused::QuotaExceeded { message, retry_after: wait, headers: rate_headers(quota, left, reset) })
             }
             Admission::RateLimited { retry_after_ms } => {
                 let (burst, wait) = (limits.burst_per_second, retry_after_ms.div_ceil(1000).max(1));
@@ -122,8 +133,7 @@ impl Limiter {
                 let used = used.inspect_err(|_| self.metrics.store_error()).ok();
                 let remaining = used.and_then(|u| u.first().copied()).map_or(quota, |u| quota.saturating_sub(u));
                 let message = format!("more than {burst} requests per second; retry after a short delay");
-                let error = ApiError::new(ErrorCode::RateLimitExceeded, message).with_retry_after(wait);
-                Err(with_headers(error, rate_headers(quota, remaining, reset)))
+                Err(Refused::RateLimited { message, retry_after: wait, headers: rate_headers(quota, remaining, reset) })
             }
         }
     }
@@ -141,14 +151,4 @@ impl Limiter {
             }
         }
     }
-}
-
-fn with_headers(mut error: ApiError, headers: Headers) -> ApiError {
-    error.headers.extend(headers);
-    error
-}
-
-pub fn store_error(e: StateError) -> ApiError {
-    tracing::error!(error = %e, "state store failed");
-    ApiError::new(ErrorCode::InternalError, "internal error; retry later").with_retry_after(1)
 }

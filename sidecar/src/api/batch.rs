@@ -46,7 +46,7 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
     let valid = parsed.iter().filter(|p| p.is_ok()).count() as u64;
     let mut grant = match api.limiter.admit(&key, valid).await {
         Ok(grant) => grant,
-        Err(e) => return e.into(),
+        Err(e) => return ApiError::from(e).into(),
     };
     let results: Vec<BatchItem> = futures::stream::iter(inputs.into_iter().zip(parsed))
         .map(|(raw, parsed)| async move {

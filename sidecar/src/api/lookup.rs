@@ -9,9 +9,10 @@ use std::borrow::Cow;
 use email_verdict_core::{ErrorCode, LookupInput, LookupRecord, LookupResponse};
 use percent_encoding::percent_decode_str;
 
+use super::response::store_error;
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::auth::AuthError;
-use crate::limits::{Headers, store_error};
+use crate::limits::Headers;
 use crate::state::KeyRecord;
 use crate::verdicts::{Judged, LookupError};
 
@@ -62,7 +63,7 @@ pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
 /// one verdict path of the lookup API and ext_authz.
 pub(super) async fn judge(api: &Api, key: &KeyRecord, input: &LookupInput) -> Result<(Judged, Headers), ApiError> {
     let (admission, decision) = tokio::join!(api.limiter.admit(key, 1), api.verdicts.decision(input.domain()));
-    let mut grant = admission?;
+    let mut grant = admission.map_err(ApiError::from)?;
     let verdict = async {
         let decision = decision.map_err(|e| lookup_error(input, e))?;
         api.verdicts.verdict(input, decision).await.map_err(|e| lookup_error(input, e))
@@ -92,7 +93,7 @@ async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) ->
             e.headers.extend(grant.headers());
             e
         }
-        Err(refused) => refused,
+        Err(refused) => refused.into(),
     }
 }
 

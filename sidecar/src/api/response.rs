@@ -4,7 +4,8 @@ use email_verdict_core::{BatchResponse, ErrorBody, ErrorCode, LookupResponse};
 use http::{Response, StatusCode};
 use serde::Serialize;
 
-use crate::limits::Headers;
+use crate::limits::{Headers, Refused};
+use crate::state::StateError;
 
 /// A failed request: a stable code, a message for the caller, and extra headers.
 #[derive(Debug)]
@@ -27,6 +28,34 @@ impl ApiError {
     pub fn with_retry_after(self, seconds: u64) -> Self {
         self.with_header("Retry-After", seconds.to_string())
     }
+}
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::PlanUndefined => ApiError::new(
+                ErrorCode::InternalError,
+                "the key's plan is not configured on this server; contact the operator",
+            ),
+            Refused::Store(e) => store_error(e),
+            Refused::QuotaExceeded { message, retry_after, headers } => {
+                let mut e = ApiError::new(ErrorCode::QuotaExceeded, message).with_retry_after(retry_after);
+                e.headers.extend(headers);
+                e
+            }
+            Refused::RateLimited { message, retry_after, headers } => {
+                let mut e = ApiError::new(ErrorCode::RateLimitExceeded, message).with_retry_after(retry_after);
+                e.headers.extend(headers);
+                e
+            }
+        }
+    }
+}
+
+/// A state store failure, as the API answers it (the cause goes to the log, not the caller).
+pub fn store_error(e: StateError) -> ApiError {
+    tracing::error!(error = %e, "state store failed");
+    ApiError::new(ErrorCode::InternalError, "internal error; retry later").with_retry_after(1)
 }
 
 /// What a request is answered with.
