@@ -45,8 +45,31 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ReviewCommand {
     /// Domains waiting for review, oldest first, with why each is queued
-    List,
-    /// Decide a domain: later lookups reflect it at once
+    List {
+        /// oldest (first seen) or priority (likelihood of being disposable × lookups)
+        #[arg(long, default_value = "oldest", value_name = "ORDER")]
+        sort: String,
+        /// Only this reason: ambiguous, no_mx, weak_listing or parent_listing
+        #[arg(long)]
+        reason: Option<String>,
+        /// Only the domains whose own mail servers include this host name or address
+        #[arg(long, value_name = "HOST_OR_IP")]
+        server: Option<String>,
+        /// Only the domains containing this text
+        #[arg(long, value_name = "TEXT")]
+        grep: Option<String>,
+        /// At most this many lines (default: all)
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Skip this many first
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// One line per mail server: its queued domains, the heaviest first
+        #[arg(long)]
+        by_server: bool,
+    },
+    /// Decide a domain (or, with --server, a mail server for all its domains): later lookups
+    /// reflect it at once
     Set {
         domain: String,
         /// disposable or safe
@@ -56,6 +79,9 @@ pub enum ReviewCommand {
         /// Who decides (default: $USER, else "operator")
         #[arg(long, env = "USER", default_value = "operator", hide_default_value = true, hide_env = true)]
         reviewer: String,
+        /// DOMAIN is a mail server (host name or address): mark it for every domain on it
+        #[arg(long)]
+        server: bool,
     },
     /// Withdraw the current decision (the domain is judged by the lists again)
     Clear {
@@ -65,9 +91,17 @@ pub enum ReviewCommand {
         /// Who withdraws it (default: $USER, else "operator")
         #[arg(long, env = "USER", default_value = "operator", hide_default_value = true, hide_env = true)]
         reviewer: String,
+        /// DOMAIN is a mail server: withdraw its mark
+        #[arg(long)]
+        server: bool,
     },
-    /// Every decision about a domain, oldest first
-    History { domain: String },
+    /// Every decision about a domain, oldest first (with --server: a mail server's marks and the
+    /// domains that taught the index about it)
+    History {
+        domain: String,
+        #[arg(long)]
+        server: bool,
+    },
 }
 
 /// Where the state lives, for operator commands: `--state`, else the `--config` file's `state`

@@ -1,5 +1,8 @@
 //! Reviewers' decisions, as both the CLI and the admin API take them: the domain normalized like
-//! any lookup, and free webmail refused a `disposable` decision (rule 2: it stays `safe`).
+//! any lookup, and free webmail refused a `disposable` decision (rule 2: it stays `safe`); marks
+//! on mail servers in `servers.rs`.
+
+pub mod servers;
 
 use email_verdict_core::{Catalog, Decision, Domain};
 
@@ -11,6 +14,10 @@ pub enum ReviewError {
     BadDomain(String, email_verdict_core::InputError),
     #[error("{0} is free webmail: it stays safe whatever a decision says (rule 2)")]
     FreeProvider(String),
+    #[error("{0:?} is neither a mail server's host name nor an IP address")]
+    BadServer(String),
+    #[error("{0} is shared mail infrastructure ({1}): it never makes a domain disposable (rule 3)")]
+    SharedServer(String, String),
     #[error(transparent)]
     Store(#[from] StateError),
 }

@@ -2,11 +2,10 @@
 //! decision and the infrastructure index, by the core rules. Then, off the request's path, the
 //! lookup feeds the review queue and the index (not when [`Verdicts::read_only`]).
 //!
-//! Infrastructure (`mx_ip_match`): an MX host name or address counts as disposable
-//! infrastructure once it serves at least `threshold` distinct registrable domains that the
-//! lists or reviewers call disposable and none known legitimate (free webmail, allowlisted).
-//! Hosts on shared multi-tenant infrastructure, and their addresses, never enter the index
-//! and never match (rule 3).
+//! Infrastructure (`mx_ip_match`): the domain's own MX hosts and addresses judged on what the
+//! index knows of them, by the rules of `verdicts/infra.rs` (ownership, names before addresses,
+//! fading facts, reviewers' marks). Hosts on shared multi-tenant infrastructure, and their
+//! addresses, never enter the index and never match (rule 3).
 //!
 //! A fact the lists give (not a reviewer's decision) is not written again by one process for
 //! [`RELEARN_AFTER`]: a popular disposable domain would otherwise cost a store write on every
@@ -28,6 +27,8 @@ use crate::dns::{DnsFailure, MxCache};
 use crate::lists::LiveCatalog;
 use crate::metrics::Metrics;
 use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
+use infra::InfraJudgement;
+pub(crate) use infra::OwnInfra;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -65,9 +66,8 @@ struct Decided {
     suggestion: Option<Domain>,
     mx: Arc<MxInfo>,
     signals: Signals,
-    /// Own MX host names or addresses the index knows as disposable infrastructure, each with
-    /// how many disposable domains it serves.
-    infra_matches: Vec<(String, u64)>,
+    /// What the domain's own mail servers weigh (`verdicts/infra.rs`).
+    infra: InfraJudgement,
 }
 
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
@@ -87,32 +87,6 @@ pub const DECIDED_DNS_WAIT: Duration = Duration::from_millis(100);
 const RELEARN_AFTER: Duration = Duration::from_secs(600);
 /// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
 const LEARNED_FACTS: usize = 10_000;
-
-/// The MX host names and addresses of a domain that are not shared infrastructure.
-#[derive(Hash)]
-pub(crate) struct OwnInfra {
-    pub hosts: Vec<String>,
-    pub ips: Vec<String>,
-}
-
-impl OwnInfra {
-    /// The hosts of `mx` that `catalog` does not know as shared, and their addresses. Host names
-    /// are compared as DNS does (lower case, no trailing dot), whatever the answer's spelling.
-    pub(crate) fn of(catalog: &Catalog, mx: &MxInfo) -> Self {
-        let own: Vec<_> = mx
-            .hosts()
-            .iter()
-            .map(|h| (h.name.trim_end_matches('.').to_ascii_lowercase(), h))
-            .filter(|(name, _)| !name.is_empty() && catalog.shared_mx_host(name).is_none())
-            .collect();
-        let mut ips: Vec<String> = own.iter().flat_map(|(_, h)| h.ips.iter().map(ToString::to_string)).collect();
-        ips.sort();
-        ips.dedup();
-        let mut hosts: Vec<String> = own.into_iter().map(|(name, _)| name).collect();
-        hosts.dedup();
-        Self { hosts, ips }
-    }
-}
 
 impl Verdicts {
     pub fn new(
@@ -167,7 +141,8 @@ impl Verdicts {
     pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
         let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
-        let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, d.infra_matches);
+        let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
+        let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         Ok(Explained { result: d.result, suggestion: d.suggestion, mx: d.mx, why, catalog: d.catalog })
     }
 
@@ -183,23 +158,25 @@ impl Verdicts {
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
             signals.parent_mail = self.mail_goes_to_parent(&catalog, domain, &infra).await?;
         }
-        let mut infra_matches = Vec::new();
-        if needs_infra_check(&signals) && !(infra.hosts.is_empty() && infra.ips.is_empty()) {
-            let counts = self.store.infra_counts(&infra.hosts, &infra.ips).await.map_err(|e| self.store_failed(e))?;
-            let values = infra.hosts.iter().chain(&infra.ips);
-            infra_matches = values
-                .zip(&counts)
-                .filter(|(_, c)| c.disposable >= self.threshold && c.legitimate == 0)
-                .map(|(v, c)| (v.clone(), c.disposable))
-                .collect();
-            signals.mx_ip_match = !infra_matches.is_empty();
+        let mut judged = InfraJudgement::default();
+        if needs_infra_check(&signals) && !infra.is_empty() {
+            let registrable = domain.registrable().unwrap_or(domain.as_str());
+            let fresh_since = self.clock.now_ms().div_euclid(1000) - FACT_LIFETIME_SECS;
+            let evidence = self
+                .store
+                .infra_evidence(registrable, &infra.servers(), fresh_since)
+                .await
+                .map_err(|e| self.store_failed(e))?;
+            judged = infra::judge(&catalog, registrable, &infra, &evidence, self.threshold);
+            signals.mx_ip_match = !judged.matches.is_empty();
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
         let suggestion =
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         self.metrics.verdict(result.verdict);
-        self.record(&catalog, domain, &signals, &result, infra);
-        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra_matches })
+        let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
+        self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared));
+        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged })
     }
 
     /// The MX answer for `domain`; `None` when a decision (a reviewer's, or the operator's
@@ -234,7 +211,7 @@ impl Verdicts {
         let result = decide(&signals, &mx, false);
         self.metrics.verdict(result.verdict);
         self.metrics.decided_without_dns();
-        Decided { result, catalog, suggestion: None, mx, signals, infra_matches: Vec::new() }
+        Decided { result, catalog, suggestion: None, mx, signals, infra: InfraJudgement::default() }
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -282,21 +259,35 @@ impl Verdicts {
 
     /// Feeds the review queue and the infrastructure index, in the background: a failure there
     /// must not fail the lookup.
-    fn record(&self, catalog: &Catalog, domain: &Domain, signals: &Signals, result: &VerdictResult, infra: OwnInfra) {
+    fn record(
+        &self,
+        catalog: &Catalog,
+        domain: &Domain,
+        signals: &Signals,
+        result: &VerdictResult,
+        infra: OwnInfra,
+        (near, cleared): (u64, bool),
+    ) {
         if !self.feeds_store {
             return;
         }
-        let cause = review_cause(catalog, domain, signals, result);
+        // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
+        let cause = review_cause(catalog, domain, signals, result, &infra, near)
+            .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
         let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
         let known_legitimate = signals.free || result.allowlisted;
-        let registrable = domain.registrable().unwrap_or(domain.as_str()).to_owned();
-        // A reviewer's decision can flip, here or on another replica: always write those.
-        let learn = (known_disposable || known_legitimate)
-            && !infra.hosts.is_empty()
-            && (signals.decision.is_some() || self.first_sight((&registrable, known_disposable, &infra)));
-        if cause.is_none() && !learn {
+        let known = known_disposable || known_legitimate;
+        // Only a registrable domain teaches (what a subdomain uses says nothing of the servers
+        // of the domain it belongs to). What it teaches replaces what it taught (its MX moved:
+        // the old facts go); one no longer known (delisted, a decision withdrawn) teaches
+        // nothing, which forgets what it taught. A reviewer's decision can flip,
+        // here or on another replica: those are always written.
+        let registrable = domain.registrable().filter(|r| *r == domain.as_str()).map(str::to_owned);
+        let teach = registrable
+            .filter(|r| signals.decision.is_some() || self.first_sight((r, known, known_disposable, &infra)));
+        if cause.is_none() && teach.is_none() {
             return;
         }
         let (store, now, metrics) = (self.store.clone(), self.clock.now_ms().div_euclid(1000), self.metrics.clone());
@@ -308,7 +299,10 @@ impl Verdicts {
                 metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not queue for review");
             }
-            if learn && let Err(e) = store.learn_infra(&registrable, known_disposable, &infra.hosts, &infra.ips).await {
+            let facts = if known { infra.facts() } else { &[] };
+            if let Some(registrable) = teach
+                && let Err(e) = store.learn_infra(&registrable, known_disposable, facts, now).await
+            {
                 metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not record mail infrastructure");
             }
@@ -317,8 +311,16 @@ impl Verdicts {
 }
 
 /// Why the lookup queues `domain` for review, if it does: the listing that did not decide
-/// (its sources and entry) is named, so a reviewer sees why.
-fn review_cause(catalog: &Catalog, domain: &Domain, signals: &Signals, result: &VerdictResult) -> Option<ReviewCause> {
+/// (its sources and entry) is named, so a reviewer sees why; with how likely it is to be
+/// disposable (`near`: disposable domains on the closest of its own servers) and those servers.
+fn review_cause(
+    catalog: &Catalog,
+    domain: &Domain,
+    signals: &Signals,
+    result: &VerdictResult,
+    infra: &OwnInfra,
+    near: u64,
+) -> Option<ReviewCause> {
     let reason = if !result.has_mx && !result.disposable {
         ReviewReason::NoMx
     } else if !result.review_required {
@@ -333,6 +335,9 @@ fn review_cause(catalog: &Catalog, domain: &Domain, signals: &Signals, result: &
         ReviewReason::Ambiguous
     };
     let mut cause = ReviewCause::new(reason);
+    cause.likelihood = crate::state::queue::likelihood(reason, near, !infra.is_empty());
+    let servers = infra.hosts.iter().take(crate::state::queue::SERVERS_KEPT / 2).chain(&infra.ips);
+    cause.servers = servers.take(crate::state::queue::SERVERS_KEPT).cloned().collect();
     if let Some(listed) = catalog.disposable_listing(domain) {
         cause.sources = catalog.sources_of(listed.sources).map(|s| s.name.to_string()).collect();
         cause.listed_as = listed.entry.to_owned();
@@ -348,9 +353,11 @@ fn needs_infra_check(s: &Signals) -> bool {
 }
 
 mod decided;
+mod infra;
 mod why;
 
 pub use decided::MAX_DECIDED;
+pub use infra::{ADDRESS_FACTOR, FACT_LIFETIME_SECS, InfraMatch, InfraReason, owner_of};
 pub use why::{Why, WhyDecision, WhyListing};
 
 #[cfg(test)]

@@ -11,7 +11,9 @@
 //! replica sharing the store, goes on from there. When a list reload swaps the catalog, another
 //! pass resolves the new names after the cursor and, first, those this process saw added before
 //! it (without moving the cursor); names added before the cursor while no process watched are
-//! learned when looked up.
+//! learned when looked up. A week after a pass ended, the next one starts over from the first
+//! name: facts fade when not seen again (`verdicts/infra.rs`), so the index keeps what the
+//! lists still say and follows mail servers that moved. Only registrable names teach.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -34,6 +36,10 @@ use crate::verdicts::OwnInfra;
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait before trying again when the store fails.
 const STORE_RETRY: Duration = Duration::from_secs(10);
+/// How long after a pass ended (the last name done) the next one starts over from the first.
+pub const REPASS_AFTER_SECS: i64 = 7 * 86_400;
+/// How often a finished warm-up checks whether the next pass is due.
+const REPASS_CHECK: Duration = Duration::from_secs(3600);
 
 pub struct Warmup {
     catalog: Arc<LiveCatalog>,
@@ -98,6 +104,7 @@ impl Warmup {
             }
             tokio::select! {
                 changed = versions.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(REPASS_CHECK) => {}
                 _ = stop.changed() => return,
             }
         }
@@ -122,6 +129,15 @@ impl Warmup {
             }
         };
         let mut added = if known.is_empty() { Vec::new() } else { added_before(&names, known, &progress.cursor) };
+        let now = self.clock.now_ms().div_euclid(1000);
+        if remaining(&names, &progress.cursor) == 0 && added.is_empty() {
+            if progress.updated_at == 0 || now - progress.updated_at < REPASS_AFTER_SECS {
+                *known = names;
+                return false;
+            }
+            // A week since the last pass ended: over again from the first name.
+            progress.cursor.clear();
+        }
         *known = names;
         let names = &*known;
         let start = names.len() - remaining(names, &progress.cursor);
@@ -172,14 +188,17 @@ impl Warmup {
     async fn one(&self, name: &str, advance: bool, progress: &mut WarmupProgress) -> Result<WarmupOutcome, StateError> {
         // A reviewer's `safe` outweighs the list: such a domain's servers are not disposable.
         let allowed = self.store.decision(&covering_names(name)).await?.is_some_and(|a| a.decision == Decision::Allow);
+        let now = self.clock.now_ms().div_euclid(1000);
         let outcome = match self.resolve(name).await {
             Some(_) if allowed => WarmupOutcome::Nothing,
             None => WarmupOutcome::Failed,
-            Some((registrable, infra)) if !infra.hosts.is_empty() => {
-                self.store.learn_infra(&registrable, true, &infra.hosts, &infra.ips).await?;
-                WarmupOutcome::Learned
+            // A subdomain entry teaches nothing about its registrable domain's servers.
+            Some((registrable, _)) if registrable.as_str() != name => WarmupOutcome::Nothing,
+            Some((registrable, infra)) => {
+                // Replaces what it taught: servers it no longer uses are forgotten.
+                self.store.learn_infra(&registrable, true, infra.facts(), now).await?;
+                if infra.is_empty() { WarmupOutcome::Nothing } else { WarmupOutcome::Learned }
             }
-            Some(_) => WarmupOutcome::Nothing,
         };
         let mut next = progress.clone();
         if advance {
@@ -190,7 +209,7 @@ impl Warmup {
             WarmupOutcome::Nothing => next.resolved += 1,
             WarmupOutcome::Failed => next.failed += 1,
         }
-        next.updated_at = self.clock.now_ms().div_euclid(1000);
+        next.updated_at = now;
         self.store.save_warmup_progress(&next).await?;
         *progress = next;
         Ok(outcome)

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use email_verdict::keys::ApiKey;
 use email_verdict::plans::{PlanName, Plans};
 use email_verdict::state::{
-    Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, RedisStore, ReviewCause,
-    ReviewReason, SqliteStore, StateError, StateStore, WarmupProgress, covering_names,
+    Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, MailServer, RedisStore,
+    ReviewCause, ReviewReason, ServerFact, ServerMark, SqliteStore, StateError, StateStore, WarmupProgress,
+    covering_names,
 };
 use email_verdict_core::Decision;
 use email_verdict_tests::{Redis, RedisCluster, Server};
@@ -62,6 +63,54 @@ macro_rules! with_all_backends {
             }
         }
     };
+}
+
+/// Like the above, with a review queue bounded at `$cap` entries.
+macro_rules! with_all_backends_bounded {
+    ($name:ident, $check:ident, $cap:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let path = temp_db(stringify!($name));
+                let open = move || -> Arc<dyn StateStore> {
+                    Arc::new(SqliteStore::open(&path).unwrap().with_queue_capacity($cap))
+                };
+                $check(open).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let single = Redis::start_on(Server::Redis);
+                $check(bounded_opener(single.url(), $cap)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis_cluster() {
+                let _one_at_a_time = CLUSTERS.lock().await;
+                let cluster = RedisCluster::start_on(Server::Redis, 3);
+                $check(bounded_opener(cluster.url(), $cap)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey() {
+                let single = Redis::start_on(Server::Valkey);
+                $check(bounded_opener(single.url(), $cap)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey_cluster() {
+                let _one_at_a_time = CLUSTERS.lock().await;
+                let cluster = RedisCluster::start_on(Server::Valkey, 3);
+                $check(bounded_opener(cluster.url(), $cap)).await;
+            }
+        }
+    };
+}
+
+fn bounded_opener(url: String, capacity: usize) -> Opener {
+    Box::new(move || -> Arc<dyn StateStore> { Arc::new(RedisStore::open(&url).unwrap().with_queue_capacity(capacity)) })
 }
 
 /// A store handle maker on `url` (Redis, Valkey, alone or as a cluster).
@@ -297,9 +346,9 @@ fn decision_on(domain: &str, decision: Option<Decision>, at: i64) -> DecisionRec
 async fn review_queue_and_decisions(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());
     let weak = ReviewCause {
-        reason: ReviewReason::WeakListing,
         sources: vec!["mailchecker".into()],
         listed_as: "new.example".into(),
+        ..ReviewCause::new(ReviewReason::WeakListing)
     };
     store.note_for_review("new.example", &ReviewCause::new(ReviewReason::Ambiguous), 100).await.unwrap();
     store.note_for_review("old.example", &ReviewCause::new(ReviewReason::NoMx), 50).await.unwrap();
@@ -360,6 +409,47 @@ async fn decisions_cover_subdomains(open: impl Fn() -> Arc<dyn StateStore>) {
 }
 with_all_backends!(review_subdomains, decisions_cover_subdomains);
 
+/// Issue 24: the queue keeps each entry's likelihood and own mail servers, and its bound drops
+/// decided entries first, then the lowest priority (likelihood × use), counting by reason what
+/// it dropped undecided. Bounded at 3 here.
+async fn queue_is_ranked_and_bounded(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    let cause = |reason, likelihood, servers: &[&str]| ReviewCause {
+        likelihood,
+        servers: servers.iter().map(|s| s.to_string()).collect(),
+        ..ReviewCause::new(reason)
+    };
+    let note = |store: &Arc<dyn StateStore>, domain: &'static str, cause: ReviewCause, at: i64| {
+        let store = store.clone();
+        async move { store.note_for_review(domain, &cause, at).await.unwrap() }
+    };
+    note(&store, "a.example", cause(ReviewReason::Ambiguous, 100, &["mx.a.example"]), 10).await;
+    note(&store, "b.example", cause(ReviewReason::WeakListing, 500, &["mx.b.example", "192.0.2.1"]), 20).await;
+    for at in 30..33 {
+        note(&other, "c.example", cause(ReviewReason::Ambiguous, 100, &[]), at).await;
+    }
+    // Over the bound: the lowest priority goes, the new entry itself here, then a.example.
+    note(&other, "d.example", cause(ReviewReason::NoMx, 20, &[]), 40).await;
+    note(&store, "e.example", cause(ReviewReason::Ambiguous, 250, &["mx.b.example"]), 50).await;
+    let queue = other.review_queue().await.unwrap();
+    let summary: Vec<_> = queue.iter().map(|i| (i.domain.as_str(), i.lookups, i.likelihood, i.priority())).collect();
+    assert_eq!(summary, [("b.example", 1, 500, 500), ("c.example", 3, 100, 200), ("e.example", 1, 250, 250)]);
+    assert_eq!(queue[0].servers, ["mx.b.example", "192.0.2.1"]);
+    assert_eq!(queue[0].server(), "mx.b.example");
+    let dropped = store.review_dropped().await.unwrap();
+    assert_eq!(dropped, [(ReviewReason::Ambiguous, 1), (ReviewReason::NoMx, 1)]);
+    // A decided entry leaves the queue and is the first to go when the bound needs room; it is
+    // not counted as dropped (nothing was lost).
+    store.decide(decision_on("b.example", Some(Decision::Block), 55)).await.unwrap();
+    note(&store, "f.example", cause(ReviewReason::Ambiguous, 100, &[]), 60).await;
+    let queued: Vec<_> = other.review_queue().await.unwrap().into_iter().map(|i| i.domain).collect();
+    assert_eq!(queued, ["c.example", "e.example", "f.example"]);
+    assert_eq!(store.review_dropped().await.unwrap(), dropped);
+    store.decide(decision_on("b.example", None, 70)).await.unwrap();
+    assert_eq!(other.review_queue().await.unwrap().len(), 3, "b.example was dropped: nothing comes back");
+}
+with_all_backends_bounded!(review_bound, queue_is_ranked_and_bounded, 3);
+
 /// The infrastructure warm-up's progress survives the handle (a restart) and is shared.
 async fn warmup_progress_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());
@@ -374,37 +464,116 @@ async fn warmup_progress_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
 }
 with_all_backends!(warmup, warmup_progress_round_trip);
 
+fn fact(server: MailServer, via: &str) -> ServerFact {
+    ServerFact { server, via: via.into() }
+}
+
+/// What a domain self-hosting on `host` (under `owner`) at `ip` teaches.
+fn own(host: &str, owner: &str, ip: &str) -> Vec<ServerFact> {
+    vec![fact(MailServer::host(host), owner), fact(MailServer::address(ip), owner)]
+}
+
+/// (disposable, legitimate) on each server, about `judged`, counting facts seen since `since`.
+async fn evidence(store: &dyn StateStore, judged: &str, servers: &[MailServer], since: i64) -> Vec<(u64, u64)> {
+    let e = store.infra_evidence(judged, servers, since).await.unwrap();
+    e.iter().map(|e| (e.disposable, e.legitimate)).collect()
+}
+
+/// Issue 24: what each domain teaches is replaced when learned again (its MX moved) and
+/// forgotten when it teaches nothing; counts leave out the judged domain and what was taught
+/// through hosts it owns; only fresh facts count.
 async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, other) = (open(), open());
-    let hosts = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    store.learn_infra("burner-a.example", true, &hosts(&["mx.burner.example"]), &hosts(&["192.0.2.10"])).await.unwrap();
+    let ip = MailServer::address("192.0.2.10");
+    let mx = MailServer::host("mx.burner.example");
+    store
+        .learn_infra("burner-a.example", true, &own("mx.burner.example", "burner.example", "192.0.2.10"), 100)
+        .await
+        .unwrap();
     other
-        .learn_infra("burner-b.example", true, &hosts(&["mail.burner-b.example"]), &hosts(&["192.0.2.10"]))
+        .learn_infra("burner-b.example", true, &own("mail.burner-b.example", "burner-b.example", "192.0.2.10"), 100)
         .await
         .unwrap();
     store
-        .learn_infra("burner-b.example", true, &hosts(&["mail.burner-b.example"]), &hosts(&["192.0.2.10"]))
+        .learn_infra("burner-b.example", true, &own("mail.burner-b.example", "burner-b.example", "192.0.2.10"), 110)
         .await
         .unwrap();
     store
-        .learn_infra("webmail.example", false, &hosts(&["mx.webmail.example"]), &hosts(&["192.0.2.99"]))
+        .learn_infra("webmail.example", false, &own("mx.webmail.example", "webmail.example", "192.0.2.99"), 100)
         .await
         .unwrap();
-    let counts = other
-        .infra_counts(&hosts(&["mx.burner.example", "unknown.example"]), &hosts(&["192.0.2.10", "192.0.2.99"]))
-        .await
-        .unwrap();
-    let pairs: Vec<_> = counts.iter().map(|c| (c.disposable, c.legitimate)).collect();
-    assert_eq!(pairs, [(1, 0), (0, 0), (2, 0), (0, 1)]);
-    // A domain that turns out legitimate moves sides.
+    let servers = [mx.clone(), MailServer::host("unknown.example"), ip.clone(), MailServer::address("192.0.2.99")];
+    assert_eq!(evidence(&*other, "new.example", &servers, 0).await, [(1, 0), (0, 0), (2, 0), (0, 1)]);
+    // The judged domain's own facts are left out, and so is what reached a server through a
+    // host it owns: burner-b.example's address, for burner-b.example.
+    assert_eq!(evidence(&*other, "burner-a.example", &[mx.clone(), ip.clone()], 0).await, [(0, 0), (1, 0)]);
+    assert_eq!(
+        evidence(&*other, "burner.example", std::slice::from_ref(&ip), 0).await,
+        [(1, 0)],
+        "taught through its host"
+    );
+    // Only fresh facts: burner-a.example was seen at 100, burner-b.example again at 110.
+    assert_eq!(evidence(&*other, "new.example", std::slice::from_ref(&ip), 105).await, [(1, 0)]);
+    // A domain that turns out legitimate moves sides; one whose MX moved leaves its old servers.
     store
-        .learn_infra("burner-a.example", false, &hosts(&["mx.burner.example"]), &hosts(&["192.0.2.10"]))
+        .learn_infra("burner-a.example", false, &own("mx.burner.example", "burner.example", "192.0.2.10"), 120)
         .await
         .unwrap();
-    let counts = store.infra_counts(&[], &hosts(&["192.0.2.10"])).await.unwrap();
-    assert_eq!((counts[0].disposable, counts[0].legitimate), (1, 1));
+    assert_eq!(evidence(&*store, "new.example", std::slice::from_ref(&ip), 0).await, [(1, 1)]);
+    store
+        .learn_infra("burner-b.example", true, &own("mx.moved.example", "moved.example", "192.0.2.77"), 130)
+        .await
+        .unwrap();
+    let moved = [ip.clone(), MailServer::host("mx.moved.example"), MailServer::address("192.0.2.77")];
+    assert_eq!(evidence(&*other, "new.example", &moved, 0).await, [(0, 1), (1, 0), (1, 0)]);
+    // Teaching nothing forgets.
+    store.learn_infra("burner-a.example", false, &[], 140).await.unwrap();
+    assert_eq!(evidence(&*other, "new.example", &[ip.clone(), mx.clone()], 0).await, [(0, 0), (0, 0)]);
+    // The reviewer's view: servers with their counts, most disposable domains first, and who
+    // taught each.
+    let page = other.learned_servers(0, 0, 10).await.unwrap();
+    let listed: Vec<_> = page.servers.iter().map(|s| (s.server.value.as_str(), s.disposable, s.legitimate)).collect();
+    assert_eq!(
+        listed,
+        [("mx.moved.example", 1, 0), ("192.0.2.77", 1, 0), ("mx.webmail.example", 0, 1), ("192.0.2.99", 0, 1)]
+    );
+    assert_eq!((page.total, page.servers[0].last_seen), (4, 130));
+    let next = other.learned_servers(0, 3, 10).await.unwrap();
+    assert_eq!(next.servers.iter().map(|s| s.server.value.as_str()).collect::<Vec<_>>(), ["192.0.2.99"]);
+    let taught = other.server_teachers(&MailServer::address("192.0.2.77"), 0, 10).await.unwrap();
+    assert_eq!(
+        taught.iter().map(|t| (t.domain.as_str(), t.disposable, t.via.clone(), t.seen)).collect::<Vec<_>>(),
+        [("burner-b.example", true, vec!["moved.example".to_owned()], 130)]
+    );
 }
 with_all_backends!(infra, infrastructure_index);
+
+/// Issue 24: a reviewer's mark on a server is in force for every domain and kept with its
+/// history; a marked server is listed even without facts.
+async fn server_marks(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, other) = (open(), open());
+    let server = MailServer::host("mx.victim.example");
+    let mark =
+        |decision, at| ServerMark { server: server.clone(), decision, reviewer: "ana".into(), note: "n".into(), at };
+    assert_eq!(other.infra_evidence("x.example", std::slice::from_ref(&server), 0).await.unwrap()[0].mark, None);
+    store.mark_server(mark(Some(Decision::Block), 10)).await.unwrap();
+    assert_eq!(
+        other.infra_evidence("x.example", std::slice::from_ref(&server), 0).await.unwrap()[0].mark,
+        Some(Decision::Block)
+    );
+    store.mark_server(mark(Some(Decision::Allow), 20)).await.unwrap();
+    assert_eq!(
+        other.infra_evidence("victim.example", std::slice::from_ref(&server), 0).await.unwrap()[0].mark,
+        Some(Decision::Allow)
+    );
+    let page = other.learned_servers(0, 0, 10).await.unwrap();
+    assert_eq!((page.total, page.servers[0].mark, page.servers[0].disposable), (1, Some(Decision::Allow), 0));
+    store.mark_server(mark(None, 30)).await.unwrap();
+    assert_eq!(other.infra_evidence("x.example", std::slice::from_ref(&server), 0).await.unwrap()[0].mark, None);
+    let history: Vec<_> = other.server_marks(&server).await.unwrap().iter().map(|m| (m.decision, m.at)).collect();
+    assert_eq!(history, [(Some(Decision::Block), 10), (Some(Decision::Allow), 20), (None, 30)]);
+}
+with_all_backends!(marks, server_marks);
 
 /// Spec Limits rule 3: one public re-check per domain per interval, atomically for every caller.
 async fn one_recheck_per_domain_per_interval(open: impl Fn() -> Arc<dyn StateStore>) {

@@ -209,7 +209,7 @@ impl AdminApp {
         let query = session.req_header().uri.query().unwrap_or_default().to_owned();
         match segments.as_slice() {
             ["admin", "v1", "keys", rest @ ..] => keys::route(&self.0, method, rest, &body, &query).await,
-            ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body).await,
+            ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body, &query).await,
             ["admin", "v1", "warmup", rest @ ..] => warmup::route(&self.0, method, rest).await,
             ["admin", "v1", "lists", rest @ ..] => lists::route(&self.0, method, rest),
             _ => Err(AdminError::not_found("no such endpoint")),

@@ -3,6 +3,8 @@
 //! One interface, chosen by `--state URL`. Every operation is one atomic step in the backend,
 //! so the CLI and any number of servers can share a store.
 
+mod infra;
+pub mod queue;
 mod redis;
 mod sqlite;
 
@@ -16,6 +18,10 @@ use email_verdict_core::Decision;
 use crate::keys::KeyHash;
 use crate::plans::{Plan, PlanName};
 
+pub use infra::{
+    InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, Teacher,
+    mark_str,
+};
 pub use redis::RedisStore;
 pub use sqlite::SqliteStore;
 
@@ -69,11 +75,11 @@ pub enum Admission {
     RateLimited { retry_after_ms: u64 },
 }
 
-/// Everything the server keeps: keys and their usage, the review queue with the
-/// infrastructure index, and the public pages' re-check times.
-pub trait StateStore: KeyStore + ReviewStore + RecheckStore {}
+/// Everything the server keeps: keys and their usage, the review queue, the infrastructure
+/// index, and the public pages' re-check times.
+pub trait StateStore: KeyStore + ReviewStore + InfraStore + RecheckStore {}
 
-impl<T: KeyStore + ReviewStore + RecheckStore> StateStore for T {}
+impl<T: KeyStore + ReviewStore + InfraStore + RecheckStore> StateStore for T {}
 
 /// The outcome of [`RecheckStore::try_recheck`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,11 +171,22 @@ pub struct ReviewCause {
     pub sources: Vec<String>,
     /// The list entry that matched: the domain itself or a parent; empty when not listed.
     pub listed_as: String,
+    /// How likely the domain is to be disposable, per mille (`queue::likelihood`).
+    pub likelihood: u32,
+    /// Its own mail servers: host names, then addresses (at most [`queue::SERVERS_KEPT`]);
+    /// the first is the one it is grouped under.
+    pub servers: Vec<String>,
 }
 
 impl ReviewCause {
     pub fn new(reason: ReviewReason) -> Self {
-        Self { reason, sources: Vec::new(), listed_as: String::new() }
+        let likelihood = queue::likelihood(reason, 0, true);
+        Self { reason, sources: Vec::new(), listed_as: String::new(), likelihood, servers: Vec::new() }
+    }
+
+    /// The servers as stored: joined by `,` (neither a host name nor an address has one).
+    pub fn servers_text(&self) -> String {
+        self.servers.join(",")
     }
 
     /// The sources as stored: names joined by `,` (a source name has no comma).
@@ -193,6 +210,21 @@ pub struct ReviewItem {
     pub first_seen: i64,
     pub last_seen: i64,
     pub lookups: u64,
+    /// Per mille, and its own mail servers, as [`ReviewCause`] has them.
+    pub likelihood: u32,
+    pub servers: Vec<String>,
+}
+
+impl ReviewItem {
+    /// Likelihood × use: the queue's order, and what its bound keeps.
+    pub fn priority(&self) -> u64 {
+        queue::priority(self.likelihood, self.lookups)
+    }
+
+    /// The mail server it is grouped under (its first own host), `""` without one.
+    pub fn server(&self) -> &str {
+        self.servers.first().map_or("", String::as_str)
+    }
 }
 
 /// The decision in force for a name: made on the name itself or on a parent (`on`).
@@ -244,13 +276,6 @@ pub fn parse_decision(s: &str) -> Option<Option<Decision>> {
     }
 }
 
-/// How many distinct registrable domains one MX host name or address is known to serve.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InfraCount {
-    pub disposable: u64,
-    pub legitimate: u64,
-}
-
 /// How far the background warm-up of the infrastructure index has gone (see `warmup.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WarmupProgress {
@@ -265,14 +290,22 @@ pub struct WarmupProgress {
     pub updated_at: i64,
 }
 
-/// The review queue, reviewers' decisions, and the index of mail infrastructure.
+/// The review queue, reviewers' decisions, and the warm-up's progress (the infrastructure index
+/// is [`InfraStore`]).
 #[async_trait]
 pub trait ReviewStore: Send + Sync + 'static {
     /// Counts a lookup of `domain` that needs review (queues it if new; the cause is replaced).
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError>;
-    /// Queued domains with no decision in force (on them or a covering parent), oldest first.
+    /// Queued domains with no decision in force (on them or a covering parent), oldest first:
+    /// the whole queue, which the store bounds (`queue`: the least useful entries go first).
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
+    /// How many entries the bound dropped from the queue, by reason (undecided ones only).
+    async fn review_dropped(&self) -> Result<Vec<(ReviewReason, u64)>, StateError>;
+    /// Takes these entries out of the queue (a reviewer settled them otherwise: a mark on their
+    /// mail server); not counted as dropped. A later lookup may queue them again.
+    async fn dismiss(&self, domains: &[String]) -> Result<(), StateError>;
     /// Records a decision (or, with `None`, withdraws the current one); the history is kept.
+    /// Queued entries it covers leave the queue (and come back when it is withdrawn).
     async fn decide(&self, record: DecisionRecord) -> Result<(), StateError>;
     /// The decision in force for the first of `names` that has one (see [`covering_names`]:
     /// most specific first, so a decision on a subdomain wins over its parent's), in one
@@ -283,17 +316,6 @@ pub trait ReviewStore: Send + Sync + 'static {
     /// Every decision in force (withdrawn ones left out), by name, at most `limit` of them:
     /// what the gateway's local decision learns (`api/decisions.rs`).
     async fn decisions_in_force(&self, limit: usize) -> Result<Vec<(String, Decision)>, StateError>;
-    /// Records that `domain` (a registrable domain) is served by these MX host names and
-    /// addresses, and whether it is known disposable or known legitimate.
-    async fn learn_infra(
-        &self,
-        domain: &str,
-        disposable: bool,
-        hosts: &[String],
-        ips: &[String],
-    ) -> Result<(), StateError>;
-    /// Counts for each of `hosts` and `ips` (in that order).
-    async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError>;
     /// The warm-up's progress (all zero before it first ran).
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError>;
     /// Records the warm-up's progress, shared by every replica on the store.

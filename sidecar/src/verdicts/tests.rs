@@ -89,8 +89,9 @@ async fn check(v: &Verdicts, name: &str, expected: Outcome) {
         signals.parent_mail = v.mail_goes_to_parent(&catalog, domain.domain(), &infra).await.unwrap();
     }
     let result = v.verdict(&domain, None).await.unwrap().result;
-    let cause =
-        review_cause(&catalog, domain.domain(), &signals, &result).map(|c| (c.reason.as_str(), c.sources, c.listed_as));
+    let infra = OwnInfra::of(&catalog, &lookup.mx);
+    let cause = review_cause(&catalog, domain.domain(), &signals, &result, &infra, 0)
+        .map(|c| (c.reason.as_str(), c.sources, c.listed_as));
     assert_eq!((result.disposable, result.review_required, cause), expected, "{name}");
 }
 

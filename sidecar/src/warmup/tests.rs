@@ -10,7 +10,7 @@ use email_verdict_core::{ListKind, MxHost, MxInfo};
 use super::*;
 use crate::clock::SystemClock;
 use crate::dns::{DnsFailure, MxAnswer};
-use crate::state::SqliteStore;
+use crate::state::{MailServer, SqliteStore};
 
 /// Answers by name, counting calls; a name not in the script is a DNS failure.
 struct Scripted {
@@ -74,6 +74,12 @@ fn warmup(store: &Arc<dyn StateStore>, resolver: &Arc<Scripted>) -> Warmup {
     )
 }
 
+/// How many disposable domains the index knows on each of `servers` (for a never-seen domain).
+async fn disposable_on(store: &Arc<dyn StateStore>, servers: &[MailServer]) -> Vec<u64> {
+    let evidence = store.infra_evidence("judged.example", servers, 0).await.unwrap();
+    evidence.iter().map(|e| e.disposable).collect()
+}
+
 /// One pass, as on a fresh start.
 async fn run(w: &Warmup) {
     let (_keep, mut stop) = tokio::sync::watch::channel(false);
@@ -98,12 +104,13 @@ async fn learns_own_mail_servers_of_strong_listed_names_and_resumes_from_the_sto
     let (store, dns) = (store("learn"), resolver());
     run(&warmup(&store, &dns)).await;
     assert_eq!(dns.calls.load(Ordering::SeqCst), 5, "weak-only and free names are not resolved");
-    let hosts = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let counts = store
-        .infra_counts(&hosts(&["mx.burner.example", "x.shared-mx.example", "mx.weak.example"]), &hosts(&["192.0.2.10"]))
-        .await
-        .unwrap();
-    let disposable: Vec<u64> = counts.iter().map(|c| c.disposable).collect();
+    let servers = [
+        MailServer::host("mx.burner.example"),
+        MailServer::host("x.shared-mx.example"),
+        MailServer::host("mx.weak.example"),
+        MailServer::address("192.0.2.10"),
+    ];
+    let disposable = disposable_on(&store, &servers).await;
     assert_eq!(disposable, [1, 0, 0, 2], "own servers learned; shared and weak-only ones never");
     let p = store.warmup_progress().await.unwrap();
     assert_eq!((p.cursor.as_str(), p.resolved, p.learned, p.failed), ("e-broken.example", 4, 2, 1));
@@ -127,8 +134,7 @@ async fn a_domain_a_reviewer_calls_safe_is_not_learned() {
     };
     store.decide(record).await.unwrap();
     run(&warmup(&store, &dns)).await;
-    let counts = store.infra_counts(&["mx.burner.example".to_owned()], &[]).await.unwrap();
-    assert_eq!(counts[0].disposable, 0);
+    assert_eq!(disposable_on(&store, &[MailServer::host("mx.burner.example")]).await, [0]);
     assert_eq!(store.warmup_progress().await.unwrap().learned, 1, "b-burner.example only");
 }
 
@@ -180,4 +186,18 @@ async fn stops_when_told() {
     tx.send(true).unwrap();
     tokio::time::timeout(Duration::from_secs(10), running).await.unwrap().unwrap();
     assert!(dns.calls.load(Ordering::SeqCst) <= 1, "at most the first name (the first tick is at once)");
+}
+
+/// A week after a pass ended the next one starts over, so facts stay fresh and follow servers
+/// that moved; before that, a finished warm-up resolves nothing.
+#[tokio::test]
+async fn a_week_after_a_pass_the_next_starts_over() {
+    let (store, dns) = (store("repass"), resolver());
+    let done = WarmupProgress { cursor: "e-broken.example".into(), resolved: 4, learned: 2, failed: 1, updated_at: 1 };
+    store.save_warmup_progress(&done).await.unwrap();
+    run(&warmup(&store, &dns)).await;
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 5, "over again from the first name");
+    assert_eq!(disposable_on(&store, &[MailServer::address("192.0.2.10")]).await, [2]);
+    run(&warmup(&store, &dns)).await;
+    assert_eq!(dns.calls.load(Ordering::SeqCst), 5, "just done: nothing resolved");
 }

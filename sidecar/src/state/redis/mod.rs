@@ -29,6 +29,7 @@ use crate::keys::KeyHash;
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 const USAGE_TTL_SECS: u64 = 40 * 86_400;
 
+mod infra;
 mod recheck;
 mod review;
 
@@ -39,6 +40,8 @@ pub struct RedisStore {
     admit: Script,
     refund: Script,
     update: Script,
+    /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
+    queue_capacity: usize,
 }
 
 enum Target {
@@ -125,7 +128,14 @@ impl RedisStore {
                  for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
                  return 1",
             ),
+            queue_capacity: super::queue::QUEUE_CAPACITY,
         })
+    }
+
+    /// The same store with a review queue bounded at `capacity` entries (tests use a few).
+    pub fn with_queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity.max(1);
+        self
     }
 
     /// The calling runtime's connection, made on its first use there; it reconnects by itself

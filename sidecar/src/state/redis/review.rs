@@ -1,104 +1,183 @@
-//! Redis side of [`ReviewStore`]. Layout: `ev:review:queue` (zset of domains by first seen);
-//! per domain, under the hash tag `{review:<domain>}`: `…:item` (hash: reason, sources,
-//! listed_as, first_seen, last_seen, lookups), `…:current` (the current decision), `…:history` (list of JSON records);
-//! `ev:review:decided` (set of every name that ever got a decision: the index of `…:current`).
-//! Infrastructure: `ev:{infra:<kind>:<value>}:disposable` and `…:legitimate`, sets of
-//! registrable domains. The warm-up's progress: `ev:warmup` (hash).
+//! Redis side of [`ReviewStore`]. The queue, under the one hash tag `{review}` so that a lookup
+//! counted and the bound kept are one atomic script (`note.lua`, `settle.lua`): `ev:{review}:first`
+//! (zset of domains by first seen), `…:causes` (hash: domain → the cause as JSON: reason,
+//! sources, listed_as, likelihood, servers), `…:lookups` and `…:last` (hashes), `…:rank` (zset of
+//! the undecided by priority, then last seen), `…:decided` (set), `…:dropped` (hash: reason →
+//! entries the bound dropped). Decisions, per domain under the hash tag `{review:<domain>}`:
+//! `…:current` (the current decision), `…:history` (list of JSON records); `ev:review:decided`
+//! (set of every name that ever got a decision: the index of `…:current`).
+//! The warm-up's progress: `ev:warmup` (hash). The infrastructure index: `infra.rs`.
+//!
+//! A store written before issue 24 kept the queue in `ev:review:queue` and `…:item` hashes:
+//! that queue is not read (it fills again from lookups); decisions are where they were.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
+use redis::Script;
 use serde_json::json;
 
 use email_verdict_core::Decision;
 
 use super::RedisStore;
 use crate::state::{
-    AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
-    WarmupProgress, covering_names, decision_str, parse_decision,
+    AppliedDecision, DecisionRecord, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError, WarmupProgress,
+    covering_names, decision_str, parse_decision,
 };
 
-const QUEUE: &str = "ev:review:queue";
 const DECIDED: &str = "ev:review:decided";
 const WARMUP: &str = "ev:warmup";
 
+/// The queue's keys, in the order the scripts take them.
+const QUEUE_KEYS: [&str; 7] = [
+    "ev:{review}:first",
+    "ev:{review}:causes",
+    "ev:{review}:lookups",
+    "ev:{review}:last",
+    "ev:{review}:rank",
+    "ev:{review}:decided",
+    "ev:{review}:dropped",
+];
+
+static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("note.lua")));
+static SETTLE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("settle.lua")));
+
 fn review_key(domain: &str, what: &str) -> String {
     format!("ev:{{review:{domain}}}:{what}")
-}
-
-fn infra_key(kind: &str, value: &str, set: &str) -> String {
-    format!("ev:{{infra:{kind}:{value}}}:{set}")
-}
-
-fn infra_entries<'a>(hosts: &'a [String], ips: &'a [String]) -> impl Iterator<Item = (&'static str, &'a String)> {
-    hosts.iter().map(|h| ("host", h)).chain(ips.iter().map(|ip| ("ip", ip)))
 }
 
 fn invalid(what: &str) -> StateError {
     StateError::Invalid(format!("review data: bad {what}"))
 }
 
+impl RedisStore {
+    /// The queued domains that are `name` or under it.
+    async fn queued_under(&self, name: &str) -> Result<Vec<String>, StateError> {
+        let mut found = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<(String, String)>) = self
+                .call(async |c| {
+                    redis::cmd("HSCAN")
+                        .arg(QUEUE_KEYS[1])
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(format!("*.{name}"))
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(c)
+                        .await
+                })
+                .await?;
+            found.extend(page.into_iter().map(|(domain, _)| domain));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let exact: bool =
+            self.call(async |c| redis::cmd("HEXISTS").arg(QUEUE_KEYS[1]).arg(name).query_async(c).await).await?;
+        if exact {
+            found.push(name.to_owned());
+        }
+        Ok(found)
+    }
+
+    /// Takes the queued `domain` out of the ranked queue, or puts it back, by the decisions in
+    /// force now.
+    async fn settle(&self, domain: &str) -> Result<(), StateError> {
+        let decided = self.decision(&covering_names(domain)).await?.is_some();
+        let mut call = SETTLE.prepare_invoke();
+        call.key(&QUEUE_KEYS[..6]).arg(domain).arg(if decided { "1" } else { "0" });
+        let _: i64 = self.call(async |c| call.invoke_async(c).await).await?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl ReviewStore for RedisStore {
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
-        let item = review_key(domain, "item");
-        let mut queue = redis::pipe();
-        queue.cmd("ZADD").arg(QUEUE).arg("NX").arg(now).arg(domain).ignore();
-        let mut details = redis::pipe();
-        details
-            .cmd("HSETNX")
-            .arg(&item)
-            .arg("first_seen")
-            .arg(now)
-            .ignore()
-            .cmd("HSET")
-            .arg(&item)
-            .arg("reason")
-            .arg(cause.reason.as_str())
-            .arg("sources")
-            .arg(cause.sources_text())
-            .arg("listed_as")
-            .arg(&cause.listed_as)
-            .arg("last_seen")
-            .arg(now)
-            .ignore()
-            .cmd("HINCRBY")
-            .arg(&item)
-            .arg("lookups")
-            .arg(1)
-            .ignore();
-        // The queue and the item are in two slots: two requests, sent together.
-        self.each::<()>(vec![queue, details]).await.map(drop)
+        let cause_json = json!({
+            "reason": cause.reason.as_str(),
+            "sources": cause.sources,
+            "listed_as": cause.listed_as,
+            "likelihood": cause.likelihood,
+            "servers": cause.servers,
+        })
+        .to_string();
+        let mut call = NOTE.prepare_invoke();
+        call.key(&QUEUE_KEYS[..]).arg(domain).arg(now).arg(cause_json).arg(cause.likelihood).arg(self.queue_capacity);
+        let lookups: i64 = self.call(async |c| call.invoke_async(c).await).await?;
+        // A new entry may be covered by a decision already (made on a parent).
+        if lookups == 1 {
+            self.settle(domain).await?;
+        }
+        Ok(())
     }
 
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
-        let domains: Vec<String> =
-            self.call(async |c| redis::cmd("ZRANGE").arg(QUEUE).arg(0).arg(-1).query_async(c).await).await?;
-        let mut items = Vec::new();
-        for domain in domains {
-            if self.decision(&covering_names(&domain)).await?.is_some() {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZRANGE").arg(QUEUE_KEYS[0]).arg(0).arg(-1).arg("WITHSCORES");
+        for key in &QUEUE_KEYS[1..4] {
+            pipe.cmd("HGETALL").arg(*key);
+        }
+        pipe.cmd("SMEMBERS").arg(QUEUE_KEYS[5]);
+        type Queue =
+            (Vec<(String, f64)>, HashMap<String, String>, HashMap<String, u64>, HashMap<String, i64>, HashSet<String>);
+        let (first, causes, lookups, last, decided): Queue = self.call(async |c| pipe.query_async(c).await).await?;
+        let mut items = Vec::with_capacity(first.len());
+        for (domain, first_seen) in first {
+            if decided.contains(&domain) {
                 continue;
             }
-            let fields: HashMap<String, String> = self
-                .call(async |c| redis::cmd("HGETALL").arg(review_key(&domain, "item")).query_async(c).await)
-                .await?;
-            if fields.is_empty() {
-                continue;
-            }
-            let number = |name: &str| fields.get(name).and_then(|v| v.parse::<i64>().ok()).ok_or_else(|| invalid(name));
-            let text = |name: &str| fields.get(name).cloned().unwrap_or_default();
-            let reason = fields.get("reason").and_then(|r| ReviewReason::parse(r)).ok_or_else(|| invalid("reason"))?;
+            let Some(cause) = causes.get(&domain) else { continue };
+            let v: serde_json::Value = serde_json::from_str(cause).map_err(|_| invalid("cause"))?;
+            let texts = |name: &str| -> Vec<String> {
+                v[name]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default()
+            };
+            let reason = v["reason"].as_str().and_then(ReviewReason::parse).ok_or_else(|| invalid("reason"))?;
             items.push(ReviewItem {
                 reason,
-                sources: ReviewCause::parse_sources(&text("sources")),
-                listed_as: text("listed_as"),
-                first_seen: number("first_seen")?,
-                last_seen: number("last_seen")?,
-                lookups: number("lookups")?.max(0) as u64,
+                sources: texts("sources"),
+                listed_as: v["listed_as"].as_str().unwrap_or_default().to_owned(),
+                first_seen: first_seen as i64,
+                last_seen: last.get(&domain).copied().unwrap_or(first_seen as i64),
+                lookups: lookups.get(&domain).copied().unwrap_or(1),
+                likelihood: v["likelihood"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(100),
+                servers: texts("servers"),
                 domain,
             });
         }
         Ok(items)
+    }
+
+    async fn review_dropped(&self) -> Result<Vec<(ReviewReason, u64)>, StateError> {
+        let counts: HashMap<String, u64> =
+            self.call(async |c| redis::cmd("HGETALL").arg(QUEUE_KEYS[6]).query_async(c).await).await?;
+        let mut out: Vec<(ReviewReason, u64)> =
+            counts.into_iter().filter_map(|(r, n)| ReviewReason::parse(&r).map(|r| (r, n))).collect();
+        out.sort_by_key(|(r, _)| r.as_str());
+        Ok(out)
+    }
+
+    async fn dismiss(&self, domains: &[String]) -> Result<(), StateError> {
+        if domains.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for key in [QUEUE_KEYS[0], QUEUE_KEYS[4]] {
+            pipe.cmd("ZREM").arg(key).arg(domains).ignore();
+        }
+        for key in &QUEUE_KEYS[1..4] {
+            pipe.cmd("HDEL").arg(*key).arg(domains).ignore();
+        }
+        pipe.cmd("SREM").arg(QUEUE_KEYS[5]).arg(domains).ignore();
+        self.call(async |c| pipe.exec_async(c).await).await
     }
 
     async fn decide(&self, record: DecisionRecord) -> Result<(), StateError> {
@@ -126,7 +205,12 @@ impl ReviewStore for RedisStore {
         .await?;
         // Another slot than the decision's own keys: a separate write, after the decision (a
         // name in the index without a current decision is skipped when listed).
-        self.call(async |c| redis::cmd("SADD").arg(DECIDED).arg(&record.domain).exec_async(c).await).await
+        self.call(async |c| redis::cmd("SADD").arg(DECIDED).arg(&record.domain).exec_async(c).await).await?;
+        // The queued entries it may cover: the name and its subdomains.
+        for domain in self.queued_under(&record.domain).await? {
+            self.settle(&domain).await?;
+        }
+        Ok(())
     }
 
     async fn decisions_in_force(&self, limit: usize) -> Result<Vec<(String, Decision)>, StateError> {
@@ -174,43 +258,6 @@ impl ReviewStore for RedisStore {
                 })
             })
             .collect()
-    }
-
-    async fn learn_infra(
-        &self,
-        domain: &str,
-        disposable: bool,
-        hosts: &[String],
-        ips: &[String],
-    ) -> Result<(), StateError> {
-        let (add, remove) = if disposable { ("disposable", "legitimate") } else { ("legitimate", "disposable") };
-        let requests = infra_entries(hosts, ips)
-            .map(|(kind, value)| {
-                let mut pipe = redis::pipe();
-                pipe.cmd("SADD").arg(infra_key(kind, value, add)).arg(domain).ignore();
-                pipe.cmd("SREM").arg(infra_key(kind, value, remove)).arg(domain).ignore();
-                pipe
-            })
-            .collect();
-        self.each::<()>(requests).await.map(drop)
-    }
-
-    async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError> {
-        let entries: Vec<_> = infra_entries(hosts, ips).collect();
-        if entries.is_empty() {
-            return Ok(Vec::new());
-        }
-        let requests = entries
-            .iter()
-            .map(|(kind, value)| {
-                let mut pipe = redis::pipe();
-                pipe.cmd("SCARD").arg(infra_key(kind, value, "disposable"));
-                pipe.cmd("SCARD").arg(infra_key(kind, value, "legitimate"));
-                pipe
-            })
-            .collect();
-        let counts: Vec<(u64, u64)> = self.each(requests).await?;
-        Ok(counts.into_iter().map(|(disposable, legitimate)| InfraCount { disposable, legitimate }).collect())
     }
 
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {

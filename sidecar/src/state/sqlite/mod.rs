@@ -87,8 +87,53 @@ const MIGRATIONS: &[&str] = &[
         updated_at  INTEGER NOT NULL
     );
 ",
+    // Issue 24: facts with the owner of the host they came through and when they were seen
+    // (the old ones count as seen now, through an unknown owner); reviewers' marks on servers.
+    "
+    CREATE TABLE infra_facts (
+        kind        TEXT NOT NULL,
+        value       TEXT NOT NULL,
+        domain      TEXT NOT NULL,
+        via         TEXT NOT NULL,
+        disposable  INTEGER NOT NULL,
+        seen        INTEGER NOT NULL,
+        PRIMARY KEY (kind, value, domain, via)
+    );
+    CREATE INDEX infra_facts_by_domain ON infra_facts (domain);
+    INSERT INTO infra_facts (kind, value, domain, via, disposable, seen)
+        SELECT kind, value, domain, '', disposable, CAST(strftime('%s', 'now') AS INTEGER) FROM infra;
+    DROP TABLE infra;
+    CREATE TABLE infra_marks (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind      TEXT NOT NULL,
+        value     TEXT NOT NULL,
+        decision  TEXT NOT NULL,
+        reviewer  TEXT NOT NULL,
+        note      TEXT NOT NULL,
+        at        INTEGER NOT NULL
+    );
+    CREATE INDEX infra_marks_by_server ON infra_marks (kind, value, seq);
+",
+    // Issue 24: the queue ordered and bounded (`state/queue.rs`); `decided` is kept by
+    // `decide` (set for the entries a decision covers; the fix-up below sets it for the
+    // decisions made before).
+    "
+    ALTER TABLE review_items ADD COLUMN likelihood INTEGER NOT NULL DEFAULT 100;
+    ALTER TABLE review_items ADD COLUMN priority INTEGER NOT NULL DEFAULT 100;
+    ALTER TABLE review_items ADD COLUMN servers TEXT NOT NULL DEFAULT '';
+    ALTER TABLE review_items ADD COLUMN decided INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX review_items_by_rank ON review_items (decided, priority, last_seen);
+    CREATE TABLE review_dropped (
+        reason  TEXT PRIMARY KEY,
+        count   INTEGER NOT NULL
+    );
+",
 ];
 
+/// The migration that added `review_items.decided`: opening an older file sets it afterwards.
+const DECIDED_MIGRATION: usize = 8;
+
+mod infra;
 mod recheck;
 mod review;
 mod worker;
@@ -102,6 +147,8 @@ pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
     /// The database file and its identity when opened, to notice it deleted or replaced.
     file: (PathBuf, Option<FileId>),
+    /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
+    queue_capacity: usize,
 }
 
 /// Device and inode: what a path names, independent of its name.
@@ -142,7 +189,13 @@ impl SqliteStore {
             .name("sqlite-state".into())
             .spawn(move || worker::serve(&conn, &queue))
             .map_err(unavailable)?;
-        Ok(Self { jobs, file: (path.to_path_buf(), file_id(path).ok()) })
+        Ok(Self { jobs, file: (path.to_path_buf(), file_id(path).ok()), queue_capacity: super::queue::QUEUE_CAPACITY })
+    }
+
+    /// The same store with a review queue bounded at `capacity` entries (tests use a few).
+    pub fn with_queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = capacity.max(1);
+        self
     }
 
     /// Runs `f` with the connection on its thread, on its own (see [`worker`]).
@@ -217,6 +270,9 @@ fn migrate(conn: &Connection) -> rusqlite::Result<Result<(), StateError>> {
     if version < MIGRATIONS.len() {
         for sql in &MIGRATIONS[version..] {
             tx.execute_batch(sql)?;
+        }
+        if version < DECIDED_MIGRATION {
+            review::mark_decided_entries(&tx)?;
         }
         tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
         tx.commit()?;

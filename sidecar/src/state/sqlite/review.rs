@@ -1,13 +1,14 @@
-//! SQLite side of [`ReviewStore`]: the queue, the decision history, the infrastructure index.
+//! SQLite side of [`ReviewStore`]: the queue, the decision history, the warm-up's progress.
 
 use async_trait::async_trait;
 use email_verdict_core::Decision;
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, unavailable};
+use crate::state::queue;
 use crate::state::{
-    AppliedDecision, DecisionRecord, InfraCount, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError,
-    WarmupProgress, covering_names, decision_str, parse_decision,
+    AppliedDecision, DecisionRecord, ReviewCause, ReviewItem, ReviewReason, ReviewStore, StateError, WarmupProgress,
+    covering_names, decision_str, parse_decision,
 };
 
 /// The latest decision row per domain: its current decision (`withdrawn` counts as none).
@@ -18,15 +19,31 @@ impl ReviewStore for SqliteStore {
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
         let (domain, reason, sources, listed_as) =
             (domain.to_owned(), cause.reason.as_str(), cause.sources_text(), cause.listed_as.clone());
+        let (likelihood, servers, capacity) = (cause.likelihood, cause.servers_text(), self.queue_capacity);
         self.in_group(move |c| {
-            c.prepare_cached(
-                "INSERT INTO review_items (domain, reason, sources, listed_as, first_seen, last_seen, lookups)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1)
-                 ON CONFLICT (domain) DO UPDATE SET reason = ?2, sources = ?3, listed_as = ?4,
-                     last_seen = MAX(last_seen, ?5), lookups = lookups + 1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![domain, reason, sources, listed_as, now]))
-            .map_err(unavailable)?;
+            let lookups: i64 = c
+                .prepare_cached(
+                    "INSERT INTO review_items
+                         (domain, reason, sources, listed_as, first_seen, last_seen, lookups, likelihood, servers)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, ?7)
+                     ON CONFLICT (domain) DO UPDATE SET reason = ?2, sources = ?3, listed_as = ?4,
+                         last_seen = MAX(last_seen, ?5), lookups = lookups + 1, likelihood = ?6, servers = ?7
+                     RETURNING lookups",
+                )
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![domain, reason, sources, listed_as, now, likelihood, servers], |r| r.get(0))
+                })
+                .map_err(unavailable)?;
+            let priority = queue::priority(likelihood, lookups.max(0) as u64);
+            c.prepare_cached("UPDATE review_items SET priority = ?2 WHERE domain = ?1")
+                .and_then(|mut stmt| stmt.execute(params![domain, int(priority)]))
+                .map_err(unavailable)?;
+            // A new entry may be covered by a decision already (made on a parent), and only a
+            // new entry can take the queue past its bound.
+            if lookups == 1 {
+                settle(c, std::slice::from_ref(&domain))?;
+                bound(c, capacity)?;
+            }
             Ok(())
         })
         .await
@@ -36,39 +53,86 @@ impl ReviewStore for SqliteStore {
         self.with_conn(|c| {
             let mut stmt = c
                 .prepare(
-                    "SELECT domain, reason, sources, listed_as, first_seen, last_seen, lookups FROM review_items
-                     ORDER BY first_seen, domain",
+                    "SELECT domain, reason, sources, listed_as, servers, first_seen, last_seen, lookups, likelihood
+                     FROM review_items WHERE decided = 0 ORDER BY first_seen, domain",
                 )
                 .map_err(unavailable)?;
             let rows = stmt
                 .query_map([], |r| {
-                    let texts: [String; 4] = [r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?];
-                    Ok((texts, r.get::<_, i64>(4)?, r.get::<_, i64>(5)?, r.get::<_, i64>(6)?))
+                    let texts: [String; 5] = [r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
+                    Ok((texts, [r.get::<_, i64>(5)?, r.get(6)?, r.get(7)?, r.get(8)?]))
                 })
                 .map_err(unavailable)?;
             let mut items = Vec::new();
             for row in rows {
-                let ([domain, reason, sources, listed_as], first_seen, last_seen, lookups) =
+                let ([domain, reason, sources, listed_as, servers], [first_seen, last_seen, lookups, likelihood]) =
                     row.map_err(unavailable)?;
                 let reason =
                     ReviewReason::parse(&reason).ok_or_else(|| StateError::Invalid(format!("reason {reason:?}")))?;
-                if applied(c, &covering_names(&domain))?.is_none() {
-                    let (sources, lookups) = (ReviewCause::parse_sources(&sources), lookups.max(0) as u64);
-                    items.push(ReviewItem { domain, reason, sources, listed_as, first_seen, last_seen, lookups });
-                }
+                items.push(ReviewItem {
+                    domain,
+                    reason,
+                    sources: ReviewCause::parse_sources(&sources),
+                    listed_as,
+                    first_seen,
+                    last_seen,
+                    lookups: lookups.max(0) as u64,
+                    likelihood: u32::try_from(likelihood).unwrap_or(0),
+                    servers: ReviewCause::parse_sources(&servers),
+                });
             }
             Ok(items)
         })
         .await
     }
 
+    async fn review_dropped(&self) -> Result<Vec<(ReviewReason, u64)>, StateError> {
+        self.with_conn(|c| {
+            let mut stmt =
+                c.prepare("SELECT reason, count FROM review_dropped ORDER BY reason").map_err(unavailable)?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))).map_err(unavailable)?;
+            rows.map(|row| {
+                let (reason, count) = row.map_err(unavailable)?;
+                let reason =
+                    ReviewReason::parse(&reason).ok_or_else(|| StateError::Invalid(format!("reason {reason:?}")))?;
+                Ok((reason, count.max(0) as u64))
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn dismiss(&self, domains: &[String]) -> Result<(), StateError> {
+        let domains = domains.to_vec();
+        self.with_conn(move |c| {
+            let tx = c.unchecked_transaction().map_err(unavailable)?;
+            for domain in &domains {
+                tx.execute("DELETE FROM review_items WHERE domain = ?1", [domain]).map_err(unavailable)?;
+            }
+            tx.commit().map_err(unavailable)
+        })
+        .await
+    }
+
     async fn decide(&self, record: DecisionRecord) -> Result<(), StateError> {
         self.with_conn(move |c| {
-            c.execute(
+            let tx = c.unchecked_transaction().map_err(unavailable)?;
+            tx.execute(
                 "INSERT INTO review_decisions (domain, decision, reviewer, note, at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![record.domain, decision_str(record.decision), record.reviewer, record.note, record.at],
             )
             .map_err(unavailable)?;
+            // The queued entries it may cover: the name and its subdomains.
+            let covered: Vec<String> = {
+                let mut stmt = tx
+                    .prepare("SELECT domain FROM review_items WHERE domain = ?1 OR domain LIKE '%.' || ?1")
+                    .map_err(unavailable)?;
+                let rows = stmt.query_map([&record.domain], |r| r.get(0)).map_err(unavailable)?;
+                rows.collect::<Result<_, _>>().map_err(unavailable)?
+            };
+            settle(&tx, &covered)?;
+            tx.commit().map_err(unavailable)?;
             Ok(())
         })
         .await
@@ -126,50 +190,6 @@ impl ReviewStore for SqliteStore {
         .await
     }
 
-    async fn learn_infra(
-        &self,
-        domain: &str,
-        disposable: bool,
-        hosts: &[String],
-        ips: &[String],
-    ) -> Result<(), StateError> {
-        let (domain, entries) = (domain.to_owned(), infra_entries(hosts, ips));
-        // Grouped: the call's savepoint makes its inserts all or nothing.
-        self.in_group(move |c| {
-            let mut stmt = c
-                .prepare_cached(
-                    "INSERT INTO infra (kind, value, domain, disposable) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (kind, value, domain) DO UPDATE SET disposable = ?4",
-                )
-                .map_err(unavailable)?;
-            for (kind, value) in &entries {
-                stmt.execute(params![kind, value, domain, disposable]).map_err(unavailable)?;
-            }
-            Ok(())
-        })
-        .await
-    }
-
-    async fn infra_counts(&self, hosts: &[String], ips: &[String]) -> Result<Vec<InfraCount>, StateError> {
-        let entries = infra_entries(hosts, ips);
-        self.in_group(move |c| {
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT COALESCE(SUM(disposable), 0), COUNT(*) FROM infra WHERE kind = ?1 AND value = ?2",
-                )
-                .map_err(unavailable)?;
-            entries
-                .iter()
-                .map(|(kind, value)| {
-                    let (disposable, all): (i64, i64) =
-                        stmt.query_row(params![kind, value], |r| Ok((r.get(0)?, r.get(1)?))).map_err(unavailable)?;
-                    Ok(InfraCount { disposable: disposable as u64, legitimate: (all - disposable) as u64 })
-                })
-                .collect()
-        })
-        .await
-    }
-
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {
         self.with_conn(|c| {
             let row = c
@@ -209,6 +229,60 @@ fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Drops entries past `capacity`: decided ones first, then the lowest priority (the oldest
+/// among equals); the undecided ones dropped are counted by reason.
+fn bound(c: &Connection, capacity: usize) -> Result<(), StateError> {
+    let count: i64 = c.query_row("SELECT COUNT(*) FROM review_items", [], |r| r.get(0)).map_err(unavailable)?;
+    let over = count - i64::try_from(capacity).unwrap_or(i64::MAX);
+    if over <= 0 {
+        return Ok(());
+    }
+    let victims: Vec<(String, String, bool)> = {
+        let mut stmt = c
+            .prepare_cached(
+                "SELECT domain, reason, decided FROM review_items
+                 ORDER BY decided DESC, priority, last_seen, domain LIMIT ?1",
+            )
+            .map_err(unavailable)?;
+        let rows = stmt.query_map([over], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(unavailable)?;
+        rows.collect::<Result<_, _>>().map_err(unavailable)?
+    };
+    for (domain, reason, decided) in victims {
+        c.prepare_cached("DELETE FROM review_items WHERE domain = ?1")
+            .and_then(|mut stmt| stmt.execute([&domain]))
+            .map_err(unavailable)?;
+        if !decided {
+            c.prepare_cached(
+                "INSERT INTO review_dropped (reason, count) VALUES (?1, 1)
+                 ON CONFLICT (reason) DO UPDATE SET count = count + 1",
+            )
+            .and_then(|mut stmt| stmt.execute([&reason]))
+            .map_err(unavailable)?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets `decided` on each of the queued `domains` from the decisions in force.
+fn settle(c: &Connection, domains: &[String]) -> Result<(), StateError> {
+    for domain in domains {
+        let decided = applied(c, &covering_names(domain))?.is_some();
+        c.execute("UPDATE review_items SET decided = ?2 WHERE domain = ?1", params![domain, decided])
+            .map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// For a file from before the `decided` column: sets it on every entry a decision covers.
+pub(super) fn mark_decided_entries(c: &Connection) -> rusqlite::Result<()> {
+    let domains: Vec<String> = {
+        let mut stmt = c.prepare("SELECT domain FROM review_items")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    settle(c, &domains).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
 /// The decision in force for the first of `names` that has one.
 fn applied(c: &rusqlite::Connection, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
     let mut stmt = c.prepare_cached(CURRENT).map_err(unavailable)?;
@@ -219,8 +293,4 @@ fn applied(c: &rusqlite::Connection, names: &[String]) -> Result<Option<AppliedD
         }
     }
     Ok(None)
-}
-
-fn infra_entries(hosts: &[String], ips: &[String]) -> Vec<(&'static str, String)> {
-    hosts.iter().map(|h| ("host", h.clone())).chain(ips.iter().map(|ip| ("ip", ip.clone()))).collect()
 }
