@@ -114,6 +114,8 @@ pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain
     };
     let note = request.field("note").trim();
     let now = admin.clock.now_ms().div_euclid(1000);
+    // Back to the page the decision was made on (the review queue's, with its filters).
+    let back = Some(request.field("back")).filter(|b| b.starts_with("/dashboard/reviews")).unwrap_or(HOME);
     let flash =
         match set_decision(&*admin.store, &admin.catalog.current(), &domain, decision, "dashboard", note, now).await {
             Ok(domain) => Flash::Info(format!("{domain}: {}.", crate::state::decision_str(decision))),
@@ -123,7 +125,41 @@ pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain
             }
             Err(e) => Flash::Error(e.to_string()),
         };
-    finish(admin, sess, flash)
+    finish_at(admin, sess, flash, back)
+}
+
+/// A mark on a mail server for all its domains (`review::servers::mark`, reviewer `dashboard`);
+/// back to the server's page, which says what the mark did.
+pub async fn mark_server(admin: &Admin, request: &DashRequest, sess: &Session, server: &str) -> Response<Vec<u8>> {
+    let decision: Option<Decision> = match request.field("decision") {
+        "withdraw" => None,
+        other => match parse_verdict(other) {
+            Some(d) => Some(d),
+            None => return finish(admin, sess, Flash::Error("Choose disposable or safe.".into())),
+        },
+    };
+    let note = request.field("note").trim();
+    let now = admin.clock.now_ms().div_euclid(1000);
+    let catalog = admin.catalog.current();
+    let (flash, back) =
+        match crate::review::servers::mark(&*admin.store, &catalog, server, decision, "dashboard", note, now).await {
+            Ok(marked) => {
+                let back = format!("/dashboard/servers/{}", marked.report.server.value);
+                let what = crate::state::mark_str(decision);
+                (Flash::Info(format!("{}: {what}: {}.", marked.report.server, marked.effect)), back)
+            }
+            Err(ReviewError::Store(e)) => {
+                tracing::error!(error = %e, "state store failed (dashboard)");
+                (Flash::Error("The state store failed; retry later.".into()), HOME.to_owned())
+            }
+            Err(e) => (Flash::Error(e.to_string()), HOME.to_owned()),
+        };
+    finish_at(admin, sess, flash, &back)
+}
+
+fn finish_at(admin: &Admin, sess: &Session, flash: Flash, location: &str) -> Response<Vec<u8>> {
+    admin.dashboard.sessions.update(&sess.id, |s| s.flash = Some(flash));
+    see_other(location, None)
 }
 
 fn finish(admin: &Admin, sess: &Session, flash: Flash) -> Response<Vec<u8>> {

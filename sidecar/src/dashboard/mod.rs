@@ -10,6 +10,7 @@
 
 mod actions;
 mod page;
+mod reviews;
 pub mod session;
 
 use std::net::IpAddr;
@@ -37,6 +38,8 @@ impl Dashboard {
 pub struct DashRequest {
     pub method: Method,
     pub path: String,
+    /// The query string (the review pages' filters and paging).
+    pub query: String,
     pub form: Vec<(String, String)>,
     cookie: Option<String>,
     origin: Option<String>,
@@ -108,6 +111,9 @@ async fn route(admin: &Admin, request: &DashRequest, sess: &Session) -> Response
         (true, ["keys", id, "revoke"]) => actions::revoke(admin, request, sess, id).await,
         (true, ["keys", id, "plan"]) => actions::change_plan(admin, request, sess, id).await,
         (true, ["reviews", domain]) => actions::decide(admin, request, sess, domain).await,
+        (false, ["reviews"]) => reviews::queue_page(admin, sess, &request.query).await,
+        (false, ["servers", server]) => reviews::server_page(admin, sess, &percent_decode(server)).await,
+        (true, ["servers", server]) => actions::mark_server(admin, request, sess, &percent_decode(server)).await,
         _ => page::plain(StatusCode::NOT_FOUND, "no such dashboard page"),
     }
 }
@@ -146,5 +152,20 @@ async fn read(
     } else {
         Vec::new()
     };
-    Ok(DashRequest { method: method.clone(), path: path.to_owned(), form, cookie, origin, referer, host, client })
+    let query = session.req_header().uri.query().unwrap_or_default().to_owned();
+    Ok(DashRequest {
+        method: method.clone(),
+        path: path.to_owned(),
+        query,
+        form,
+        cookie,
+        origin,
+        referer,
+        host,
+        client,
+    })
+}
+
+fn percent_decode(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }

@@ -32,7 +32,9 @@ struct HomeView {
     draft: Option<KeyDraft>,
     plans: Vec<PlanRow>,
     keys: Vec<KeyRow>,
+    /// The first entries of the queue by priority ([`HOME_QUEUE`]), and how many wait.
     queue: Vec<ReviewRow>,
+    queue_waiting: usize,
     lists: Vec<ListRow>,
     list_refresh: String,
     today: String,
@@ -175,7 +177,7 @@ fn list_rows(live: &crate::lists::LiveCatalog) -> Vec<ListRow> {
 }
 
 /// The queue reason in words, with the sources or the listed parent behind it.
-fn why_queued(item: &crate::state::ReviewItem) -> String {
+pub(super) fn why_queued(item: &crate::state::ReviewItem) -> String {
     use crate::state::ReviewReason;
     match item.reason {
         ReviewReason::NoMx => "no MX".to_owned(),
@@ -185,15 +187,21 @@ fn why_queued(item: &crate::state::ReviewItem) -> String {
     }
 }
 
+/// Queue entries on the home page; the whole queue is a page of its own (`reviews.rs`).
+const HOME_QUEUE: usize = 10;
+
 pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
     let today = utc_day(admin.clock.now_ms().div_euclid(1000));
-    let (keys, queue) = match (admin.store.list_keys(&today).await, admin.store.review_queue().await) {
+    let (keys, mut queue) = match (admin.store.list_keys(&today).await, admin.store.review_queue().await) {
         (Ok(k), Ok(q)) => (k, q),
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "state store failed (dashboard)");
             return plain(StatusCode::SERVICE_UNAVAILABLE, "the state store failed; retry later");
         }
     };
+    let queue_waiting = queue.len();
+    crate::state::queue::order(&mut queue, crate::state::queue::Sort::Priority);
+    queue.truncate(HOME_QUEUE);
     let mut view = HomeView {
         csrf: sess.csrf.clone(),
         open: admin.token_hash.is_none(),
@@ -223,6 +231,7 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
                 lookups: i.lookups,
             })
             .collect(),
+        queue_waiting,
         lists: list_rows(&admin.catalog),
         list_refresh: match admin.catalog.settings().refresh_secs {
             0 => "on SIGHUP only".to_owned(),
@@ -319,7 +328,7 @@ pub fn plain(status: StatusCode, message: &str) -> Response<Vec<u8>> {
     html(status, body, Vec::new())
 }
 
-fn html(status: StatusCode, body: String, extra: Headers) -> Response<Vec<u8>> {
+pub(super) fn html(status: StatusCode, body: String, extra: Headers) -> Response<Vec<u8>> {
     let mut headers = security_headers();
     // The dashboard's own Origin/Referer check needs the referrer on same-origin requests.
     headers.retain(|(name, _)| *name != "Referrer-Policy");

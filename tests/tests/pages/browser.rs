@@ -97,3 +97,37 @@ fn browser_dashboard_creates_changes_and_revokes_a_key_and_decides_a_review() {
     assert!(history.stdout.contains("disposable") && history.stdout.contains("dashboard"), "{history}");
     assert_eq!(sc.lookup_ok("ownmail.example")["result"]["verdict"], "disposable", "the next lookup reflects it");
 }
+
+/// Issue 24: the review queue as a reviewer works it in the dashboard: a page of its own,
+/// filtered, decided from the filtered page, grouped by mail server, a server marked once for
+/// all its domains (its page says who taught the index about it and what the mark does).
+#[test]
+fn browser_review_queue_is_paged_filtered_and_decided_by_mail_server() {
+    let dir = TestDir::new("browser-reviews");
+    let burn = ["burn1.test", "burn2.test", "burn3.test", "burn4.test"];
+    let list = dir.write("disposable.txt", &(burn.join("\n") + "\n"));
+    let list = list.to_str().unwrap_or_default().to_owned();
+    // An address needs twice the threshold: at 5 the four listed domains teach the index about
+    // mx.burnmail.test without catching the never-listed names on it, which wait for review.
+    let (sc, _nsd) = start_with(|b| b.args(&["--disposable-list", &list, "--infra-threshold", "5"]));
+    for name in burn {
+        assert_eq!(sc.lookup_ok(name)["result"]["verdict"], "disposable", "{name}");
+    }
+    let queued = ["firemail.cc", "shared-backup.test", "upper-case.test", "victimco.test", "nomx.example"];
+    for name in queued {
+        sc.lookup_ok(name);
+    }
+    email_verdict_tests::wait_for("five queued", Duration::from_secs(5), || {
+        let rows = sc.cli().run(&["review", "list"]).stdout.lines().count();
+        (rows == queued.len() + 1).then_some(())
+    });
+    let out = node("reviews.mjs", &[&format!("http://{}", sc.admin_addr()), &screenshots()]);
+    assert!(out.contains("reviews: ok"), "{out}");
+    let r = sc.lookup_ok("shared-backup.test");
+    assert_eq!(
+        (r["result"]["verdict"].as_str(), r["result"]["mx_ip_match"].as_bool()),
+        (Some("disposable"), Some(true))
+    );
+    let history = sc.cli().run(&["review", "history", "mx.burnmail.test", "--server"]);
+    assert!(history.stdout.contains("\tdisposable\tdashboard\ta burner network"), "{}", history.stdout);
+}
