@@ -201,7 +201,9 @@ pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
         free_provider,
         // Never for a domain whose own mail servers are disposable infrastructure, even when a
         // reviewer's `safe` keeps it safe.
-        business_email: shared_mx && !disposable && !s.free && !s.relay && !s.mx_ip_match,
+        // A cut answer (past the resolver's bounds) never vouches for a domain: what was left
+        // out is unknown.
+        business_email: shared_mx && !disposable && !s.free && !s.relay && !s.mx_ip_match && mx.cut().is_none(),
         shared_mx,
         has_mx,
         domain_exists: mx.domain_exists(),

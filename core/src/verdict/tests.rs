@@ -339,3 +339,18 @@ fn a_cut_answer_says_what_it_lost() {
     assert_eq!(r.mx_ip_address, ["192.0.2.1"]);
     assert!(r.has_mx && r.review_required && !r.disposable);
 }
+
+#[test]
+fn a_cut_answer_never_vouches_for_a_domain() {
+    let hosts = vec![MxHost::new("shop.mail.protection.outlook.com", vec!["192.0.2.30".parse().unwrap()])];
+    let shared = Signals { shared_mx: true, ..Signals::default() };
+    assert!(decide(&shared, &MxInfo::with_hosts(hosts.clone(), 0), false).business_email);
+    for cut in [
+        MxInfo::with_hosts(hosts.clone(), 3),
+        MxInfo::with_hosts(vec![hosts[0].clone(), MxHost::unresolved("mx11.example")], 0),
+        MxInfo::with_hosts(vec![MxHost { more_ips: 1, ..hosts[0].clone() }], 0),
+    ] {
+        let r = decide(&shared, &cut, false);
+        assert!(!r.business_email && r.shared_mx && r.review_required && !r.disposable, "{cut:?}");
+    }
+}
