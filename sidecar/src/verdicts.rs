@@ -168,6 +168,11 @@ impl Verdicts {
                 .await
                 .map_err(|e| self.store_failed(e))?;
             judged = infra::judge(&catalog, registrable, &infra, &evidence, self.threshold);
+            for (host, owner) in judged.counted_hosts() {
+                if self.receives_its_mail_on(&owner, &host).await {
+                    judged.owned_by_a_mail_domain(&host);
+                }
+            }
             signals.mx_ip_match = !judged.matches.is_empty();
         }
         let result = decide(&signals, &lookup.mx, lookup.cached);
@@ -239,6 +244,16 @@ impl Verdicts {
         }
         learned.put(key, Instant::now());
         true
+    }
+
+    /// Whether `owner` (a registrable domain) has `host` among its own MX hosts. A DNS failure
+    /// says no: the evidence then counts, as it did before it was asked.
+    async fn receives_its_mail_on(&self, owner: &str, host: &str) -> bool {
+        let Ok(owner) = Domain::parse(owner) else { return false };
+        match self.mx.lookup(&owner).await {
+            Ok(lookup) => lookup.mx.hosts().iter().any(|h| h.name.trim_end_matches('.').eq_ignore_ascii_case(host)),
+            Err(_) => false,
+        }
     }
 
     /// Whether `domain`'s own mail servers (`infra`) are among those of the listed parent it

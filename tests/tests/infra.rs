@@ -125,15 +125,17 @@ fn settled(sc: &Sidecar, server: &str, names: &[&str]) {
 
 /// Section 2: whoever controls two listed names points them at `mx.victimco.test` and looks them
 /// up (so would the warm-up); a third gets a host of its own on victimco's address. A mail server
-/// named under a domain is that domain's: `victimco.test` stays the spec's own-MX row; a
-/// neighbour sharing only the address stays safe (an address needs twice the threshold).
+/// named under a domain is that domain's: `victimco.test` stays the spec's own-MX row, and so
+/// does its other brand on the same server (victimco receives its own mail there: a company's
+/// server); a neighbour sharing only the address stays safe (an address needs twice the
+/// threshold).
 #[test]
 fn listed_names_pointed_at_a_business_do_not_make_it_or_its_neighbour_disposable() {
     let (nsd, dir) = (Nsd::start(), TestDir::new("infra"));
     let sc = sidecar(nsd.addr(), &dir, &LAPSED, |b| b);
     learn_from(&sc, &LAPSED);
     settled(&sc, "203.0.113.25", &LAPSED);
-    for domain in ["victimco.test", "neighbour.test"] {
+    for domain in ["victimco.test", "victimco-brand.test", "neighbour.test"] {
         let r = sc.lookup_ok(domain);
         assert_eq!(flags(&r), ("safe", false, false, false, true), "{domain}: {r}");
     }

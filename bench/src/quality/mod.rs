@@ -8,6 +8,7 @@
 //! Nothing here is timed against a target: the figures are counts of verdicts.
 
 pub mod cli;
+pub mod infra;
 pub mod labels;
 pub mod measure;
 pub mod report;

@@ -9,8 +9,10 @@
 //!   domain that a strong list or the operator's blocklist calls disposable is disposable
 //!   infrastructure (it is that domain's server).
 //! - Otherwise a host name counts once `threshold` disposable domains and no legitimate one use
-//!   it; an address needs [`ADDRESS_FACTOR`] times as many (shared hosting puts thousands of
-//!   unrelated domains on one address).
+//!   it, unless its owner receives its own mail on it (a company's server: listed names pointed
+//!   at it prove nothing about the company's other domains; `Verdicts` asks DNS, through the MX
+//!   cache, only for a host that reached the bar); an address needs [`ADDRESS_FACTOR`] times as
+//!   many (shared hosting puts thousands of unrelated domains on one address).
 //! - Facts count only while fresh ([`FACT_LIFETIME_SECS`]); a domain learned again replaces what
 //!   it taught, and one no longer known disposable or legitimate forgets it.
 //! - A reviewer's mark on a server decides for every domain on it: `disposable` counts whatever
@@ -171,6 +173,31 @@ pub(crate) fn judge(
     out
 }
 
+impl InfraJudgement {
+    /// The host names matched by the count of disposable domains on them alone, with their
+    /// owners: [`Self::owned_by_a_mail_domain`] takes those back whose owner receives its own
+    /// mail on them.
+    pub fn counted_hosts(&self) -> Vec<(String, String)> {
+        self.matches
+            .iter()
+            .filter(|m| m.reason == InfraReason::Domains && m.server.kind == ServerKind::Host)
+            .map(|m| (m.server.value.clone(), owner_of(&m.server.value)))
+            .collect()
+    }
+
+    /// `host` is the mail server its owner receives its own mail on: a company's server, which
+    /// listed names pointed at it do not make disposable infrastructure for the company's other
+    /// domains either (only its owner's standing, or a reviewer's mark, can).
+    pub fn owned_by_a_mail_domain(&mut self, host: &str) {
+        if let Some(i) = self.matches.iter().position(|m| m.server.kind == ServerKind::Host && m.server.value == host) {
+            let m = self.matches.remove(i);
+            if self.nearest.as_ref().is_none_or(|(_, n)| m.disposable > *n) {
+                self.nearest = Some((m.server, m.disposable));
+            }
+        }
+    }
+}
+
 /// Whether `owner` (a registrable domain) is one a strong list or the operator's blocklist
 /// calls disposable, and nothing vouches for (free webmail, relay, the operator's allowlist).
 fn owner_disposable(catalog: &Catalog, owner: &str) -> bool {
@@ -251,6 +278,16 @@ mod tests {
         let theirs = infra(&[("mail.listed.example", &["192.0.2.3"]), ("mail.weak.example", &[])]);
         let (matches, _) = check("new.example", &theirs, &[ev(0, 0, None), ev(0, 0, None), ev(0, 0, None)]);
         assert_eq!(matches, [("mail.listed.example".to_owned(), InfraReason::Owner("listed.example".into()))]);
+    }
+
+    #[test]
+    fn a_companys_own_server_is_taken_back() {
+        let own = infra(&[("mx.victim.example", &["192.0.2.2"])]);
+        let mut j = judge(&catalog(), "brand.example", &own, &[ev(2, 0, None), ev(1, 0, None)], 2);
+        assert_eq!(j.counted_hosts(), [("mx.victim.example".to_owned(), "victim.example".to_owned())]);
+        j.owned_by_a_mail_domain("mx.victim.example");
+        assert!(j.matches.is_empty());
+        assert_eq!(j.nearest.map(|(s, n)| (s.value, n)), Some(("mx.victim.example".to_owned(), 2)));
     }
 
     #[test]
