@@ -21,6 +21,7 @@ Outputs (format contract: lines starting with '#' and blank lines are ignored):
   data/relay.txt        one ASCII lowercase domain per line
   data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
   data/popular.txt      popular mail providers, the targets of typo suggestions
+  data/roles.txt        role local parts (postmaster, abuse, info, ...), lowercase, one per line
   data/README.md, data/licenses/<package>.txt
   data/ipdb/             IP -> country / ASN databases for the public pages (scripts/ipdb_data.py)
 Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
@@ -115,7 +116,21 @@ PACKAGES = {
         upstream="https://github.com/ZooTools/mail-spell-checker",
         license_file="package/LICENSE",
         used_for="popular"),
+    "role-based-email-addresses": dict(
+        registry="npm", name="role-based-email-addresses", version="3.1.0",
+        sha256="bbe4571a9aff4ef1cd2037c34e90427f1f850cf86b1487adc23a8c9eed311f3e",
+        licence="MIT",
+        upstream="https://github.com/mixmaxhq/role-based-email-addresses",
+        license_file="package/LICENSE",
+        used_for="roles"),
 }
+
+# The arrays of role-based-email-addresses (src/index.js), all used.
+ROLE_ARRAYS = ("MARKETING", "NOTIFICATION", "MEETING", "OTHER")
+# RFC 2142 (Mailbox Names for Common Services, Roles and Functions), sections 3-5: every one
+# must be in data/roles.txt (the build fails otherwise).
+RFC2142_ROLES = ("info", "marketing", "sales", "support", "abuse", "noc", "security",
+                 "postmaster", "hostmaster", "usenet", "news", "webmaster", "www", "uucp", "ftp")
 
 # The disposable sources, each written to data/disposable/<key>.txt, with what is used.
 DISPOSABLE_SOURCES = (
@@ -475,6 +490,19 @@ def extract_email_spell_checker(arc):
                     r"const\s+POPULAR_DOMAINS\s*=\s*\[(.*?)\]", "email-spell-checker POPULAR_DOMAINS")
 
 
+def extract_roles(arc):
+    """The string literals of the four arrays of src/index.js, lowercased; names with
+    characters outside [a-z0-9._-] are dropped (returned second)."""
+    text = arc.text("package/src/index.js")
+    names, dropped = set(), set()
+    for array in ROLE_ARRAYS:
+        for n in js_array(text, r"const\s+%s\s*=\s*\[(.*?)\]" % array,
+                          "role-based-email-addresses " + array):
+            n = n.strip().lower()
+            (names if re.fullmatch(r"[a-z0-9][a-z0-9._-]*", n) else dropped).add(n)
+    return names, dropped
+
+
 def check_version(arc, pkg):
     if pkg["registry"] == "npm":
         v = json.loads(arc.text("package/package.json"))["version"]
@@ -757,6 +785,9 @@ def run(tmp, archive_dir):
     if len(popular) > MAX_POPULAR:
         die("data/popular.txt would hold %d names, over the bound of %d" % (len(popular), MAX_POPULAR))
 
+    # ---- roles (role_account in the lookup's details) --------------------------------
+    roles, roles_dropped = extract_roles(arcs["role-based-email-addresses"])
+
     # ---- sanity ----------------------------------------------------------------------
     problems = []
 
@@ -786,6 +817,8 @@ def run(tmp, archive_dir):
          "output lists overlap")
     for s in shared:
         need(not psl.suffix_section(s), "shared_mx suffix %s is a public suffix" % s)
+    for r in RFC2142_ROLES:
+        need(r in roles, "RFC 2142 role %s missing from roles.txt" % r)
     if problems:
         die("sanity checks failed:\n  " + "\n  ".join(problems))
 
@@ -837,6 +870,13 @@ def run(tmp, archive_dir):
                 "#   data/curated/relay.txt (this project, CC0-1.0, service named per line)"],
                ["Addresses here forward to a permanent inbox; never treat them as disposable."],
                sorted(relay))
+    write_list(os.path.join(DATA, "roles.txt"),
+               "data/roles.txt: role local parts (a function, not a person), one per line.",
+               [src_line("role-based-email-addresses") + " (src/index.js, arrays %s)"
+                % ", ".join(ROLE_ARRAYS)],
+               ["Lowercase; core/src/details.rs compares the local part before any +tag,",
+                "case-insensitively. Includes every mailbox name of RFC 2142 (sections 3-5)."],
+               sorted(roles))
     mx_lines = ["%s\t%s" % (s, shared[s][0]) for s in sorted(shared)]
     write_list(os.path.join(DATA, "shared_mx.tsv"),
                "data/shared_mx.tsv: shared multi-tenant inbound mail infrastructure.",
@@ -865,7 +905,8 @@ def run(tmp, archive_dir):
         if fn not in lic_files:
             os.remove(os.path.join(lic_dir, fn))
 
-    counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared), popular=len(popular))
+    counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared), popular=len(popular),
+                  roles=len(roles))
     for k, _ in DISPOSABLE_SOURCES:
         counts["disposable/" + k] = len(per_source[k])
     write_readme(locals())
@@ -890,6 +931,7 @@ def run(tmp, archive_dir):
     print("update-data: data/relay.txt      %d" % len(relay))
     print("update-data: data/shared_mx.tsv  %d" % len(shared))
     print("update-data: data/popular.txt    %d" % len(popular))
+    print("update-data: data/roles.txt      %d" % len(roles))
     print("update-data: data/ total %d bytes; sanity checks passed" % total)
 
 
@@ -939,7 +981,7 @@ def write_readme(v):
     for k, _ in DISPOSABLE_SOURCES:
         a("| `data/disposable/%s.txt` | %d |" % (k, v["counts"]["disposable/" + k]))
     for k, fn in (("free", "free.txt"), ("relay", "relay.txt"), ("shared_mx", "shared_mx.tsv"),
-                  ("popular", "popular.txt")):
+                  ("popular", "popular.txt"), ("roles", "roles.txt")):
         a("| `data/%s` | %d |" % (fn, v["counts"][k]))
     a("")
 
@@ -1108,6 +1150,20 @@ def write_readme(v):
     a("Entries: **%d**. Dropped (%d): %s." % (
         v["counts"]["popular"], len(v["pop_dropped"]),
         ", ".join("`%s` (%s)" % (n, w) for n, w in sorted(v["pop_dropped"].items())) or "(none)"))
+    a("")
+    a("## roles.txt")
+    a("")
+    a("Role local parts (`role_account` in a lookup's `details`): a mailbox of a function or a")
+    a("group (postmaster, abuse, info, sales, support, noreply, ...), not of a person.")
+    a("")
+    a(hdr)
+    a(row("role-based-email-addresses", "arrays %s of `src/index.js`, lowercased: %d names"
+          % (", ".join("`%s`" % x for x in ROLE_ARRAYS), v["counts"]["roles"])))
+    a("")
+    a("Entries: **%d**. Every mailbox name of RFC 2142 (sections 3-5: %s) is checked to be"
+      % (v["counts"]["roles"], ", ".join("`%s`" % r for r in RFC2142_ROLES)))
+    a("in the list (the build fails otherwise). Dropped (characters outside `[a-z0-9._-]`): %s."
+      % md_names(v["roles_dropped"]))
     a("")
     a("## Licences")
     a("")

@@ -52,6 +52,24 @@ pub struct LookupRecord {
     #[serde(default)]
     pub did_you_mean: Option<String>,
     pub result: VerdictResult,
+    /// Beyond the spec, beside `result` (which it never changes): what a signup form needs next
+    /// ([`crate::details`]). Absent in an answer of an older sidecar, read as the default.
+    #[serde(default)]
+    pub details: Details,
+}
+
+/// The `details` object of a lookup record ([`crate::details::details`] builds it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Details {
+    /// The address the provider delivers to, by its documented rules; an unknown domain keeps
+    /// the local part as given. Empty for a bare domain input.
+    pub normalized_email: String,
+    /// The local part (before any `+tag`, case-insensitive) is a role (`data/roles.txt`).
+    pub role_account: bool,
+    /// The domain is a privacy relay / alias service (`data/relay.txt`).
+    pub relay: bool,
+    /// The mail provider's name, as the public page shows it; `null` when unknown.
+    pub provider: Option<String>,
 }
 
 /// `POST /api/v1/domains`: 1 to [`BatchRequest::MAX_INPUTS`] domains or emails.
@@ -188,6 +206,7 @@ mod tests {
             domain: "gmial.com".into(),
             did_you_mean: did_you_mean.map(str::to_owned),
             result: decide(&Signals::default(), &MxInfo::NoDomain, false),
+            details: Details::default(),
         };
         LookupResponse { request_id: "r1".into(), record }
     }
@@ -195,7 +214,7 @@ mod tests {
     #[test]
     fn the_record_is_flat_with_did_you_mean_beside_the_spec_fields() {
         let text = serde_json::to_string(&response(Some("ann@gmail.com"))).unwrap();
-        let keys = ["request_id", "input", "input_type", "email", "domain", "did_you_mean", "result"];
+        let keys = ["request_id", "input", "input_type", "email", "domain", "did_you_mean", "result", "details"];
         let at: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -13,6 +13,7 @@
 pub mod api;
 pub mod catalog;
 pub mod decided;
+pub mod details;
 pub mod domain;
 pub mod email;
 pub mod input;
@@ -22,7 +23,7 @@ pub mod suggest;
 pub mod verdict;
 
 pub use api::{
-    BatchItem, BatchRequest, BatchResponse, ErrorBody, ErrorCode, InputType, LookupRecord, LookupResponse,
+    BatchItem, BatchRequest, BatchResponse, Details, ErrorBody, ErrorCode, InputType, LookupRecord, LookupResponse,
     VerdictResult,
 };
 pub use catalog::{Catalog, ListKind};

@@ -299,7 +299,7 @@ async fn judge(verdicts: &Verdicts, shared_state: bool, line: Result<String, &'s
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {
-        Ok(judged) => BatchItem::Record(Box::new(crate::api::record(&raw, &input, judged))),
+        Ok(judged) => BatchItem::Record(Box::new(crate::api::record(&verdicts.catalog(), &raw, &input, judged))),
         Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
         Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
     }
@@ -311,7 +311,7 @@ enum Output {
     Csv(Box<csv::Writer<std::io::Stdout>>),
 }
 
-const CSV_HEADER: [&str; 18] = [
+const CSV_HEADER: [&str; 22] = [
     "input",
     "input_type",
     "email",
@@ -328,6 +328,10 @@ const CSV_HEADER: [&str; 18] = [
     "blocked",
     "mx_ip_match",
     "did_you_mean",
+    "normalized_email",
+    "role_account",
+    "relay",
+    "provider",
     "error",
     "error_message",
 ];
@@ -414,6 +418,10 @@ fn record_row(r: &LookupRecord) -> Vec<String> {
         b(v.blocked),
         b(v.mx_ip_match),
         r.did_you_mean.clone().unwrap_or_default(),
+        r.details.normalized_email.clone(),
+        b(r.details.role_account),
+        b(r.details.relay),
+        r.details.provider.clone().unwrap_or_default(),
         String::new(),
         String::new(),
     ]

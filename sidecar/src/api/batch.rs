@@ -48,12 +48,13 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
         Ok(grant) => grant,
         Err(e) => return ApiError::from(e).into(),
     };
+    let catalog = &api.verdicts.catalog();
     let results: Vec<BatchItem> = futures::stream::iter(inputs.into_iter().zip(parsed))
         .map(|(raw, parsed)| async move {
             match parsed {
                 Err(message) => BatchItem::error(raw, ErrorCode::InvalidInput, message),
                 Ok(input) => match verdict_of(api, &input).await {
-                    Ok(judged) => BatchItem::Record(Box::new(record(&raw, &input, judged))),
+                    Ok(judged) => BatchItem::Record(Box::new(record(catalog, &raw, &input, judged))),
                     Err(e) => BatchItem::error(raw, e.code, e.message),
                 },
             }

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use email_verdict_core::{ErrorCode, LookupInput, LookupRecord, LookupResponse};
+use email_verdict_core::{Catalog, ErrorCode, LookupInput, LookupRecord, LookupResponse, details};
 use percent_encoding::percent_decode_str;
 
 use super::response::store_error;
@@ -33,7 +33,8 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
     match judge(api, &key, &input).await {
         Ok((judged, headers)) => {
             log.cached = Some(judged.result.cached);
-            let body = LookupResponse { request_id: request.id.clone(), record: record(&raw, &input, judged) };
+            let record = record(&api.verdicts.catalog(), &raw, &input, judged);
+            let body = LookupResponse { request_id: request.id.clone(), record };
             Reply::Lookup(Box::new(body), headers)
         }
         Err(e) => e.into(),
@@ -42,12 +43,15 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
 
 /// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
 /// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
-/// provider for a bare domain, and for an email the same local part at it.
-pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
+/// provider for a bare domain, and for an email the same local part at it. `details` is read
+/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts.
+pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
     let did_you_mean = judged.suggestion.map(|domain| match input {
         LookupInput::Domain(_) => domain.to_string(),
         LookupInput::Email(email) => format!("{}@{domain}", email.local()),
     });
+    let r = &judged.result;
+    let details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
     LookupRecord {
         input: raw.to_owned(),
         input_type: input.input_type(),
@@ -55,6 +59,7 @@ pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
         domain: input.domain().to_string(),
         did_you_mean,
         result: judged.result,
+        details,
     }
 }
 
@@ -144,7 +149,7 @@ mod tests {
     fn the_record_suggests_an_email_for_an_email_and_a_domain_for_a_domain() {
         let check = |raw: &str, suggestion: Option<&str>, expected: Option<&str>| {
             let input = LookupInput::parse(raw).unwrap();
-            let record = record(raw, &input, judged(suggestion));
+            let record = record(&Catalog::default(), raw, &input, judged(suggestion));
             assert_eq!(record.did_you_mean.as_deref(), expected, "{raw}");
             assert_eq!(record.input, raw);
             record

@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 
+use email_verdict_core::details::provider_names;
 use email_verdict_core::{Catalog, Domain, MxInfo, VerdictResult};
 use serde::Serialize;
 pub use why::{WhyLine, why_lines};
@@ -181,14 +182,11 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
     let state = page_state(r);
     let no_mail = matches!(state, "no_mail" | "no_domain");
     let queued = if no_mail { Some("no_mx") } else { r.review_required.then_some("ambiguous") };
-    let shared = catalog.shared_mx_provider(f.mx).map(str::to_owned);
     // A free provider is named first by its own name (gmail.com, not the "Google Workspace" of
-    // its MX hosts); its infrastructure follows.
-    let free = r.free_provider.then(|| catalog.free.find(f.domain).map(|(entry, _)| entry.to_owned())).flatten();
-    let (provider, infrastructure) = match free {
-        Some(own) => (Some(own), shared),
-        None => (shared, None),
-    };
+    // its MX hosts); its infrastructure follows. The API's `details.provider` is the same name.
+    let hosts = f.mx.hosts().iter().map(|h| h.name.as_str());
+    let (provider, infrastructure) = provider_names(catalog, f.domain, r.free_provider, hosts);
+    let (provider, infrastructure) = (provider.map(str::to_owned), infrastructure.map(str::to_owned));
     DomainView {
         chrome: Chrome::for_domain(f.lang, name, &pages.settings.public_url),
         domain: name.to_owned(),

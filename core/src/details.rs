@@ -1,0 +1,148 @@
+//! The `details` object beside `result` ([`crate::api::Details`]): what a signup form needs next,
+//! computed from the input and the shipped lists only. Nothing here changes `result`.
+//!
+//! - `normalized_email`: the address a provider delivers to, by that provider's documented rules
+//!   only ([`normalize_email`]; each rule cites its source). An unknown domain keeps its local
+//!   part exactly as given (local parts are case-sensitive, RFC 5321 §2.4).
+//! - `role_account`: the local part (before any `+tag`, case-insensitive) is a role name of
+//!   `data/roles.txt` ([`is_role`]).
+//! - `relay`: the domain is on the catalog's relay list (`data/relay.txt`).
+//! - `provider`: [`provider_names`], the same name the public page shows.
+
+use crate::api::Details;
+use crate::catalog::Catalog;
+use crate::domain::Domain;
+use crate::input::LookupInput;
+
+/// `data/roles.txt`: role local parts, one per line, lowercase (see data/README.md).
+const ROLES: &str = include_str!("../../data/roles.txt");
+
+/// The details of `input`. `free_provider` and `mx_hosts` are the verdict's (`result`'s) own, so
+/// that `provider` names what the verdict saw.
+pub fn details<'a>(
+    catalog: &Catalog,
+    input: &LookupInput,
+    free_provider: bool,
+    mx_hosts: impl IntoIterator<Item = &'a str>,
+) -> Details {
+    let domain = input.domain();
+    let (normalized_email, role_account) = match input {
+        LookupInput::Domain(_) => (String::new(), false),
+        LookupInput::Email(e) => (normalize_email(e.local(), domain), is_role(e.local())),
+    };
+    let (provider, _) = provider_names(catalog, domain, free_provider, mx_hosts);
+    Details {
+        normalized_email,
+        role_account,
+        relay: catalog.relay.contains(domain),
+        provider: provider.map(str::to_owned),
+    }
+}
+
+/// `(provider, infrastructure)`: a free provider is named by its own list entry (gmail.com, not
+/// the "Google Workspace" of its MX hosts), its shared MX provider following as infrastructure;
+/// otherwise the provider is the shared-MX provider of the first MX host on shared
+/// infrastructure, and there is no separate infrastructure. The public page and the API both
+/// take their names from here.
+pub fn provider_names<'c, 'a>(
+    catalog: &'c Catalog,
+    domain: &Domain,
+    free_provider: bool,
+    mx_hosts: impl IntoIterator<Item = &'a str>,
+) -> (Option<&'c str>, Option<&'c str>) {
+    let shared = mx_hosts.into_iter().find_map(|h| catalog.shared_mx_host(h));
+    let own = if free_provider { catalog.free.find(domain).map(|(entry, _)| entry) } else { None };
+    match own {
+        Some(own) => (Some(own), shared),
+        None => (shared, None),
+    }
+}
+
+/// Whether `local` (before any `+tag`, case-insensitive) is a role name of `data/roles.txt`.
+pub fn is_role(local: &str) -> bool {
+    let base = local.split('+').next().unwrap_or(local);
+    !base.is_empty() && ROLES.lines().any(|l| !l.starts_with('#') && l.eq_ignore_ascii_case(base))
+}
+
+/// The address `local@domain` is delivered to, by the provider's documented rules; a domain
+/// without a rule here keeps `local` as given. A quoted local part is never rewritten. When a
+/// rule would leave nothing (`+tag@gmail.com`), the local part is kept as given.
+pub fn normalize_email(local: &str, domain: &Domain) -> String {
+    let name = domain.as_str();
+    let rewritten = if local.starts_with('"') { None } else { rule(local, name) };
+    match rewritten {
+        Some((l, d)) if !l.is_empty() => format!("{l}@{d}"),
+        _ => format!("{local}@{name}"),
+    }
+}
+
+/// `(local, domain)` after the provider's rule, or `None` for a domain without one.
+fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
+    let before = |sep: char| local.split(sep).next().unwrap_or(local).to_owned();
+    match domain {
+        // Gmail: "Gmail doesn't recognize dots as characters within usernames, you can add or
+        // remove the dots from a Gmail address without changing the actual destination address"
+        // and homerjsimpson@gmail.com = HOMERJSIMPSON@gmail.com = Homer.J.Simpson@gmail.com
+        // (Gmail Help, "Am I receiving someone else's mail?"); "add a plus sign (+) and any
+        // combination of words or numbers after your email address" and it is delivered to you
+        // (Official Gmail Blog, "2 hidden ways to get more from your Gmail address", 2008).
+        // googlemail.com: "Google Mail does not recognise dots (.) as characters within a
+        // username ... your.username@googlemail.com and y.o.u.r.u.s.e.r.n.a.m.e@googlemail.com are
+        // delivered to the same inbox ... usernames are not case sensitive" (Google Mail Help,
+        // UK), and it is the same account as gmail.com, so both normalize to gmail.com.
+        "gmail.com" | "googlemail.com" => Some((before('+').replace('.', "").to_ascii_lowercase(), "gmail.com")),
+        // Outlook.com / Hotmail / Live: plus addressing, local-part+tag@domain delivered to
+        // local-part@domain (Microsoft Learn, "Plus addressing in Exchange Online": "Plus
+        // addressing uses the syntax: <local-part>+<tag>@<domain>. ... The original email address
+        // must be valid"; Outlook.com consumer mailboxes since 2013). No case rule is documented:
+        // the local part keeps its case.
+        "outlook.com" | "hotmail.com" | "live.com" => Some((before('+'), domain)),
+        // Yahoo Mail disposable addresses (AddressGuard): "Using the base name that you choose
+        // when you set up AddressGuard, you can create new disposable addresses" of the form
+        // basename-keyword@yahoo.com (Yahoo Help, "Using Disposable Addresses",
+        // help.yahoo.com/help/uk/bt/tutorials/mail/addressguard2.html). What is left is the
+        // account's base name: every disposable address of one account gives the same one. No
+        // case rule documented.
+        "yahoo.com" => Some((before('-'), domain)),
+        // iCloud Mail (icloud.com, me.com, mac.com are one account's domains: Apple Support
+        // 118230, "About your @icloud.com, @me.com, and @mac.com email addresses"): an address
+        // tag username+tag@icloud.com is delivered to username@icloud.com (documented in the
+        // iCloud Mail tips of Mynavi News 2014-10-08, "アドレスタグ宛に送信されたメールは、タグを抜いた
+        // アドレス宛に送信される", and Wikipedia "Email address", Sub-addressing: "Apple's iCloud
+        // (plus)"; no Apple page found). The domain is kept: which of the three an account holds
+        // differs per account. No case rule documented.
+        "icloud.com" | "me.com" | "mac.com" => Some((before('+'), domain)),
+        // Proton Mail: "+aliases, by adding + after your username" (Proton Support, "How to
+        // create and use an additional address (alias)"); "the characters '.', '_' and '-' ...
+        // are treated as transparent by our service. That is, username is the same as user_name
+        // and user.name" and "Usernames and email addresses are not case-sensitive" (Proton
+        // Support, "How to change your username", proton.me/support/change-username). The
+        // domain is kept (an account may hold its name on only some of them).
+        "proton.me" | "protonmail.com" | "protonmail.ch" | "pm.me" => {
+            let base: String = before('+').chars().filter(|c| !matches!(c, '.' | '_' | '-')).collect();
+            Some((base.to_ascii_lowercase(), domain))
+        }
+        // Fastmail plus addressing: "any email sent to username+whateveryoulike@domain.tld is
+        // still sent to your account" (Fastmail Help 360060591053, "Plus addressing and subdomain
+        // addressing"). No case rule documented.
+        "fastmail.com" | "fastmail.fm" => Some((before('+'), domain)),
+        _ => fastmail_subdomain(domain),
+    }
+}
+
+/// Fastmail subdomain addressing: "instead of username+whateveryoulike@domain.tld, you can use
+/// an address of the form whateveryoulike@username.domain.tld" (Fastmail Help 360060591053), and
+/// "email sent to anything@joecitizen.fastmail.fm will be transformed to
+/// joecitizen+anything@fastmail.fm and delivered to your account" (Fastmail blog, 2008-01-24,
+/// "Two address resolving additions"). So x@user.fastmail.com is user@fastmail.com. Only one
+/// label under fastmail.com / fastmail.fm; the blog's `-` for `_` workaround is not reversed (a
+/// `-` in the label may be the user's own).
+fn fastmail_subdomain(domain: &str) -> Option<(String, &str)> {
+    ["fastmail.com", "fastmail.fm"].into_iter().find_map(|base| {
+        let user = domain.strip_suffix(base)?.strip_suffix('.')?;
+        (!user.is_empty() && !user.contains('.')).then(|| (user.to_owned(), base))
+    })
+}
+
+#[cfg(test)]
+mod tests;

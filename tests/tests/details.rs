@@ -1,0 +1,149 @@
+//! Issue 26: the `details` object beside `result`, through the built binary against NSD's fixture
+//! zones: the single lookup, a batch and `email-verdict check` (JSON lines and CSV) agree, and
+//! `result` is the spec's record, unchanged.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use email_verdict_tests::{Nsd, Request, TestDir, start_with};
+use serde_json::{Value, json};
+
+/// The `details` of each fixture input, as every entry point must give them.
+fn expected() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "J.O.H.N+x@GoogleMail.com",
+            json!({"normalized_email": "john@gmail.com", "role_account": false, "relay": false, "provider": "googlemail.com"}),
+        ),
+        (
+            "Postmaster+x@gmail.com",
+            json!({"normalized_email": "postmaster@gmail.com", "role_account": true, "relay": false, "provider": "gmail.com"}),
+        ),
+        (
+            "ann@shopco.example",
+            json!({"normalized_email": "ann@shopco.example", "role_account": false, "relay": false, "provider": "Microsoft 365"}),
+        ),
+        (
+            "J.O.H.N+x@ownmail.example",
+            json!({"normalized_email": "J.O.H.N+x@ownmail.example", "role_account": false, "relay": false, "provider": null}),
+        ),
+        // mx.duck.com is on data/shared_mx.tsv.
+        (
+            "duck.com",
+            json!({"normalized_email": "", "role_account": false, "relay": true, "provider": "DuckDuckGo Email Protection"}),
+        ),
+    ]
+}
+
+/// Percent-encodes `@` and `+` for a path segment.
+fn segment(input: &str) -> String {
+    input.replace('+', "%2B").replace('@', "%40")
+}
+
+/// The keys of `result` are exactly the spec's, and `details` sits beside it.
+fn assert_result_unchanged(record: &Value, what: &str) {
+    let keys: Vec<&str> = record["result"].as_object().expect("result").keys().map(String::as_str).collect();
+    let spec = [
+        "verdict",
+        "disposable",
+        "temporary",
+        "safe",
+        "free_provider",
+        "business_email",
+        "shared_mx",
+        "has_mx",
+        "domain_exists",
+        "mx_records",
+        "mx_ip_address",
+        "level",
+        "recommendation",
+        "cached",
+        "allowlisted",
+        "blocked",
+        "mx_ip_match",
+        "review_required",
+    ];
+    let mut sorted_keys = keys.clone();
+    sorted_keys.sort_unstable();
+    let mut sorted_spec = spec.to_vec();
+    sorted_spec.sort_unstable();
+    assert_eq!(sorted_keys, sorted_spec, "{what}: result keys\n{record:#}");
+    assert!(record["result"].get("details").is_none() && record.get("details").is_some(), "{what}");
+}
+
+#[test]
+fn the_lookup_and_a_batch_give_details_beside_an_unchanged_result() {
+    let (sc, _nsd) = start_with(|b| b.keys(&["pro"]));
+    for (input, details) in expected() {
+        let v = sc.lookup_ok(&segment(input));
+        assert_eq!(v["details"], details, "GET {input}\n{v:#}");
+        assert_result_unchanged(&v, input);
+    }
+    // The role address and the Gmail address stay safe free webmail: details decide nothing.
+    let v = sc.lookup_ok(&segment("Postmaster+x@gmail.com"));
+    assert_eq!((v["result"]["verdict"].as_str(), v["result"]["free_provider"].as_bool()), (Some("safe"), Some(true)));
+
+    let inputs: Vec<&str> = expected().iter().map(|(i, _)| *i).collect();
+    let body = json!({ "inputs": inputs }).to_string();
+    let r = sc.send_retrying_429(
+        &Request::new("POST", "/api/v1/domains")
+            .bearer(sc.key())
+            .header("Content-Type", "application/json")
+            .body(body.as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{r}");
+    let body = r.json();
+    let results = body["results"].as_array().expect("results");
+    for ((input, details), item) in expected().iter().zip(results) {
+        assert_eq!(item["input"], *input);
+        assert_eq!(item["details"], *details, "batch item {input}\n{item:#}");
+        assert_result_unchanged(item, input);
+    }
+}
+
+#[test]
+fn check_prints_the_same_details_as_json_lines_and_csv_columns() {
+    let nsd = Nsd::start();
+    let stdin: String = expected().iter().map(|(i, _)| format!("{i}\n")).collect();
+    let jsonl = check(&nsd, &[], &stdin);
+    let lines: Vec<Value> = jsonl.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines.len(), expected().len(), "{jsonl}");
+    for ((input, details), line) in expected().iter().zip(&lines) {
+        assert_eq!(line["details"], *details, "check {input}\n{line:#}");
+        assert_result_unchanged(line, input);
+    }
+    let csv = check(&nsd, &["--format", "csv"], &stdin);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header: Vec<String> = reader.headers().expect("a header").iter().map(str::to_owned).collect();
+    let col =
+        |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} column: {header:?}"));
+    let rows: Vec<Vec<String>> =
+        reader.records().map(|r| r.expect("a CSV record").iter().map(str::to_owned).collect()).collect();
+    for ((input, details), row) in expected().iter().zip(&rows) {
+        let cell = |name: &str| row[col(name)].clone();
+        assert_eq!(cell("normalized_email"), details["normalized_email"].as_str().unwrap(), "{input}");
+        assert_eq!(cell("role_account"), details["role_account"].to_string(), "{input}");
+        assert_eq!(cell("relay"), details["relay"].to_string(), "{input}");
+        assert_eq!(cell("provider"), details["provider"].as_str().unwrap_or(""), "{input}");
+    }
+}
+
+/// `email-verdict check` over `stdin` with NSD as its resolver: its standard output.
+fn check(nsd: &Nsd, args: &[&str], stdin: &str) -> String {
+    let dir = TestDir::new("details-check");
+    let mut child = Command::new(email_verdict_tests::sidecar::binary())
+        .arg("check")
+        .args(["--dns", &nsd.addr().to_string()])
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("EMAIL_VERDICT_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run email-verdict check");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
