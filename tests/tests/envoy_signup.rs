@@ -15,11 +15,14 @@ fn assert_blocked(resp: &Response, what: &str) {
         resp.header("content-type").is_some_and(|v| v.starts_with("application/json")),
         "{what}: block response content-type\n{resp}"
     );
+    let body = resp.json();
     assert_eq!(
-        resp.json(),
-        json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."}),
+        (&body["error"], &body["message"]),
+        (&json!("disposable_email"), &json!("Please sign up with a permanent email address.")),
         "{what}: block response body"
     );
+    // Envoy's request id, to find the lookup in the sidecar's log (absent only without one).
+    assert_eq!(body["request_id"].as_str(), resp.header("x-request-id"), "{what}: {body}");
 }
 
 fn assert_passed(resp: &Response, what: &str) {
