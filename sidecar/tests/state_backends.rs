@@ -447,6 +447,14 @@ async fn queue_is_ranked_and_bounded(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!(store.review_dropped().await.unwrap(), dropped);
     store.decide(decision_on("b.example", None, 70)).await.unwrap();
     assert_eq!(other.review_queue().await.unwrap().len(), 3, "b.example was dropped: nothing comes back");
+    // Settled otherwise (a mark on their mail server): out of the queue, not counted as dropped.
+    store.dismiss(&["c.example".to_owned(), "gone.example".to_owned()]).await.unwrap();
+    let queued: Vec<_> = other.review_queue().await.unwrap().into_iter().map(|i| i.domain).collect();
+    assert_eq!(queued, ["e.example", "f.example"]);
+    assert_eq!(store.review_dropped().await.unwrap(), dropped);
+    note(&other, "c.example", cause(ReviewReason::Ambiguous, 100, &[]), 80).await;
+    let c = other.review_queue().await.unwrap().into_iter().find(|i| i.domain == "c.example").map(|i| i.lookups);
+    assert_eq!(c, Some(1), "a later lookup queues it afresh");
 }
 with_all_backends_bounded!(review_bound, queue_is_ranked_and_bounded, 3);
 
