@@ -197,7 +197,7 @@ fn caps_within(wanted: ConnectionCaps, open_files: Option<u64>) -> ConnectionCap
 /// Raises the soft open-file limit to the hard one (every connection is a file; 1,024 is a
 /// common soft default), logs the figure and returns it; `None` where it cannot be read.
 fn raise_open_file_limit() -> Option<u64> {
-    match rlimit::raise_nofile() {
+    match raise_nofile() {
         Ok((before, now)) if now > before => {
             tracing::info!(open_files = now, raised_from = before, "open-file limit raised to the hard limit");
             Some(now)
@@ -213,111 +213,12 @@ fn raise_open_file_limit() -> Option<u64> {
     }
 }
 
-/// `getrlimit` / `setrlimit` for `RLIMIT_NOFILE`, declared here rather than through a crate:
-/// 64-bit Linux (the value 7 on every architecture listed) and macOS (8; its soft limit may not
-/// exceed `OPEN_MAX`, 10,240).
-mod rlimit {
-    #[cfg(any(
-        all(
-            target_os = "linux",
-            any(
-                target_arch = "x86_64",
-                target_arch = "aarch64",
-                target_arch = "riscv64",
-                target_arch = "powerpc64",
-                target_arch = "s390x",
-                target_arch = "loongarch64"
-            )
-        ),
-        target_os = "macos"
-    ))]
-    mod sys {
-        #[repr(C)]
-        pub struct Rlimit {
-            pub cur: u64,
-            pub max: u64,
-        }
-
-        unsafe extern "C" {
-            fn getrlimit(resource: std::ffi::c_int, rlim: *mut Rlimit) -> std::ffi::c_int;
-            fn setrlimit(resource: std::ffi::c_int, rlim: *const Rlimit) -> std::ffi::c_int;
-        }
-
-        #[cfg(target_os = "linux")]
-        const RLIMIT_NOFILE: std::ffi::c_int = 7;
-        #[cfg(target_os = "macos")]
-        const RLIMIT_NOFILE: std::ffi::c_int = 8;
-        /// The soft limit to ask for under hard limit `max`.
-        #[cfg(target_os = "linux")]
-        pub fn soft_target(max: u64) -> u64 {
-            max
-        }
-        /// macOS refuses a soft limit over `OPEN_MAX`.
-        #[cfg(target_os = "macos")]
-        pub fn soft_target(max: u64) -> u64 {
-            max.min(10_240)
-        }
-
-        pub fn get() -> std::io::Result<Rlimit> {
-            let mut limit = Rlimit { cur: 0, max: 0 };
-            // SAFETY: `limit` is a valid, writable `struct rlimit` (two 64-bit `rlim_t`).
-            match unsafe { getrlimit(RLIMIT_NOFILE, &mut limit) } {
-                0 => Ok(limit),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        }
-
-        pub fn set(limit: &Rlimit) -> std::io::Result<()> {
-            // SAFETY: `limit` is a valid `struct rlimit`, only read.
-            match unsafe { setrlimit(RLIMIT_NOFILE, limit) } {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        }
-    }
-
-    /// (soft limit before, soft limit now).
-    #[cfg(any(
-        all(
-            target_os = "linux",
-            any(
-                target_arch = "x86_64",
-                target_arch = "aarch64",
-                target_arch = "riscv64",
-                target_arch = "powerpc64",
-                target_arch = "s390x",
-                target_arch = "loongarch64"
-            )
-        ),
-        target_os = "macos"
-    ))]
-    pub fn raise_nofile() -> std::io::Result<(u64, u64)> {
-        let limit = sys::get()?;
-        let wanted = sys::soft_target(limit.max);
-        if wanted <= limit.cur {
-            return Ok((limit.cur, limit.cur));
-        }
-        sys::set(&sys::Rlimit { cur: wanted, max: limit.max })?;
-        Ok((limit.cur, sys::get()?.cur))
-    }
-
-    #[cfg(not(any(
-        all(
-            target_os = "linux",
-            any(
-                target_arch = "x86_64",
-                target_arch = "aarch64",
-                target_arch = "riscv64",
-                target_arch = "powerpc64",
-                target_arch = "s390x",
-                target_arch = "loongarch64"
-            )
-        ),
-        target_os = "macos"
-    )))]
-    pub fn raise_nofile() -> std::io::Result<(u64, u64)> {
-        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "not on this platform"))
-    }
+/// (soft open-file limit before, soft limit now), raised to the hard limit: the `rlimit` crate
+/// knows each platform's rules (macOS caps the soft limit at `OPEN_MAX`; elsewhere it is refused).
+fn raise_nofile() -> std::io::Result<(u64, u64)> {
+    let (before, _) = rlimit::Resource::NOFILE.get()?;
+    let now = rlimit::increase_nofile_limit(u64::MAX)?;
+    Ok((before, now))
 }
 
 fn listeners(addr: SocketAddr) -> pingora::listeners::Listeners {
@@ -388,8 +289,8 @@ mod tests {
 
     #[test]
     fn the_open_file_limit_is_raised_to_the_hard_one() {
-        let (_, now) = rlimit::raise_nofile().expect("getrlimit");
-        let (again, same) = rlimit::raise_nofile().expect("getrlimit");
+        let (_, now) = raise_nofile().expect("getrlimit");
+        let (again, same) = raise_nofile().expect("getrlimit");
         assert_eq!((again, same), (now, now));
     }
 }
