@@ -57,7 +57,7 @@ impl Limit {
     pub fn as_u64(self) -> u64 {
         match self {
             Limit::Finite(n) => n,
-            Limit::Unlimited => crate::state::Limits::UNLIMITED,
+            Limit::Unlimited => Limits::UNLIMITED,
         }
     }
 
@@ -96,6 +96,24 @@ impl<'de> Deserialize<'de> for Limit {
             Raw::Text(t) if t == "unlimited" => Ok(Limit::Unlimited),
             _ => Err(serde::de::Error::custom("expected a whole number of at least 1, or \"unlimited\"")),
         }
+    }
+}
+
+/// A plan's figures as the state store enforces them ([`crate::state::KeyStore::admit`]);
+/// [`Limits::UNLIMITED`] for no limit (an unlimited burst keeps no window at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub daily_quota: u64,
+    pub burst_per_second: u64,
+}
+
+impl Limits {
+    pub const UNLIMITED: u64 = u64::MAX;
+}
+
+impl From<&Plan> for Limits {
+    fn from(plan: &Plan) -> Self {
+        Limits { daily_quota: plan.daily_quota.as_u64(), burst_per_second: plan.burst_per_second.as_u64() }
     }
 }
 

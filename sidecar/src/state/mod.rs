@@ -16,7 +16,8 @@ use ipnet::IpNet;
 use email_verdict_core::Decision;
 
 use crate::keys::KeyHash;
-use crate::plans::{Plan, PlanName};
+pub use crate::plans::Limits;
+use crate::plans::PlanName;
 
 pub use infra::{
     InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, Teacher,
@@ -320,24 +321,6 @@ pub trait ReviewStore: Send + Sync + 'static {
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError>;
     /// Records the warm-up's progress, shared by every replica on the store.
     async fn save_warmup_progress(&self, progress: &WarmupProgress) -> Result<(), StateError>;
-}
-
-/// What [`KeyStore::admit`] enforces; [`Limits::UNLIMITED`] for no limit (an unlimited
-/// burst keeps no window at all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub daily_quota: u64,
-    pub burst_per_second: u64,
-}
-
-impl Limits {
-    pub const UNLIMITED: u64 = u64::MAX;
-}
-
-impl From<&Plan> for Limits {
-    fn from(plan: &Plan) -> Self {
-        Limits { daily_quota: plan.daily_quota.as_u64(), burst_per_second: plan.burst_per_second.as_u64() }
-    }
 }
 
 /// The burst window: requests admitted in the last this-many milliseconds are counted.
