@@ -516,3 +516,25 @@ impl Sidecar {
         self.process.wait_timeout(timeout)
     }
 }
+
+/// `email-verdict check ARGS` with `stdin` on its standard input, NSD (`dns`) as its resolver, in
+/// a directory of its own: (exit code, standard output, standard error).
+pub fn run_check(dns: SocketAddr, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let dir = TestDir::new("check");
+    let mut child = Command::new(binary())
+        .arg("check")
+        .args(["--dns", &dns.to_string()])
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("EMAIL_VERDICT_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run email-verdict check");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}

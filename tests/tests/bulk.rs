@@ -106,25 +106,7 @@ fn the_burst_counts_requests_and_bad_bodies_are_refused() {
 
 /// `email-verdict check ARGS` with `stdin`, against NSD.
 fn check(nsd: &Nsd, args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
-    let dir = TestDir::new("check");
-    let mut child = Command::new(email_verdict_tests::sidecar::binary())
-        .arg("check")
-        .args(["--dns", &nsd.addr().to_string()])
-        .args(args)
-        .current_dir(dir.path())
-        .env_remove("EMAIL_VERDICT_CONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run email-verdict check");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    let out = child.wait_with_output().expect("wait");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    email_verdict_tests::sidecar::run_check(nsd.addr(), args, stdin)
 }
 
 #[test]

@@ -2,10 +2,7 @@
 //! zones: the single lookup, a batch and `email-verdict check` (JSON lines and CSV) agree, and
 //! `result` is the spec's record, unchanged.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-use email_verdict_tests::{Nsd, Request, TestDir, start_with};
+use email_verdict_tests::{Nsd, Request, start_with};
 use serde_json::{Value, json};
 
 /// The `details` of each fixture input, as every entry point must give them.
@@ -130,20 +127,7 @@ fn check_prints_the_same_details_as_json_lines_and_csv_columns() {
 
 /// `email-verdict check` over `stdin` with NSD as its resolver: its standard output.
 fn check(nsd: &Nsd, args: &[&str], stdin: &str) -> String {
-    let dir = TestDir::new("details-check");
-    let mut child = Command::new(email_verdict_tests::sidecar::binary())
-        .arg("check")
-        .args(["--dns", &nsd.addr().to_string()])
-        .args(args)
-        .current_dir(dir.path())
-        .env_remove("EMAIL_VERDICT_CONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run email-verdict check");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("UTF-8")
+    let (code, stdout, stderr) = email_verdict_tests::sidecar::run_check(nsd.addr(), args, stdin);
+    assert_eq!(code, Some(0), "{stderr}");
+    stdout
 }
