@@ -462,13 +462,9 @@ impl<H: Host> Ctx<'_, H> {
     }
 }
 
-/// Envoy's `x-request-id`, when it is one line of at most 128 ASCII letters, digits, `-`, `_`
-/// or `.` (a client may send its own: nothing else is echoed).
+/// Envoy's `x-request-id`, when it is plain (core's `plain_request_id`).
 fn request_id(headers: &RequestHeaders) -> Option<String> {
-    let id = std::str::from_utf8(headers.first("x-request-id")?).ok()?.trim();
-    let usable = (1..=128).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    usable.then(|| id.to_owned())
+    email_verdict_core::signup::plain_request_id(headers.first("x-request-id")?)
 }
 
 /// A JSON object body with `"request_id"` added (unless it has one); any other body unchanged.

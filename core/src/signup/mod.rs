@@ -7,7 +7,7 @@ pub mod extract;
 pub mod outcome;
 pub mod settings;
 
-pub use outcome::{Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary};
+pub use outcome::{Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary, plain_request_id};
 pub use settings::{
     BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
 };

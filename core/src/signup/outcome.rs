@@ -155,6 +155,16 @@ impl Bypass {
     }
 }
 
+/// An `x-request-id` worth passing on and echoing: one line of 1 to 128 ASCII letters, digits,
+/// `-`, `_` or `.` (a client may send its own; nothing else is logged or echoed). The filter and
+/// the sidecar apply the same rule.
+pub fn plain_request_id(value: &[u8]) -> Option<String> {
+    let id = std::str::from_utf8(value).ok()?.trim();
+    let plain = (1..=128).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    plain.then(|| id.to_owned())
+}
+
 /// A response sent instead of forwarding the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalReply<'a> {

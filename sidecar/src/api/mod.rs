@@ -204,7 +204,11 @@ fn take_request(session: &mut ServerSession, trusted_proxies: &[ipnet::IpNet]) -
         session.req_header().headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let query = session.req_header().uri.query().map(str::to_owned);
     let id = uuid::Uuid::new_v4().to_string();
-    let upstream_id = session.req_header().headers.get("x-request-id").and_then(|v| plain_id(v.as_bytes()));
+    let upstream_id = session
+        .req_header()
+        .headers
+        .get("x-request-id")
+        .and_then(|v| email_verdict_core::signup::plain_request_id(v.as_bytes()));
     Request { id, method, path, key, other_scheme, upstream_id, client, accept_language, accept, query }
 }
 
@@ -217,14 +221,6 @@ impl Request {
             (key, _) => api.auth.authenticate(key.as_deref(), self.client).await,
         }
     }
-}
-
-/// An id of at most 128 ASCII letters, digits, `-`, `_` or `.`; anything else is not logged.
-fn plain_id(value: &[u8]) -> Option<String> {
-    let id = std::str::from_utf8(value).ok()?.trim();
-    let plain = (1..=128).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    plain.then(|| id.to_owned())
 }
 
 async fn route(api: &Api, request: &Request, log: &mut LogFields) -> Reply {
