@@ -299,7 +299,7 @@ async fn judge(verdicts: &Verdicts, shared_state: bool, line: Result<String, &'s
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {
-        Ok(judged) => BatchItem::Record(Box::new(crate::api::record(&verdicts.catalog(), &raw, &input, judged))),
+        Ok(judged) => BatchItem::Record(Box::new(crate::verdicts::record(&verdicts.catalog(), &raw, &input, judged))),
         Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
         Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
     }

@@ -40,9 +40,25 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
     Some(ip.to_canonical())
 }
 
+/// A CIDR network; a bare address means just that host.
+pub fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{s:?} is not an IP network (e.g. 192.0.2.0/24, 2001:db8::/32, 192.0.2.7)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn networks() {
+        assert_eq!(parse_network("192.0.2.0/24").unwrap().to_string(), "192.0.2.0/24");
+        assert_eq!(parse_network("192.0.2.7").unwrap().to_string(), "192.0.2.7/32");
+        assert_eq!(parse_network("2001:db8::1").unwrap().to_string(), "2001:db8::1/128");
+        assert!(parse_network("192.0.2.0/33").is_err());
+        assert!(parse_network("example.com").is_err());
+    }
 
     fn check(peer: &str, xff: &[&str], trusted: &[&str], want: Option<&str>) {
         let trusted: Vec<IpNet> = trusted.iter().map(|t| t.parse().unwrap()).collect();

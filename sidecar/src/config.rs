@@ -16,10 +16,14 @@ use email_verdict_core::signup::{Enforcement, EnforcementConfig};
 
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::{ListRole, ListSettings, ListSpec};
+pub use crate::logging::LogFormat;
 use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
 use crate::plans::{PlanDef, Plans};
 use crate::usage_error;
+
+mod reload;
+pub use reload::PlanReloader;
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
 /// Connections the public listener holds at once (`--max-connections`).
@@ -157,13 +161,6 @@ pub struct ServeArgs {
     pub upgrade: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
 /// Settings after layering; what the server runs with.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -224,7 +221,7 @@ impl ServeArgs {
         let trusted_proxies = merged
             .trusted_proxy
             .iter()
-            .map(|s| crate::cli::parse_network(s).map_err(|e| usage_error(format!("--trusted-proxy: {e}"))))
+            .map(|s| crate::client_ip::parse_network(s).map_err(|e| usage_error(format!("--trusted-proxy: {e}"))))
             .collect::<Result<_, _>>()?;
         let admin_listen = merged.admin_listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8081)));
         let admin_token = merged.admin_token.filter(|t| !t.is_empty());

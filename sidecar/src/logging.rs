@@ -13,11 +13,17 @@ use regex::{Captures, Regex};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-use crate::config::LogFormat;
-
 /// Longest line written; a longer one is cut (text) or replaced by a notice (JSON, which a cut
 /// would make unparseable).
 pub const MAX_LINE: usize = 4096;
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// `RUST_LOG` adds to the default `info`. Pingora's HTTP app is pinned at `info`: at `trace` it
 /// prints whole request headers (the API key among them) before our code runs, and at `debug`

@@ -4,7 +4,7 @@
 //! an operator defines in the `--config` file (`[plans.NAME]`, which may redefine `gateway`).
 //!
 //! A key stores its plan's *name*; the figures are looked up at each admission in this
-//! process's [`PlanBook`], which SIGHUP reloads from the `--config` file ([`PlanReloader`]), so
+//! process's [`PlanBook`], which SIGHUP reloads from the `--config` file (`config::reload`), so
 //! a changed figure applies to every key of the plan at once, and a key whose plan the file no
 //! longer defines is refused (fail closed) instead of running without limits.
 
@@ -99,7 +99,7 @@ impl<'de> Deserialize<'de> for Limit {
     }
 }
 
-/// A plan's figures as the state store enforces them ([`crate::state::KeyStore::admit`]);
+/// A plan's figures as the state store enforces them at each admission;
 /// [`Limits::UNLIMITED`] for no limit (an unlimited burst keeps no window at all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -226,43 +226,6 @@ impl PlanBook {
 
     pub fn replace(&self, plans: Plans) {
         self.0.store(Arc::new(plans));
-    }
-}
-
-/// Reads the `--config` file's `[plans]` again on SIGHUP (the list reloader reloads the lists on
-/// the same signal); a file that no longer reads, or a bad plan, keeps the plans in force.
-pub struct PlanReloader {
-    pub book: Arc<PlanBook>,
-    pub file: std::path::PathBuf,
-}
-
-#[async_trait::async_trait]
-impl pingora::services::background::BackgroundService for PlanReloader {
-    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-            tracing::error!("cannot listen for SIGHUP: plans are read at start only");
-            return;
-        };
-        loop {
-            tokio::select! {
-                Some(()) = hangup.recv() => self.reload(),
-                _ = shutdown.changed() => return,
-            }
-        }
-    }
-}
-
-impl PlanReloader {
-    fn reload(&self) {
-        match crate::config::plans_of_file(&self.file) {
-            Ok(plans) => {
-                let names: Vec<String> = plans.iter().map(|p| p.name.to_string()).collect();
-                self.book.replace(plans);
-                tracing::info!(plans = %names.join(","), "SIGHUP: plans reloaded");
-            }
-            Err(e) => tracing::error!(error = %format!("{e:#}"), "SIGHUP: plans not reloaded, the ones in force stay"),
-        }
     }
 }
 

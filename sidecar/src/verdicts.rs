@@ -369,10 +369,12 @@ fn needs_infra_check(s: &Signals) -> bool {
 
 mod decided;
 mod infra;
+mod record;
 mod why;
 
 pub use decided::MAX_DECIDED;
 pub use infra::{ADDRESS_FACTOR, FACT_LIFETIME_SECS, InfraMatch, InfraReason, owner_of};
+pub use record::record;
 pub use why::{Why, WhyDecision, WhyListing};
 
 #[cfg(test)]

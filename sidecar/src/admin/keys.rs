@@ -66,13 +66,7 @@ pub(crate) fn plan(admin: &Admin, s: &str) -> Result<PlanName, AdminError> {
 }
 
 pub(crate) fn networks(list: &[String]) -> Result<Vec<IpNet>, AdminError> {
-    list.iter()
-        .map(|s| {
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
-                .map_err(|_| AdminError::bad_request(format!("{s:?} is not an IP network")))
-        })
-        .collect()
+    list.iter().map(|s| crate::client_ip::parse_network(s).map_err(AdminError::bad_request)).collect()
 }
 
 fn today(admin: &Admin) -> String {

@@ -2,8 +2,10 @@
 //! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the admin API under
 //! `/admin/v1/` (keys, reviews, warm-up, lists; bearer admin token). The server refuses to
 //! listen on a non-loopback address without a token. Errors use the public API's body shape
-//! with admin codes.
+//! with admin codes. Its HTML face, the operator's dashboard at `/dashboard`, lives in
+//! [`dashboard`] and uses the same state and handlers.
 
+pub mod dashboard;
 pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod lists;
@@ -39,7 +41,7 @@ pub struct Admin {
     /// SHA-256 of the admin token; `None` leaves the API open (loopback only).
     pub token_hash: Option<[u8; 32]>,
     /// The operator dashboard at `/dashboard` (its own login and sessions).
-    pub dashboard: crate::dashboard::Dashboard,
+    pub dashboard: crate::admin::dashboard::Dashboard,
     /// Set once both listeners accept connections; `/healthz` answers 503 until then.
     pub ready: Arc<AtomicBool>,
     /// What `/metrics` exposes.
@@ -109,7 +111,7 @@ impl ServeHttp for AdminApp {
         }
         let client = peer(session);
         if path == "/dashboard" || path.starts_with("/dashboard/") {
-            return crate::dashboard::serve(&self.0, session, &method, &path, client).await;
+            return crate::admin::dashboard::serve(&self.0, session, &method, &path, client).await;
         }
         // The right token always passes, however many wrong ones came from the same address
         // (behind a proxy, everyone's): only failures are counted and, past the limit, 429.

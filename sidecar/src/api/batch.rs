@@ -13,8 +13,9 @@ use http::Method;
 use pingora::protocols::http::ServerSession;
 
 use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
-use super::lookup::{auth_error, record, verdict_of};
+use super::lookup::{auth_error, verdict_of};
 use super::{Api, ApiError, LogFields, Reply, Request};
+use crate::verdicts::record;
 
 pub const PATH: &str = "/api/v1/domains";
 /// Lookups of one batch under way at once.

@@ -1,12 +1,11 @@
 //! `GET /api/v1/domain/:input`: key, admission, input, verdict — in that order. The input is
 //! parsed (pure, cheap) before the admission so that the reviewer's decision for its domain can
 //! be read from the store beside the admission rather than after it; an invalid input still
-//! answers whatever the admission says first. [`judge`] is also ext_authz's verdict path, and
-//! [`record`] the one place a lookup record is built (single lookup and batch items alike).
+//! answers whatever the admission says first. [`judge`] is also ext_authz's verdict path.
 
 use std::borrow::Cow;
 
-use email_verdict_core::{Catalog, ErrorCode, LookupInput, LookupRecord, LookupResponse, details};
+use email_verdict_core::{ErrorCode, LookupInput, LookupResponse};
 use percent_encoding::percent_decode_str;
 
 use super::response::store_error;
@@ -14,7 +13,7 @@ use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::auth::AuthError;
 use crate::limits::Headers;
 use crate::state::KeyRecord;
-use crate::verdicts::{Judged, LookupError};
+use crate::verdicts::{Judged, LookupError, record};
 
 /// How long a client should wait before retrying after a DNS failure, in seconds.
 const DNS_RETRY_AFTER: u64 = 5;
@@ -38,28 +37,6 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
             Reply::Lookup(Box::new(body), headers)
         }
         Err(e) => e.into(),
-    }
-}
-
-/// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
-/// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
-/// provider for a bare domain, and for an email the same local part at it. `details` is read
-/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts.
-pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
-    let did_you_mean = judged.suggestion.map(|domain| match input {
-        LookupInput::Domain(_) => domain.to_string(),
-        LookupInput::Email(email) => format!("{}@{domain}", email.local()),
-    });
-    let r = &judged.result;
-    let details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
-    LookupRecord {
-        input: raw.to_owned(),
-        input_type: input.input_type(),
-        email: input.email_string(),
-        domain: input.domain().to_string(),
-        did_you_mean,
-        result: judged.result,
-        details,
     }
 }
 
@@ -130,37 +107,5 @@ pub(super) fn auth_error(api: &Api, e: AuthError) -> ApiError {
         AuthError::Store(e) => store_error(e),
         e if e.is_missing() => ApiError::new(ErrorCode::MissingApiKey, e.to_string()),
         e => ApiError::new(ErrorCode::ApiKeyInvalid, e.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use email_verdict_core::verdict::decide;
-    use email_verdict_core::{Domain, InputType, MxInfo, Signals};
-
-    use super::*;
-
-    fn judged(suggestion: Option<&str>) -> Judged {
-        let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
-        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()) }
-    }
-
-    #[test]
-    fn the_record_suggests_an_email_for_an_email_and_a_domain_for_a_domain() {
-        let check = |raw: &str, suggestion: Option<&str>, expected: Option<&str>| {
-            let input = LookupInput::parse(raw).unwrap();
-            let record = record(&Catalog::default(), raw, &input, judged(suggestion));
-            assert_eq!(record.did_you_mean.as_deref(), expected, "{raw}");
-            assert_eq!(record.input, raw);
-            record
-        };
-        let r = check("Ann.Lee@GMIAL.com", Some("gmail.com"), Some("Ann.Lee@gmail.com"));
-        assert_eq!(
-            (r.input_type, r.email.as_str(), r.domain.as_str()),
-            (InputType::Email, "Ann.Lee@gmial.com", "gmial.com")
-        );
-        check("gmial.com", Some("gmail.com"), Some("gmail.com"));
-        check("\"ann lee\"@gmial.com", Some("gmail.com"), Some("\"ann lee\"@gmail.com"));
-        check("ann@example.com", None, None);
     }
 }

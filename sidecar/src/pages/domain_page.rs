@@ -10,11 +10,11 @@ use super::lang::Lang;
 use super::respond::{self, CACHE_NONE, CACHE_PUBLIC, Headers};
 use super::view::{Chrome, Facts, domain_view, page_path};
 use super::{Pages, i18n};
-use crate::api::{Api, LogFields, Request};
 use crate::clock::rfc3339;
 use crate::dns::DnsFailure;
+use crate::request::{LogFields, Request};
 use crate::state::Recheck;
-use crate::verdicts::LookupError;
+use crate::verdicts::{LookupError, Verdicts};
 
 /// Seconds a client should wait after a failed lookup.
 const RETRY_AFTER_FAILURE: u64 = 5;
@@ -41,8 +41,13 @@ pub fn lookup_form(pages: &Pages, lang: Lang, query: Option<&str>) -> Page {
     }
 }
 
-pub async fn page(api: &Api, request: &Request, lang: Lang, segment: &str, log: &mut LogFields) -> Page {
-    let pages = &api.pages;
+pub async fn page(
+    pages: &Pages,
+    verdicts: &Verdicts,
+    request: &Request,
+    (lang, segment): (Lang, &str),
+    log: &mut LogFields,
+) -> Page {
     if let Err(wait) = pages.views.check(request.client) {
         return too_many(pages, lang, wait);
     }
@@ -51,7 +56,7 @@ pub async fn page(api: &Api, request: &Request, lang: Lang, segment: &str, log: 
         Err(raw) => return invalid(pages, lang, &raw),
     };
     log.domain = Some(input.domain().to_string());
-    let (result, suggestion, mx, why, catalog) = match api.verdicts.verdict_explained(&input).await {
+    let (result, suggestion, mx, why, catalog) = match verdicts.verdict_explained(&input).await {
         Ok(found) => (found.result, found.suggestion, found.mx, found.why, found.catalog),
         Err(e) => return lookup_failed(pages, lang, &input, e),
     };
@@ -70,8 +75,13 @@ pub async fn page(api: &Api, request: &Request, lang: Lang, segment: &str, log: 
 
 /// A fresh DNS lookup of the domain, at most once per interval per domain (state store) and a
 /// few times per hour per client; then POST-redirect-GET to the page.
-pub async fn recheck(api: &Api, request: &Request, lang: Lang, segment: &str, log: &mut LogFields) -> Page {
-    let pages = &api.pages;
+pub async fn recheck(
+    pages: &Pages,
+    verdicts: &Verdicts,
+    request: &Request,
+    (lang, segment): (Lang, &str),
+    log: &mut LogFields,
+) -> Page {
     if let Err(wait) = pages.rechecks.check(request.client) {
         return too_many(pages, lang, wait);
     }
@@ -88,9 +98,9 @@ pub async fn recheck(api: &Api, request: &Request, lang: Lang, segment: &str, lo
         Ok(Recheck::Refused { next_at }) => return recheck_refused(pages, lang, domain.as_str(), now, next_at),
         Err(e) => return lookup_failed(pages, lang, &input, e.into()),
     }
-    api.verdicts.invalidate(domain);
+    verdicts.invalidate(domain);
     // After `invalidate`, a `cached` answer is the last good one, kept because DNS failed.
-    let outcome = api.verdicts.verdict_with_mx(&input).await;
+    let outcome = verdicts.verdict_with_mx(&input).await;
     if let Ok((result, mx)) = &outcome
         && !result.cached
     {

@@ -32,10 +32,11 @@ use std::time::Duration;
 
 use http::{Method, Response, StatusCode};
 
-use crate::api::{Api, LogFields, Request};
 use crate::clock::Clock;
 use crate::dns::HickoryResolver;
+use crate::request::{LogFields, Request};
 use crate::state::StateStore;
+use crate::verdicts::Verdicts;
 pub use client_limit::ClientLimit;
 use ipdata::{IpData, IpDataSettings};
 use lang::Lang;
@@ -91,8 +92,12 @@ impl Pages {
 }
 
 /// The answer when `request` is for a public page; `None` leaves it to the JSON API.
-pub async fn serve(api: &Api, request: &Request, log: &mut LogFields) -> Option<Response<Vec<u8>>> {
-    let pages = &api.pages;
+pub async fn serve(
+    pages: &Pages,
+    verdicts: &Verdicts,
+    request: &Request,
+    log: &mut LogFields,
+) -> Option<Response<Vec<u8>>> {
     let path = request.path.as_str();
     if path == "/static/site.css" {
         return Some(respond::stylesheet());
@@ -115,9 +120,11 @@ pub async fn serve(api: &Api, request: &Request, log: &mut LogFields) -> Option<
             match (rest, get, post) {
                 ([] | [""], true, _) => domain_page::home(pages, lang),
                 (["domain"], true, _) => domain_page::lookup_form(pages, lang, request.query.as_deref()),
-                (["domain", segment], true, _) => domain_page::page(api, request, lang, segment, log).await,
+                (["domain", segment], true, _) => {
+                    domain_page::page(pages, verdicts, request, (lang, segment), log).await
+                }
                 (["domain", segment, "recheck"], _, true) => {
-                    domain_page::recheck(api, request, lang, segment, log).await
+                    domain_page::recheck(pages, verdicts, request, (lang, segment), log).await
                 }
                 (["domain", _, "recheck"], ..) => not_allowed("POST"),
                 (["domain", ..], ..) => not_allowed("GET, HEAD"),

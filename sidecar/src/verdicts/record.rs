@@ -1,0 +1,60 @@
+//! The lookup record: the one place it is built, for the single lookup, batch items and
+//! `check` alike.
+
+use email_verdict_core::{Catalog, LookupInput, LookupRecord, details};
+
+use super::Judged;
+
+/// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
+/// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
+/// provider for a bare domain, and for an email the same local part at it. `details` is read
+/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts.
+pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
+    let did_you_mean = judged.suggestion.map(|domain| match input {
+        LookupInput::Domain(_) => domain.to_string(),
+        LookupInput::Email(email) => format!("{}@{domain}", email.local()),
+    });
+    let r = &judged.result;
+    let details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
+    LookupRecord {
+        input: raw.to_owned(),
+        input_type: input.input_type(),
+        email: input.email_string(),
+        domain: input.domain().to_string(),
+        did_you_mean,
+        result: judged.result,
+        details,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use email_verdict_core::verdict::decide;
+    use email_verdict_core::{Domain, InputType, MxInfo, Signals};
+
+    use super::*;
+
+    fn judged(suggestion: Option<&str>) -> Judged {
+        let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
+        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()) }
+    }
+
+    #[test]
+    fn the_record_suggests_an_email_for_an_email_and_a_domain_for_a_domain() {
+        let check = |raw: &str, suggestion: Option<&str>, expected: Option<&str>| {
+            let input = LookupInput::parse(raw).unwrap();
+            let record = record(&Catalog::default(), raw, &input, judged(suggestion));
+            assert_eq!(record.did_you_mean.as_deref(), expected, "{raw}");
+            assert_eq!(record.input, raw);
+            record
+        };
+        let r = check("Ann.Lee@GMIAL.com", Some("gmail.com"), Some("Ann.Lee@gmail.com"));
+        assert_eq!(
+            (r.input_type, r.email.as_str(), r.domain.as_str()),
+            (InputType::Email, "Ann.Lee@gmial.com", "gmial.com")
+        );
+        check("gmial.com", Some("gmail.com"), Some("gmail.com"));
+        check("\"ann lee\"@gmial.com", Some("gmail.com"), Some("\"ann lee\"@gmail.com"));
+        check("ann@example.com", None, None);
+    }
+}
