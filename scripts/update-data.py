@@ -492,14 +492,16 @@ def extract_email_spell_checker(arc):
 
 def extract_roles(arc):
     """The string literals of the four arrays of src/index.js, lowercased; names with
-    characters outside [a-z0-9._-] are dropped (returned second)."""
+    characters outside [a-z0-9._-], and names of digits only (years such as 2019, 123: a
+    person's choice, not a function), are dropped (returned second)."""
     text = arc.text("package/src/index.js")
     names, dropped = set(), set()
     for array in ROLE_ARRAYS:
         for n in js_array(text, r"const\s+%s\s*=\s*\[(.*?)\]" % array,
                           "role-based-email-addresses " + array):
             n = n.strip().lower()
-            (names if re.fullmatch(r"[a-z0-9][a-z0-9._-]*", n) else dropped).add(n)
+            role = re.fullmatch(r"[a-z0-9][a-z0-9._-]*", n) and not n.isdigit()
+            (names if role else dropped).add(n)
     return names, dropped
 
 
@@ -1162,7 +1164,7 @@ def write_readme(v):
     a("")
     a("Entries: **%d**. Every mailbox name of RFC 2142 (sections 3-5: %s) is checked to be"
       % (v["counts"]["roles"], ", ".join("`%s`" % r for r in RFC2142_ROLES)))
-    a("in the list (the build fails otherwise). Dropped (characters outside `[a-z0-9._-]`): %s."
+    a("in the list (the build fails otherwise). Dropped (characters outside `[a-z0-9._-]`, or digits only, as `2019`): %s."
       % md_names(v["roles_dropped"]))
     a("")
     a("## Licences")
