@@ -28,6 +28,8 @@ PAGE = """<!doctype html>
 <p>This app sits behind Envoy. Envoy's email-verdict filter checks the email of every
 <code>POST /signup</code>: a disposable address is refused before it gets here; any other arrives
 with <code>x-email-verdict</code>, <code>x-email-domain</code> and <code>x-email-flags</code> headers,
+<code>x-email-normalized</code>, <code>x-email-role</code> and <code>x-email-relay</code> (the address as the
+provider delivers it, a role account, a relay service),
 and <code>x-email-suggestion</code> (a provider's domain) when the domain looks like a typo of one.</p>
 <form method="post" action="/signup">
   <input name="email" type="email" placeholder="you@example.com" required>

@@ -11,12 +11,13 @@ use serde::Deserialize;
 
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
 use email_verdict_core::signup::{
-    BlockResponse, Bypass, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+    BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
+    Policy,
 };
 
 use crate::cache::VerdictCache;
 use crate::decided::LocalCopy;
-use crate::fallback::{self, StrongSet};
+use crate::fallback::{self, NameSet};
 use crate::signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -47,6 +48,8 @@ pub struct PluginConfig {
     pub block_response: BlockResponse,
     #[serde(default)]
     pub flag_headers: FlagHeaders,
+    #[serde(default)]
+    pub detail_headers: DetailHeaders,
     #[serde(default = "Policy::allow")]
     pub on_missing_email: Policy,
     #[serde(default = "Policy::deny")]
@@ -254,7 +257,7 @@ pub struct FilterConfig {
     pub failure_status: u16,
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
     /// `None` when `local_fallback` is false.
-    pub local_lists: Option<&'static StrongSet>,
+    pub local_lists: Option<&'static NameSet>,
     /// The sidecar's decisions, fetched every period; `None` when `local_fallback` is false or
     /// `decision_sync_seconds` is 0.
     pub decisions: Option<DecisionSync>,
@@ -296,6 +299,7 @@ impl PluginConfig {
             mode: self.mode,
             block_response: self.block_response.clone(),
             flag_headers: self.flag_headers.clone(),
+            detail_headers: self.detail_headers,
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,

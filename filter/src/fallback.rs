@@ -22,22 +22,31 @@ use email_verdict_core::Domain;
 /// The strong sources as core loads them, one name a line, sorted (`build.rs`).
 const STRONG: &str = include_str!(concat!(env!("OUT_DIR"), "/strong.txt"));
 
-/// Sorted names: a binary search per parent, no hashing, 16 bytes a name beside the text.
+/// An embedded list of names (the strong lists here, the relay list in `relay.rs`): sorted, a
+/// binary search per parent, no hashing, 16 bytes a name beside the text.
 #[derive(Debug)]
-pub struct StrongSet(Vec<&'static str>);
+pub struct NameSet(Vec<&'static str>);
 
-static SET: OnceLock<StrongSet> = OnceLock::new();
+static SET: OnceLock<NameSet> = OnceLock::new();
 
 /// The embedded strong lists, loaded on first use.
-pub fn strong() -> &'static StrongSet {
-    SET.get_or_init(|| {
-        let mut names: Vec<&str> = STRONG.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
-        names.sort_unstable(); // already sorted by build.rs; cheap, and no reliance on it
-        StrongSet(names)
-    })
+pub fn strong() -> &'static NameSet {
+    SET.get_or_init(|| NameSet::from_text(STRONG))
 }
 
-impl StrongSet {
+impl NameSet {
+    /// One name a line as `build.rs` writes them; `#` comments and empty lines skipped.
+    pub fn from_text(text: &'static str) -> Self {
+        let mut names: Vec<&str> = text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        names.sort_unstable(); // already sorted by build.rs; cheap, and no reliance on it
+        Self(names)
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> &[&'static str] {
+        &self.0
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -113,7 +122,7 @@ mod tests {
     #[test]
     fn the_unbounded_walk_matches_the_sidecars_on_every_name() {
         let sidecar = sidecar_view();
-        for &name in &strong().0 {
+        for &name in strong().names() {
             assert!(!is_public_suffix(name), "{name} is a public suffix");
             let parent = name.split_once('.').map(|(_, p)| p).unwrap_or(name);
             for probe in [name.to_owned(), format!("x.{name}"), format!("a.b.{name}"), parent.to_owned()] {

@@ -10,7 +10,10 @@
 //! ```
 //! Every configured source is read and must agree (`extract`); a body that cannot be read in
 //! full is `on_unreadable_body`, not a missing email.
-//! Client copies of the five flag headers are stripped from every request first. Request
+//! Client copies of the flag headers (the detail headers too, sent or not) are stripped from
+//! every request first. The detail headers' values are computed here from the whole address
+//! (only its domain goes to the sidecar) and the embedded relay list, so a cached verdict or a
+//! local one gets them too. Request
 //! headers can still be changed in the body phase because Envoy runs the filter with
 //! `allow_on_headers_stop_iteration: true`. Without it (`hold_headers: false`, block only) the
 //! headers go upstream at once and the body is held until the verdict: a blocked signup never
@@ -22,11 +25,14 @@ use email_verdict_core::{Decision, Domain, EmailAddress};
 
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted, Unusable};
-use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
+use email_verdict_core::signup::{
+    AddressDetails, Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary,
+};
 
 use crate::config::FilterConfig;
 use crate::decision::{self, CalloutOutcome};
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
+use crate::relay;
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
 
@@ -41,11 +47,13 @@ enum State {
         kind: BodyKind,
         early: Extracted,
     },
-    /// A callout is in flight; the request is held.
+    /// A callout is in flight; the request is held. `details`: of the whole address, for the
+    /// detail headers (the callout carries the domain only).
     AwaitingVerdict {
         token: u32,
         domain: Domain,
         cas: Option<u32>,
+        details: AddressDetails,
     },
     /// A local response was sent.
     Responded,
@@ -57,7 +65,7 @@ enum Step {
     Proceed,
     Responded,
     AwaitBody { kind: BodyKind, early: Extracted },
-    AwaitVerdict { token: u32, domain: Domain, cas: Option<u32> },
+    AwaitVerdict { token: u32, domain: Domain, cas: Option<u32>, details: AddressDetails },
 }
 
 /// One HTTP stream's filter.
@@ -134,12 +142,14 @@ impl RequestFilter {
             host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
             return;
         }
-        let State::AwaitingVerdict { domain, cas, .. } = std::mem::replace(&mut self.state, State::Passthrough) else {
+        let State::AwaitingVerdict { domain, cas, details, .. } =
+            std::mem::replace(&mut self.state, State::Passthrough)
+        else {
             return;
         };
         let config = Rc::clone(&self.config);
         let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
-        let step = ctx.sidecar_answered(&domain, cas, response);
+        let step = ctx.sidecar_answered(&domain, cas, &details, response);
         if self.settle(step) == Action::Continue
             && let Err(e) = host.resume_request()
         {
@@ -165,7 +175,9 @@ impl RequestFilter {
                 let action = if self.config.hold_headers { Action::Pause } else { Action::Continue };
                 (State::AwaitingBody { kind, early }, action)
             }
-            Step::AwaitVerdict { token, domain, cas } => (State::AwaitingVerdict { token, domain, cas }, Action::Pause),
+            Step::AwaitVerdict { token, domain, cas, details } => {
+                (State::AwaitingVerdict { token, domain, cas, details }, Action::Pause)
+            }
         };
         self.state = state;
         action
@@ -180,8 +192,8 @@ struct Ctx<'a, H: Host> {
 }
 
 impl<H: Host> Ctx<'_, H> {
-    /// Removes every value of those of the five flag headers that `present` holds (all five
-    /// when the headers could not be read); all are tried, the first error returned.
+    /// Removes every value of those of the flag headers that `present` holds (all of them when
+    /// the headers could not be read); all are tried, the first error returned.
     fn strip_flag_headers(&mut self, present: Option<&RequestHeaders>) -> Result<(), HostError> {
         let mut result = Ok(());
         for name in self.config.enforce.flag_headers.all() {
@@ -258,22 +270,23 @@ impl<H: Host> Ctx<'_, H> {
             return self.invalid();
         };
         let domain = email.domain().clone();
+        let details = AddressDetails::of(&email, relay::is_relay(&domain));
         let mut cas = None;
         if let Some(cache) = self.config.cache {
             let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, &domain, now));
             match lookup {
                 Ok(Lookup::Hit(summary)) => {
                     self.host.increment(Counter::CacheHits);
-                    return self.verdict(&domain, &summary);
+                    return self.verdict(&domain, &summary, &details);
                 }
                 Ok(Lookup::Miss { cas: token }) => cas = token,
                 Err(e) => self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}")),
             }
         }
-        self.call_sidecar(domain, cas)
+        self.call_sidecar(domain, cas, details)
     }
 
-    fn call_sidecar(&mut self, domain: Domain, cas: Option<u32>) -> Step {
+    fn call_sidecar(&mut self, domain: Domain, cas: Option<u32>, details: AddressDetails) -> Step {
         let sidecar = &self.config.sidecar;
         let path = decision::lookup_path(&domain);
         let headers = [
@@ -288,27 +301,33 @@ impl<H: Host> Ctx<'_, H> {
         match self.host.dispatch_http_call(&sidecar.cluster, &headers, sidecar.timeout) {
             Ok(token) => {
                 self.host.increment(Counter::Callouts);
-                Step::AwaitVerdict { token, domain, cas }
+                Step::AwaitVerdict { token, domain, cas, details }
             }
             Err(e) => {
                 let message = format!("callout to cluster {} failed for {domain}: {e}", sidecar.cluster);
                 self.log(LogLevel::Warn, &message);
-                self.no_verdict(&domain, Bypass::SidecarError)
+                self.no_verdict(&domain, Bypass::SidecarError, &details)
             }
         }
     }
 
-    fn sidecar_answered(&mut self, domain: &Domain, cas: Option<u32>, response: &CalloutResponse) -> Step {
+    fn sidecar_answered(
+        &mut self,
+        domain: &Domain,
+        cas: Option<u32>,
+        details: &AddressDetails,
+        response: &CalloutResponse,
+    ) -> Step {
         match decision::classify(response) {
             CalloutOutcome::Verdict(summary) => {
                 self.remember(domain, &summary, cas);
-                self.verdict(domain, &summary)
+                self.verdict(domain, &summary, details)
             }
             CalloutOutcome::InvalidEmail => self.invalid(),
             CalloutOutcome::Failed(bypass) => {
                 let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
                 self.log(LogLevel::Warn, &format!("sidecar answered {status} for {domain}: {}", bypass.as_str()));
-                self.no_verdict(domain, bypass)
+                self.no_verdict(domain, bypass, details)
             }
         }
     }
@@ -322,13 +341,14 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     /// A verdict: block a disposable address in block mode, otherwise flag and go on.
-    fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary) -> Step {
-        self.judged(domain, summary.disposable, &summary.flags.header_value(), summary.suggestion.as_ref())
+    fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary, details: &AddressDetails) -> Step {
+        let flags = summary.flags.header_value();
+        self.judged(domain, summary.disposable, &flags, summary.suggestion.as_ref(), details)
     }
 
     /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
     /// same (flagged `local_fallback`, never cached); any other goes to `failure_mode`.
-    fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Step {
+    fn no_verdict(&mut self, domain: &Domain, bypass: Bypass, details: &AddressDetails) -> Step {
         let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
         match decided {
             Some(Decision::Block) => {
@@ -337,7 +357,7 @@ impl<H: Host> Ctx<'_, H> {
                     LogLevel::Info,
                     &format!("{domain} is blocked by a decision of the sidecar's: disposable without it"),
                 );
-                return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None);
+                return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None, details);
             }
             Some(Decision::Allow) => return self.fail(bypass), // vouched for: never blocked by the lists
             None => {}
@@ -348,14 +368,22 @@ impl<H: Host> Ctx<'_, H> {
                 LogLevel::Info,
                 &format!("{domain} is on the embedded strong lists: disposable without the sidecar"),
             );
-            return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None);
+            return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None, details);
         }
         self.fail(bypass)
     }
 
     /// A verdict reached: block, or add the verdict headers (and the suggested provider domain
-    /// of a probable typo, never the email's local part) and go on.
-    fn judged(&mut self, domain: &Domain, disposable: bool, flags: &str, suggestion: Option<&Domain>) -> Step {
+    /// of a probable typo, never the email's local part, and the detail headers `detail_headers`
+    /// sends) and go on.
+    fn judged(
+        &mut self,
+        domain: &Domain,
+        disposable: bool,
+        flags: &str,
+        suggestion: Option<&Domain>,
+        details: &AddressDetails,
+    ) -> Step {
         self.host.increment(Counter::Checked);
         let enforce = &self.config.enforce;
         if disposable && enforce.mode == Mode::Block {
@@ -367,11 +395,17 @@ impl<H: Host> Ctx<'_, H> {
         }
         let names = &self.config.enforce.flag_headers;
         let verdict = if disposable { "disposable" } else { "safe" };
-        let suggested = suggestion.map(|s| (&names.suggestion, s.as_str()));
-        let set = [(&names.verdict, verdict), (&names.domain, domain.as_str()), (&names.flags, flags)]
-            .into_iter()
-            .chain(suggested)
-            .try_for_each(|(name, value)| self.host.set_request_header(name, value));
+        let suggested = suggestion.map(|s| (names.suggestion.as_str(), s.as_str()));
+        let detailed = details.headers(names, enforce.detail_headers).into_iter().filter_map(|(n, v)| Some((n, v?)));
+        let set = [
+            (names.verdict.as_str(), verdict),
+            (names.domain.as_str(), domain.as_str()),
+            (names.flags.as_str(), flags),
+        ]
+        .into_iter()
+        .chain(suggested)
+        .chain(detailed)
+        .try_for_each(|(name, value)| self.host.set_request_header(name, value));
         match set {
             Ok(()) => {
                 self.host.increment(Counter::Flagged);

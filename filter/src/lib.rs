@@ -21,6 +21,7 @@ pub mod decision;
 pub mod fallback;
 pub mod filter;
 pub mod host;
+pub mod relay;
 pub mod signup_path;
 
 #[cfg(test)]

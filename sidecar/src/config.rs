@@ -118,7 +118,8 @@ pub struct ServeArgs {
     #[arg(long, env = "EMAIL_VERDICT_MAX_CONNECTIONS_PER_PEER", value_name = "N")]
     pub max_connections_per_peer: Option<usize>,
     /// JSON: the filter's settings that apply to /ext_authz (email, mode, block_response,
-    /// flag_headers, on_missing_email, on_invalid_email, on_unreadable_body) [default: their defaults]
+    /// flag_headers, detail_headers, on_missing_email, on_invalid_email, on_unreadable_body)
+    /// [default: their defaults]
     #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
     pub ext_authz_config: Option<PathBuf>,
     /// Plans beyond the built-in four, in the settings file only: `[plans.NAME]` with

@@ -6,8 +6,16 @@ use email_verdict_tests::{Recorded, Request, Response};
 use serde_json::json;
 use std::time::Duration;
 
-const VERDICT_HEADERS: [&str; 5] =
-    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
+const VERDICT_HEADERS: [&str; 8] = [
+    "x-email-verdict",
+    "x-email-domain",
+    "x-email-flags",
+    "x-email-verdict-bypass",
+    "x-email-suggestion",
+    "x-email-normalized",
+    "x-email-role",
+    "x-email-relay",
+];
 
 fn assert_blocked(resp: &Response, what: &str) {
     assert_eq!(resp.status, 403, "{what}: a disposable signup must be blocked\n{resp}");

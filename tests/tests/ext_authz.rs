@@ -21,8 +21,16 @@ const PARAM_SPELLINGS: [&str; 8] = [
     "/;x/SignUp/",
     "/signup%3Bx",
 ];
-const VERDICT_HEADERS: [&str; 5] =
-    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
+const VERDICT_HEADERS: [&str; 8] = [
+    "x-email-verdict",
+    "x-email-domain",
+    "x-email-flags",
+    "x-email-verdict-bypass",
+    "x-email-suggestion",
+    "x-email-normalized",
+    "x-email-role",
+    "x-email-relay",
+];
 
 /// `envoy/ext-authz-config.json`: the shipped settings (also read `?email=`, like the filter's).
 fn shipped_config() -> String {

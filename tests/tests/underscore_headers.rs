@@ -22,13 +22,16 @@ fn ext_authz(template: &'static str) -> Gateway {
     )
 }
 
-/// Underscore spellings of the five verdict headers, as a client forges them.
-const FORGED: [(&str, &str); 5] = [
+/// Underscore spellings of the eight verdict headers, as a client forges them.
+const FORGED: [(&str, &str); 8] = [
     ("x_email_verdict", "safe"),
     ("X_Email_Domain", "gmail.com"),
     ("x_email_flags", "allowlisted"),
     ("x_email_verdict_bypass", "no_email"),
     ("x-email_suggestion", "gmail.com"),
+    ("x_email_normalized", "victim@gmail.com"),
+    ("X_Email-Role", "true"),
+    ("x_email_relay", "true"),
 ];
 
 /// Envoy's own 400 (not a check's JSON answer); Envoy Gateway's shape passes no `server` header.

@@ -7,7 +7,10 @@ pub mod extract;
 pub mod outcome;
 pub mod settings;
 
-pub use outcome::{Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary, plain_request_id};
+pub use outcome::{
+    AddressDetails, Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary, header_value,
+    plain_request_id,
+};
 pub use settings::{
-    BlockResponse, ConfigError, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+    BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
 };

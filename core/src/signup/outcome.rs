@@ -1,9 +1,12 @@
 //! What an enforcement point does with a verdict, the same in the filter and ext_authz: the
-//! flags header's names and order, the bypass values, and the replies it sends instead of
-//! forwarding a signup.
+//! flags header's names and order, the bypass values, the detail headers, and the replies it
+//! sends instead of forwarding a signup.
+
+use std::fmt;
 
 use crate::api::Verdict;
-use crate::{Domain, VerdictResult};
+use crate::signup::settings::{DetailHeaders, FlagHeaders};
+use crate::{Domain, EmailAddress, VerdictResult};
 
 /// The flags header of a verdict an enforcement point made alone from the strong lists, because
 /// no full verdict could be had (the sidecar down or refusing the gateway's key).
@@ -131,6 +134,63 @@ impl VerdictSummary {
     }
 }
 
+/// What the detail headers say about a signup's address: the lookup record's `details` (the
+/// same functions, `crate::details`), computed where the whole address is, since an
+/// enforcement point asks the sidecar about the domain alone.
+///
+/// `Debug` leaves the address out: it must never reach a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AddressDetails {
+    /// The normalized address as a header value, `None` when it is not one ([`header_value`]: an
+    /// RFC 6531 local part with non-ASCII characters).
+    normalized_email: Option<String>,
+    role_account: bool,
+    relay: bool,
+}
+
+impl AddressDetails {
+    /// The details of `email`; `relay`: its domain is on the relay list (`data/relay.txt`).
+    pub fn of(email: &EmailAddress, relay: bool) -> Self {
+        let normalized = crate::details::normalize_email(email.local(), email.domain());
+        Self {
+            normalized_email: header_value(&normalized).map(str::to_owned),
+            role_account: crate::details::is_role(email.local()),
+            relay,
+        }
+    }
+
+    /// Each detail header's name with its value, in `CONFIG.md` order: `None` when
+    /// `detail_headers` switches it off or it has no value. What is `None` is not added (and
+    /// ext_authz names it among the headers to remove).
+    pub fn headers<'a>(&'a self, names: &'a FlagHeaders, send: DetailHeaders) -> [(&'a str, Option<&'a str>); 3] {
+        let yes_no = |b: bool| if b { "true" } else { "false" };
+        [
+            (&names.normalized_email, self.normalized_email.as_deref().filter(|_| send.normalized_email)),
+            (&names.role_account, Some(yes_no(self.role_account)).filter(|_| send.role_account)),
+            (&names.relay, Some(yes_no(self.relay)).filter(|_| send.relay)),
+        ]
+    }
+}
+
+impl fmt::Debug for AddressDetails {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AddressDetails")
+            .field("normalized_email", &self.normalized_email.as_ref().map(|_| "<address>"))
+            .field("role_account", &self.role_account)
+            .field("relay", &self.relay)
+            .finish()
+    }
+}
+
+/// `value` when every byte of it may be sent as a header value as it is: printable ASCII
+/// (`!`..`~`) and spaces, a space neither first nor last. Anything else (a CR, an LF, any other
+/// control, a non-ASCII byte) gives `None`: the header is left out rather than altered.
+pub fn header_value(value: &str) -> Option<&str> {
+    let printable = value.bytes().all(|b| (b' '..=b'~').contains(&b));
+    let trimmed = !value.starts_with(' ') && !value.ends_with(' ');
+    (printable && trimmed && !value.is_empty()).then_some(value)
+}
+
 /// Why a request went on without a verdict: the bypass header's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bypass {
@@ -244,6 +304,111 @@ mod tests {
         );
         assert_eq!(Flags::from_bits(0xff), Some(Flag::ALL.into_iter().collect()));
         assert_eq!(Flags::from_bits(0), Some(Flags::default()));
+    }
+
+    fn details(email: &str, relay: bool) -> AddressDetails {
+        AddressDetails::of(&EmailAddress::parse(email).unwrap(), relay)
+    }
+
+    fn values(d: &AddressDetails, send: DetailHeaders) -> Vec<(String, Option<String>)> {
+        let names = FlagHeaders::default();
+        d.headers(&names, send).iter().map(|(n, v)| (n.to_string(), v.map(str::to_owned))).collect()
+    }
+
+    fn pairs(expected: [(&str, Option<&str>); 3]) -> Vec<(String, Option<String>)> {
+        expected.iter().map(|(n, v)| (n.to_string(), v.map(str::to_owned))).collect()
+    }
+
+    #[test]
+    fn detail_headers_carry_the_records_details() {
+        let all = DetailHeaders::default();
+        let check = |email: &str, relay: bool, expected: [(&str, Option<&str>); 3]| {
+            assert_eq!(values(&details(email, relay), all), pairs(expected), "{email}");
+        };
+        check(
+            "J.o.h.n+x@gmail.com",
+            false,
+            [
+                ("x-email-normalized", Some("john@gmail.com")),
+                ("x-email-role", Some("false")),
+                ("x-email-relay", Some("false")),
+            ],
+        );
+        check(
+            "J.O.H.N+x@GoogleMail.com",
+            false,
+            [
+                ("x-email-normalized", Some("john@gmail.com")),
+                ("x-email-role", Some("false")),
+                ("x-email-relay", Some("false")),
+            ],
+        );
+        check(
+            "Postmaster+x@shopco.example",
+            false,
+            [
+                ("x-email-normalized", Some("Postmaster+x@shopco.example")),
+                ("x-email-role", Some("true")),
+                ("x-email-relay", Some("false")),
+            ],
+        );
+        check(
+            "abc123@duck.com",
+            true,
+            [
+                ("x-email-normalized", Some("abc123@duck.com")),
+                ("x-email-role", Some("false")),
+                ("x-email-relay", Some("true")),
+            ],
+        );
+        // The domain is always the A-label form; a quoted local part with a space is a valid value.
+        check(
+            "\"john doe\"@Bücher.example",
+            false,
+            [
+                ("x-email-normalized", Some("\"john doe\"@xn--bcher-kva.example")),
+                ("x-email-role", Some("false")),
+                ("x-email-relay", Some("false")),
+            ],
+        );
+        // A non-ASCII local part (RFC 6531) has no header value: the header is left out.
+        check(
+            "josé@gmail.com",
+            false,
+            [("x-email-normalized", None), ("x-email-role", Some("false")), ("x-email-relay", Some("false"))],
+        );
+    }
+
+    #[test]
+    fn each_detail_header_can_be_switched_off_under_its_own_name() {
+        let d = details("postmaster@duck.com", true);
+        let off = DetailHeaders { normalized_email: false, role_account: true, relay: false };
+        assert_eq!(
+            values(&d, off),
+            pairs([("x-email-normalized", None), ("x-email-role", Some("true")), ("x-email-relay", None)])
+        );
+        let none = DetailHeaders { normalized_email: false, role_account: false, relay: false };
+        assert!(d.headers(&FlagHeaders::default(), none).iter().all(|(_, v)| v.is_none()));
+        let names = FlagHeaders { relay: "x-relay".into(), ..FlagHeaders::default() };
+        assert_eq!(d.headers(&names, DetailHeaders::default())[2], ("x-relay", Some("true")));
+    }
+
+    #[test]
+    fn header_values_are_printable_ascii_only() {
+        for ok in ["john@gmail.com", "\"a b\"@x.example", "!#$%&'*+-/=?^_`{|}~@example.com"] {
+            assert_eq!(header_value(ok), Some(ok));
+        }
+        for bad in
+            ["", " a@b.c", "a@b.c ", "a\r\nx-forged: 1", "a\nb", "a\rb", "a\tb", "a\0b", "a\x7fb", "josé@x.example"]
+        {
+            assert_eq!(header_value(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_the_address() {
+        let shown = format!("{:?}", details("secret.person@gmail.com", false));
+        assert!(!shown.contains("secret") && !shown.contains("secretperson"), "{shown}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The enforcement settings both enforcement points share, field for field as
 //! `filter/CONFIG.md` gives them: where the email is, block or flag, the block response, the
-//! flag headers and what to do without a usable email. The filter's plugin configuration holds
+//! flag headers (with the detail headers and which of them are sent) and what to do without a
+//! usable email. The filter's plugin configuration holds
 //! them beside its own fields; the sidecar's `--ext-authz-config` file holds only them. One type,
 //! one set of defaults, one validation, so both say the same thing about the same mistake.
 //!
@@ -128,6 +129,14 @@ pub struct FlagHeaders {
     /// never the email's local part.
     #[serde(default = "default_suggestion_header")]
     pub suggestion: String,
+    /// The detail headers ([`DetailHeaders`] says which are sent): the normalized address,
+    /// whether it is a role account, whether its domain is a relay service.
+    #[serde(default = "default_normalized_email_header")]
+    pub normalized_email: String,
+    #[serde(default = "default_role_account_header")]
+    pub role_account: String,
+    #[serde(default = "default_relay_header")]
+    pub relay: String,
 }
 
 impl Default for FlagHeaders {
@@ -138,15 +147,69 @@ impl Default for FlagHeaders {
             flags: default_flags_header(),
             bypass: default_bypass_header(),
             suggestion: default_suggestion_header(),
+            normalized_email: default_normalized_email_header(),
+            role_account: default_role_account_header(),
+            relay: default_relay_header(),
         }
     }
 }
 
 impl FlagHeaders {
-    /// The five names, for stripping client copies.
-    pub fn all(&self) -> [&str; 5] {
-        [&self.verdict, &self.domain, &self.flags, &self.bypass, &self.suggestion]
+    /// Every name, for stripping client copies (whether or not a detail header is sent).
+    pub fn all(&self) -> [&str; 8] {
+        self.named().map(|(_, name)| name)
     }
+
+    /// Each name with its field, in `CONFIG.md` order.
+    fn named(&self) -> [(&'static str, &str); 8] {
+        [
+            ("verdict", &self.verdict),
+            ("domain", &self.domain),
+            ("flags", &self.flags),
+            ("bypass", &self.bypass),
+            ("suggestion", &self.suggestion),
+            ("normalized_email", &self.normalized_email),
+            ("role_account", &self.role_account),
+            ("relay", &self.relay),
+        ]
+    }
+
+    fn each_mut(&mut self) -> [&mut String; 8] {
+        [
+            &mut self.verdict,
+            &mut self.domain,
+            &mut self.flags,
+            &mut self.bypass,
+            &mut self.suggestion,
+            &mut self.normalized_email,
+            &mut self.role_account,
+            &mut self.relay,
+        ]
+    }
+}
+
+/// `detail_headers`: which of the record's details the app receives, each under its
+/// [`FlagHeaders`] name. All on by default; a detail switched off is never added, and a client's
+/// copy of its header is still removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetailHeaders {
+    #[serde(default = "yes")]
+    pub normalized_email: bool,
+    #[serde(default = "yes")]
+    pub role_account: bool,
+    #[serde(default = "yes")]
+    pub relay: bool,
+}
+
+impl Default for DetailHeaders {
+    fn default() -> Self {
+        Self { normalized_email: true, role_account: true, relay: true }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The shared fields as a document (the sidecar's `--ext-authz-config` file is exactly this).
@@ -161,6 +224,8 @@ pub struct EnforcementConfig {
     pub block_response: BlockResponse,
     #[serde(default)]
     pub flag_headers: FlagHeaders,
+    #[serde(default)]
+    pub detail_headers: DetailHeaders,
     #[serde(default = "Policy::allow")]
     pub on_missing_email: Policy,
     #[serde(default = "Policy::deny")]
@@ -176,6 +241,7 @@ impl Default for EnforcementConfig {
             mode: Mode::default(),
             block_response: BlockResponse::default(),
             flag_headers: FlagHeaders::default(),
+            detail_headers: DetailHeaders::default(),
             on_missing_email: Policy::allow(),
             on_invalid_email: Policy::deny(),
             on_unreadable_body: Policy::deny(),
@@ -205,21 +271,14 @@ impl EnforcementConfig {
         let mut email = self.email;
         email.headers.iter_mut().for_each(|h| h.make_ascii_lowercase());
         let mut flag_headers = self.flag_headers;
-        for name in [
-            &mut flag_headers.verdict,
-            &mut flag_headers.domain,
-            &mut flag_headers.flags,
-            &mut flag_headers.bypass,
-            &mut flag_headers.suggestion,
-        ] {
-            name.make_ascii_lowercase();
-        }
+        flag_headers.each_mut().into_iter().for_each(|name| name.make_ascii_lowercase());
         Ok(Enforcement {
             email,
             mode: self.mode,
             block_status: to_u16(self.block_response.status),
             block_body,
             flag_headers,
+            detail_headers: self.detail_headers,
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
@@ -260,14 +319,7 @@ impl EnforcementConfig {
     }
 
     fn validate_headers(&self) -> Result<(), ConfigError> {
-        let f = &self.flag_headers;
-        let named = [
-            ("verdict", &f.verdict),
-            ("domain", &f.domain),
-            ("flags", &f.flags),
-            ("bypass", &f.bypass),
-            ("suggestion", &f.suggestion),
-        ];
+        let named = self.flag_headers.named();
         for (i, (field, name)) in named.iter().enumerate() {
             let path = format!("flag_headers.{field}");
             check_header_name(&path, name)?;
@@ -291,6 +343,7 @@ pub struct Enforcement {
     /// `block_response.body`, serialized once.
     pub block_body: Vec<u8>,
     pub flag_headers: FlagHeaders,
+    pub detail_headers: DetailHeaders,
     pub on_missing_email: Policy,
     pub on_invalid_email: Policy,
     pub on_unreadable_body: Policy,
@@ -382,6 +435,15 @@ fn default_bypass_header() -> String {
 fn default_suggestion_header() -> String {
     "x-email-suggestion".to_owned()
 }
+fn default_normalized_email_header() -> String {
+    "x-email-normalized".to_owned()
+}
+fn default_role_account_header() -> String {
+    "x-email-role".to_owned()
+}
+fn default_relay_header() -> String {
+    "x-email-relay".to_owned()
+}
 
 #[cfg(test)]
 mod tests {
@@ -395,8 +457,18 @@ mod tests {
         assert_eq!((e.mode, e.block_status), (Mode::Block, 403));
         assert_eq!(
             e.flag_headers.all(),
-            ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"]
+            [
+                "x-email-verdict",
+                "x-email-domain",
+                "x-email-flags",
+                "x-email-verdict-bypass",
+                "x-email-suggestion",
+                "x-email-normalized",
+                "x-email-role",
+                "x-email-relay"
+            ]
         );
+        assert_eq!(e.detail_headers, DetailHeaders { normalized_email: true, role_account: true, relay: true });
         assert_eq!(
             (e.on_missing_email, e.on_invalid_email, e.on_unreadable_body),
             (Policy::Allow, Policy::Deny, Policy::Deny)
@@ -413,6 +485,11 @@ mod tests {
             (b"{\"sidecar\":{}}", "sidecar: unknown field `sidecar`"),
             (b"{\"email\":{\"headers\":[\"X-Email-Flags\"]}}", "email.headers[0]: must not be one of flag_headers"),
             (b"{\"flag_headers\":{\"flags\":\"cookie\"}}", "flag_headers.flags: must not be a header"),
+            (b"{\"flag_headers\":{\"relay\":\"X-Email-Verdict\"}}", "flag_headers.relay: must differ"),
+            (b"{\"flag_headers\":{\"normalized_email\":\"x email\"}}", "flag_headers.normalized_email: must be"),
+            (b"{\"email\":{\"headers\":[\"x-email-role\"]}}", "email.headers[0]: must not be one of flag_headers"),
+            (b"{\"detail_headers\":{\"role\":false}}", "detail_headers.role: unknown field `role`"),
+            (b"{\"detail_headers\":{\"relay\":\"no\"}}", "detail_headers.relay: invalid type"),
             (b"{\"block_response\":{\"status\":200}}", "block_response.status: must be 400..=599"),
             (b"{} {}", "trailing characters"),
         ];

@@ -66,8 +66,18 @@ fn minimal_config_gets_the_contract_defaults() {
     assert_eq!(body, json!({"error": "disposable_email", "message": "Please sign up with a permanent email address."}));
     assert_eq!(
         c.enforce.flag_headers.all(),
-        ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"]
+        [
+            "x-email-verdict",
+            "x-email-domain",
+            "x-email-flags",
+            "x-email-verdict-bypass",
+            "x-email-suggestion",
+            "x-email-normalized",
+            "x-email-role",
+            "x-email-relay"
+        ]
     );
+    assert_eq!(c.enforce.detail_headers, DetailHeaders::default(), "every detail header is sent by default");
     assert_eq!(
         (c.enforce.on_missing_email, c.enforce.on_invalid_email, c.failure_mode),
         (Policy::Allow, Policy::Deny, FailureMode::all(Policy::Allow))
@@ -160,6 +170,11 @@ fn bad_configs_are_rejected_naming_the_field() {
         (with("/flag_headers/flags", json!("content-length")), "flag_headers.flags: must not be a header"),
         (with("/flag_headers/bypass", json!("authorization")), "flag_headers.bypass: must not be a header"),
         (with("/flag_headers/domain", json!("X-Email-Verdict")), "flag_headers.domain: must differ"),
+        (with("/flag_headers/role_account", json!("X-Email-Relay")), "flag_headers.relay: must differ"),
+        (with("/flag_headers/normalized_email", json!("cookie")), "flag_headers.normalized_email: must not be"),
+        (with("/flag_headers/relay", json!(null)), "flag_headers.relay: invalid type"),
+        (with("/detail_headers/provider", json!(true)), "detail_headers.provider: unknown field `provider`"),
+        (with("/detail_headers", json!(false)), "detail_headers: invalid type"),
         (with("/cache/max_entries", json!(0)), "cache.max_entries: must be 1..=1000000"),
         (with("/cache/max_entries", json!(1_000_001)), "cache.max_entries: must be 1..=1000000"),
         (with("/cache/ttl_seconds", json!(-5)), "cache.ttl_seconds: invalid value"),
@@ -204,7 +219,8 @@ fn values_are_normalized() {
         "sidecar": { "cluster": "outbound|8080||ev.ns.svc.cluster.local", "api_key": "k", "timeout_ms": 60000 },
         "signup_routes": [{ "method": "post", "path": "/signup" }, { "method": "PUT", "path_prefix": "/users/" }],
         "email": { "headers": ["X-Email"] },
-        "flag_headers": { "verdict": "X-Verdict" },
+        "flag_headers": { "verdict": "X-Verdict", "relay": "X-Relay-Service" },
+        "detail_headers": { "normalized_email": false },
         "block_response": { "body": null },
         "cache": { "ttl_seconds": 0 },
         "max_body_bytes": 10485760
@@ -214,6 +230,12 @@ fn values_are_normalized() {
     assert_eq!(c.enforce.email.headers, ["x-email"]);
     assert_eq!(c.enforce.email.json_pointers, ["/email"], "unlisted sources keep their defaults");
     assert_eq!(c.enforce.flag_headers.verdict, "x-verdict");
+    assert_eq!(c.enforce.flag_headers.relay, "x-relay-service");
+    assert_eq!(
+        c.enforce.detail_headers,
+        DetailHeaders { normalized_email: false, role_account: true, relay: true },
+        "unlisted details keep their default"
+    );
     assert_eq!(c.enforce.block_body, b"null");
     assert_eq!(c.cache, None);
     assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);

@@ -9,8 +9,19 @@ use super::*;
 use crate::config::EnvError;
 use crate::mock_host::{MockHost, Sent, Store, error_response, lookup_response, lookup_response_suggesting};
 
-const FLAG_HEADERS: [&str; 5] =
-    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass", "x-email-suggestion"];
+const FLAG_HEADERS: [&str; 8] = [
+    "x-email-verdict",
+    "x-email-domain",
+    "x-email-flags",
+    "x-email-verdict-bypass",
+    "x-email-suggestion",
+    "x-email-normalized",
+    "x-email-role",
+    "x-email-relay",
+];
+/// The verdict's three and the three detail headers: what a signup with a verdict gets.
+const WITH_A_VERDICT: [&str; 6] =
+    ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-normalized", "x-email-role", "x-email-relay"];
 
 /// A filter configuration: the minimal document with `overrides` merged in at the top level.
 struct Harness {
@@ -114,7 +125,8 @@ fn forged_flag_headers_are_stripped_from_every_request() {
     assert_no_flag_headers_but(&host, &[]);
     answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
     assert_eq!(host.header("x-email-verdict").as_deref(), Some("safe"));
-    assert_no_flag_headers_but(&host, &FLAG_HEADERS[..3]);
+    assert_no_flag_headers_but(&host, &WITH_A_VERDICT);
+    assert_eq!(host.header("x-email-normalized").as_deref(), Some("ann@gmail.com"));
 }
 
 #[test]
@@ -484,7 +496,7 @@ fn without_a_verdict_strong_listed_names_are_decided_locally() {
         assert_eq!(host.header("x-email-verdict").as_deref(), Some("disposable"));
         assert_eq!(host.header("x-email-domain").as_deref(), Some("mailinator.com"));
         assert_eq!(host.header("x-email-flags").as_deref(), Some("local_fallback"));
-        assert_no_flag_headers_but(&host, &["x-email-verdict", "x-email-domain", "x-email-flags"]);
+        assert_no_flag_headers_but(&host, &WITH_A_VERDICT);
     }
     // A failed dispatch too.
     let h = Harness::new(json!({}));
@@ -534,7 +546,7 @@ fn failed_host_calls_never_hang_or_panic() {
     host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
     host.fail.read_header = true;
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
-    assert_eq!(host.header_removals, 5);
+    assert_eq!(host.header_removals, 8);
     assert_no_flag_headers_but(&host, &[]);
     assert!(host.dispatched.is_empty());
     // Reading the body fails.
@@ -630,5 +642,6 @@ fn international_domains_are_normalized_before_the_callout() {
     assert_eq!(host.header("x-email-domain").as_deref(), Some("xn--bcher-kva.example"));
 }
 
+mod details;
 mod email;
 mod header_hold;

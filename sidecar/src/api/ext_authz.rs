@@ -7,9 +7,10 @@
 //! settings: `--ext-authz-config`) and judged by the lookup API's own path ([`lookup::judge`]:
 //! key, limits, reviewer decisions, caches). The answers follow Envoy's contract:
 //! - allow: `200`, the flag headers (for `allowed_upstream_headers`; the suggestion header carries
-//!   the suggested provider domain of a probable typo, never the email's local part) and
-//!   `x-envoy-auth-headers-to-remove` naming the flag headers this answer does not set, so a
-//!   client's forged copy never reaches the app;
+//!   the suggested provider domain of a probable typo, never the email's local part; the detail
+//!   headers the address's normalized form, role account and relay, computed here from the whole
+//!   address as the lookup API's `details` are) and `x-envoy-auth-headers-to-remove` naming the
+//!   flag headers this answer does not set, so a client's forged copy never reaches the app;
 //! - block: the block response (default `403` JSON); refusals: the filter's `400`/`413` replies;
 //! - our own failure (DNS, store, the gateway key missing, invalid, over quota or burst): `5xx`,
 //!   so Envoy's `failure_mode_allow` / `status_on_error` decides. Except for a domain the strong
@@ -24,7 +25,9 @@
 //! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
 use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
-use email_verdict_core::signup::{Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary};
+use email_verdict_core::signup::{
+    AddressDetails, Bypass, Enforcement, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary,
+};
 use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
@@ -112,7 +115,7 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
         Extracted::Invalid(why) => invalid(api, Some(why)),
         Extracted::Unreadable(_) => unreadable(api),
         Extracted::Email(raw) => match EmailAddress::parse(raw.trim()) {
-            Ok(email) => judged(api, key.as_deref(), request, email.domain().clone(), log).await,
+            Ok(email) => judged(api, key.as_deref(), request, &email, log).await,
             Err(_) => invalid(api, None),
         },
     }
@@ -136,8 +139,11 @@ fn unreadable(api: &Api) -> Checked {
     by_policy(api, api.ext_authz.on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
 }
 
-async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain, log: &mut LogFields) -> Checked {
+async fn judged(api: &Api, key: Option<&str>, request: &Request, email: &EmailAddress, log: &mut LogFields) -> Checked {
+    let domain = email.domain().clone();
     log.domain = Some(domain.to_string());
+    // Only the domain is judged (as the filter asks); the details are the whole address's.
+    let details = AddressDetails::of(email, api.verdicts.catalog().relay.contains(&domain));
     let verdict = async {
         let key = api.auth.authenticate(key, request.client).await.map_err(|e| auth_error(api, e))?;
         log.key_id = Some(key.id.clone());
@@ -148,12 +154,12 @@ async fn judged(api: &Api, key: Option<&str>, request: &Request, domain: Domain,
             log.cached = Some(judged.result.cached);
             let summary = VerdictSummary::from_result(&judged.result);
             let verdict = Verdict { disposable: summary.disposable, flags: &summary.flags.header_value() };
-            verdict_answer(api, &domain, verdict, judged.suggestion.as_ref(), CheckOutcome::Judged)
+            verdict_answer(&api.ext_authz, &domain, verdict, judged.suggestion.as_ref(), &details, CheckOutcome::Judged)
         }
         Err(e) if decided_locally(api, &domain).await => {
             log.code = Some(e.code.as_str());
             let verdict = Verdict { disposable: true, flags: LOCAL_FALLBACK_FLAG };
-            verdict_answer(api, &domain, verdict, None, CheckOutcome::LocalDecision)
+            verdict_answer(&api.ext_authz, &domain, verdict, None, &details, CheckOutcome::LocalDecision)
         }
         Err(e) => failed(e, log),
     }
@@ -186,16 +192,16 @@ struct Verdict<'a> {
 }
 
 /// The verdict's answer: the block response, or 200 with the flag headers (the suggestion's
-/// only when there is one: the suggested provider domain; the client's copies of the others
-/// removed).
+/// only when there is one: the suggested provider domain; the detail headers `detail_headers`
+/// sends, when they have a value; the client's copies of the others removed).
 fn verdict_answer(
-    api: &Api,
+    config: &Enforcement,
     domain: &Domain,
     verdict: Verdict<'_>,
     suggestion: Option<&Domain>,
+    details: &AddressDetails,
     outcome: CheckOutcome,
 ) -> Checked {
-    let config = &api.ext_authz;
     if verdict.disposable && config.mode == Mode::Block {
         let reply = LocalReply::blocked(config.block_status, &config.block_body);
         return Checked { response: local_reply(&reply), outcome };
@@ -212,6 +218,12 @@ fn verdict_answer(
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
     }
+    for (name, value) in details.headers(names, config.detail_headers) {
+        match value {
+            Some(value) => set.push((name, value)),
+            None => remove.push(name),
+        }
+    }
     Checked { response: allow(&set, &remove), outcome }
 }
 
@@ -219,13 +231,15 @@ fn verdict_answer(
 fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>) -> Checked {
     match policy {
         Policy::Deny => refused(refusal),
-        Policy::Allow => {
-            let names = &api.ext_authz.flag_headers;
-            let others = [&names.verdict, &names.domain, &names.flags, &names.suggestion];
-            let response = allow(&[(&names.bypass, bypass.as_str())], &others.map(String::as_str));
-            Checked { response, outcome: CheckOutcome::Bypassed }
-        }
+        Policy::Allow => Checked { response: bypassed(&api.ext_authz, bypass), outcome: CheckOutcome::Bypassed },
     }
+}
+
+/// Through without a verdict: the bypass header set, every other flag header removed.
+fn bypassed(config: &Enforcement, bypass: Bypass) -> Response<Vec<u8>> {
+    let names = &config.flag_headers;
+    let others: Vec<&str> = names.all().into_iter().filter(|n| *n != names.bypass).collect();
+    allow(&[(&names.bypass, bypass.as_str())], &others)
 }
 
 fn refused(reply: &LocalReply<'_>) -> Checked {
@@ -257,12 +271,19 @@ fn local_reply(reply: &LocalReply<'_>) -> Response<Vec<u8>> {
     response(status, &[("content-type", "application/json")], reply.body.to_vec())
 }
 
+/// A response with these headers. One that cannot be built (a header value that is not one)
+/// is a `500`, never a `200` without its headers: Envoy would then let the signup through with
+/// whatever verdict headers the client sent.
 fn response(status: StatusCode, headers: &[(&str, &str)], body: Vec<u8>) -> Response<Vec<u8>> {
     let mut builder = Response::builder().status(status).header(http::header::CONTENT_LENGTH, body.len());
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    builder.body(body).unwrap_or_else(|_| Response::new(Vec::new()))
+    builder.body(body).unwrap_or_else(|_| {
+        let mut failed = Response::new(Vec::new());
+        *failed.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        failed
+    })
 }
 
 /// The headers of a check's answer, for tests.
@@ -290,6 +311,71 @@ mod tests {
         assert_eq!(r.status(), 200);
         assert_eq!(header(&r, "x-email-verdict"), Some("safe"));
         assert_eq!(header(&r, HEADERS_TO_REMOVE), Some("x-email-verdict-bypass,x-other"));
+    }
+
+    fn config(doc: &str) -> Enforcement {
+        email_verdict_core::signup::EnforcementConfig::from_json(doc.as_bytes()).unwrap()
+    }
+
+    fn safe(config: &Enforcement, email: &str, relay: bool) -> Response<Vec<u8>> {
+        let email = EmailAddress::parse(email).unwrap();
+        let details = AddressDetails::of(&email, relay);
+        let verdict = Verdict { disposable: false, flags: "free_provider" };
+        verdict_answer(config, email.domain(), verdict, None, &details, CheckOutcome::Judged).response
+    }
+
+    fn removed(r: &Response<Vec<u8>>) -> Vec<&str> {
+        header(r, HEADERS_TO_REMOVE).unwrap_or_default().split(',').filter(|s| !s.is_empty()).collect()
+    }
+
+    #[test]
+    fn an_allowed_signup_gets_the_detail_headers_and_the_rest_are_removed() {
+        let r = safe(&config("{}"), "J.o.h.n+x@gmail.com", false);
+        assert_eq!(r.status(), 200);
+        assert_eq!(header(&r, "x-email-normalized"), Some("john@gmail.com"));
+        assert_eq!(header(&r, "x-email-role"), Some("false"));
+        assert_eq!(header(&r, "x-email-relay"), Some("false"));
+        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion"]);
+        let r = safe(&config("{}"), "postmaster@duck.com", true);
+        assert_eq!((header(&r, "x-email-role"), header(&r, "x-email-relay")), (Some("true"), Some("true")));
+        // Without a header value (a non-ASCII local part), or switched off: removed, never left
+        // to the client's copy.
+        let r = safe(&config("{}"), "josé@gmail.com", false);
+        assert_eq!(header(&r, "x-email-normalized"), None);
+        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion", "x-email-normalized"]);
+        let off = config(r#"{"detail_headers":{"normalized_email":false,"role_account":false,"relay":false}}"#);
+        let r = safe(&off, "ann@gmail.com", false);
+        for name in ["x-email-normalized", "x-email-role", "x-email-relay"] {
+            assert_eq!(header(&r, name), None, "{name}");
+        }
+        assert_eq!(removed(&r).len(), 5, "{:?}", removed(&r));
+        assert_eq!(header(&r, "x-email-verdict"), Some("safe"));
+        // Renamed.
+        let renamed = config(r#"{"flag_headers":{"role_account":"X-Role"}}"#);
+        assert_eq!(header(&safe(&renamed, "info@gmail.com", false), "x-role"), Some("true"));
+    }
+
+    #[test]
+    fn a_bypass_removes_every_other_flag_header() {
+        let r = bypassed(&config("{}"), Bypass::NoEmail);
+        assert_eq!(header(&r, "x-email-verdict-bypass"), Some("no_email"));
+        let expected = [
+            "x-email-verdict",
+            "x-email-domain",
+            "x-email-flags",
+            "x-email-suggestion",
+            "x-email-normalized",
+            "x-email-role",
+            "x-email-relay",
+        ];
+        assert_eq!(removed(&r), expected);
+    }
+
+    #[test]
+    fn a_header_that_cannot_be_sent_is_a_500_never_a_bare_200() {
+        let r = allow(&[("x-email-normalized", "a\r\nx-email-verdict: safe")], &["x-email-verdict-bypass"]);
+        assert_eq!(r.status(), 500);
+        assert!(r.headers().get("x-email-verdict").is_none() && header(&r, HEADERS_TO_REMOVE).is_none());
     }
 
     #[test]
