@@ -24,6 +24,7 @@ pub mod logging;
 pub mod metrics;
 pub mod pages;
 pub mod plans;
+pub mod rdap;
 pub mod review;
 pub mod review_cmd;
 pub mod server;
