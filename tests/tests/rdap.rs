@@ -111,6 +111,12 @@ fn the_age_comes_in_the_background_for_the_registered_domain_alone() {
     assert!(html.contains("(10 days ago)") && html.contains("data-provider") && html.contains("data-service="));
     let de = sc.get("/de/domain/ownmail.example").text();
     assert!(de.contains("(vor 10 Tagen)"), "{de}");
+    // The review queue: a name with its own mail server (100) registered 10 days ago (+300).
+    wait_for("the queue entry to know the age", Duration::from_secs(20), || {
+        let r = Request::get("/admin/v1/reviews?q=ownmail").send(sc.admin_addr());
+        assert_eq!(r.status, 200, "{r}");
+        (r.json()["queue"][0]["likelihood"] == 400).then_some(())
+    });
     // One request for all of it: the registered domain only, never the local part.
     let seen = rdap.seen();
     let targets: Vec<&str> = seen.iter().map(|s| s.target.as_str()).collect();
