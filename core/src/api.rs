@@ -70,6 +70,10 @@ pub struct Details {
     pub relay: bool,
     /// The mail provider's name, as the public page shows it; `null` when unknown.
     pub provider: Option<String>,
+    /// Whole days since the registrable domain was registered (its RDAP registration event),
+    /// when the sidecar knows it (`serve --rdap`); absent otherwise. Never changes `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_age_days: Option<u32>,
 }
 
 /// `POST /api/v1/domains`: 1 to [`BatchRequest::MAX_INPUTS`] domains or emails.

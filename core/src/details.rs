@@ -8,6 +8,8 @@
 //!   `data/roles.txt` ([`is_role`]).
 //! - `relay`: the domain is on the catalog's relay list (`data/relay.txt`).
 //! - `provider`: [`provider_names`], the same name the public page shows.
+//! - `domain_age_days`: not from here (no I/O in core): the sidecar sets it from RDAP when it
+//!   knows the age; [`details`] leaves it absent.
 
 use crate::api::Details;
 use crate::catalog::Catalog;
@@ -36,6 +38,7 @@ pub fn details<'a>(
         role_account,
         relay: catalog.relay.contains(domain),
         provider: provider.map(str::to_owned),
+        domain_age_days: None,
     }
 }
 

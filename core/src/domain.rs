@@ -56,6 +56,19 @@ impl Domain {
     pub fn registrable(&self) -> Option<&str> {
         registrable_len(&self.0).map(|len| &self.0[self.0.len() - len..])
     }
+
+    /// The domain a registry registered, the one RDAP knows: the registrable domain, unless its
+    /// public suffix is in the Public Suffix List's private section (`github.io`, `blogspot.com`:
+    /// the name was handed out by a platform, not a registry, and the registry's record of the
+    /// platform's own domain says nothing of it). A suffix the list does not know (its default
+    /// rule: the last label) counts as a registry's.
+    pub fn registered(&self) -> Option<&str> {
+        let d = psl::domain(self.0.as_bytes())?;
+        if d.suffix().typ() == Some(psl::Type::Private) {
+            return None;
+        }
+        Some(&self.0[self.0.len() - d.as_bytes().len()..])
+    }
 }
 
 impl fmt::Display for Domain {
@@ -187,6 +200,11 @@ mod tests {
         let d = Domain::parse("co.uk").unwrap();
         assert_eq!(d.parents_to_registrable().count(), 0);
         assert_eq!(Domain::parse("x.y.example.co.uk").unwrap().registrable(), Some("example.co.uk"));
+        let registered = |name: &str| Domain::parse(name).unwrap().registered().map(str::to_owned);
+        assert_eq!(registered("x.y.example.co.uk").as_deref(), Some("example.co.uk"));
+        assert_eq!(registered("mail.shop.example").as_deref(), Some("shop.example"), "an unknown TLD");
+        assert_eq!(registered("ann.github.io"), None, "a platform's name, not a registry's");
+        assert_eq!(registered("co.uk"), None);
     }
 
     #[test]

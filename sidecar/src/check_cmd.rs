@@ -311,7 +311,7 @@ enum Output {
     Csv(Box<csv::Writer<std::io::Stdout>>),
 }
 
-const CSV_HEADER: [&str; 22] = [
+const CSV_HEADER: [&str; 23] = [
     "input",
     "input_type",
     "email",
@@ -332,6 +332,7 @@ const CSV_HEADER: [&str; 22] = [
     "role_account",
     "relay",
     "provider",
+    "domain_age_days",
     "error",
     "error_message",
 ];
@@ -422,6 +423,7 @@ fn record_row(r: &LookupRecord) -> Vec<String> {
         b(r.details.role_account),
         b(r.details.relay),
         r.details.provider.clone().unwrap_or_default(),
+        r.details.domain_age_days.map(|d| d.to_string()).unwrap_or_default(),
         String::new(),
         String::new(),
     ]

@@ -20,6 +20,7 @@ pub use crate::logging::LogFormat;
 use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
 use crate::plans::{PlanDef, Plans};
+use crate::rdap::{Bootstrap, RdapSettings};
 use crate::usage_error;
 
 mod reload;
@@ -154,6 +155,18 @@ pub struct ServeArgs {
     /// [default: paths only]
     #[arg(long, env = "EMAIL_VERDICT_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
+    /// Domain age (`details.domain_age_days`): ask the registries' RDAP servers in the
+    /// background, never on a lookup's path; `--rdap` alone means true [default: false]
+    #[arg(long, env = "EMAIL_VERDICT_RDAP", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub rdap: Option<bool>,
+    /// RDAP bootstrap file (RFC 9224 format) naming each TLD's RDAP server [default: the shipped
+    /// IANA registry, data/rdap/dns.json]
+    #[arg(long, env = "EMAIL_VERDICT_RDAP_BOOTSTRAP", value_name = "FILE")]
+    pub rdap_bootstrap: Option<PathBuf>,
+    /// Most time one RDAP request may take, in milliseconds [default: 3000]
+    #[arg(long, env = "EMAIL_VERDICT_RDAP_TIMEOUT_MS", value_name = "MS")]
+    pub rdap_timeout_ms: Option<u64>,
     /// Graceful upgrade: take the listeners over from the `serve` running with the same --listen,
     /// then send that one SIGQUIT (it drains and exits)
     #[arg(long, env = "EMAIL_VERDICT_UPGRADE", value_parser = clap::builder::BoolishValueParser::new())]
@@ -192,6 +205,8 @@ pub struct ServeConfig {
     pub config_file: Option<PathBuf>,
     /// Take the listeners over from the running process (Pingora's graceful upgrade).
     pub upgrade: bool,
+    /// Domain age from RDAP (`--rdap`); `None` when off.
+    pub rdap: Option<RdapSettings>,
 }
 
 impl ServeArgs {
@@ -205,6 +220,7 @@ impl ServeArgs {
         let pages = page_settings(&merged, Duration::from_millis(merged.dns_timeout_ms.unwrap_or(2000).max(1)))?;
         let state = merged.state.clone().unwrap_or_else(|| DEFAULT_STATE.to_owned());
         let lists = list_settings(&merged, &state)?;
+        let rdap = rdap_settings(&merged)?;
         let nameservers = merged
             .dns
             .iter()
@@ -277,6 +293,7 @@ impl ServeArgs {
             plans: Arc::new(plans),
             config_file: merged.config.clone(),
             upgrade: merged.upgrade,
+            rdap,
         })
     }
 
@@ -321,6 +338,9 @@ impl ServeArgs {
             geoip_asn_db: self.geoip_asn_db.or(lower.geoip_asn_db),
             geoip_attribution: self.geoip_attribution.or(lower.geoip_attribution),
             public_url: self.public_url.or(lower.public_url),
+            rdap: self.rdap.or(lower.rdap),
+            rdap_bootstrap: self.rdap_bootstrap.or(lower.rdap_bootstrap),
+            rdap_timeout_ms: self.rdap_timeout_ms.or(lower.rdap_timeout_ms),
             upgrade: self.upgrade,
         }
     }
@@ -370,6 +390,35 @@ fn list_settings(merged: &ServeArgs, state: &str) -> anyhow::Result<ListSettings
     let sqlite = state.strip_prefix("sqlite://").or_else(|| state.strip_prefix("sqlite:"));
     let kept_dir = merged.list_cache_dir.clone().or_else(|| sqlite.map(|path| PathBuf::from(format!("{path}.lists"))));
     Ok(ListSettings { specs, refresh: Duration::from_secs(merged.list_refresh.unwrap_or(3600)), max_shrink, kept_dir })
+}
+
+/// RDAP's settings when `--rdap` is on. A `--rdap-bootstrap` file is read and checked even when
+/// it is off, so that a mistake shows before it is turned on.
+fn rdap_settings(merged: &ServeArgs) -> anyhow::Result<Option<RdapSettings>> {
+    let bootstrap = match &merged.rdap_bootstrap {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage_error(format!("--rdap-bootstrap {}: {e}", path.display())))?;
+            Some(
+                Bootstrap::parse(&text)
+                    .map_err(|e| usage_error(format!("--rdap-bootstrap {}: {e}", path.display())))?,
+            )
+        }
+        None => None,
+    };
+    let timeout = match merged.rdap_timeout_ms {
+        Some(0) => return Err(usage_error("--rdap-timeout-ms must be at least 1")),
+        Some(ms) => Duration::from_millis(ms),
+        None => crate::rdap::DEFAULT_TIMEOUT,
+    };
+    if !merged.rdap.unwrap_or(false) {
+        return Ok(None);
+    }
+    let bootstrap = match bootstrap {
+        Some(b) => b,
+        None => Bootstrap::shipped().map_err(|e| anyhow::anyhow!("the shipped RDAP bootstrap registry: {e}"))?,
+    };
+    Ok(Some(RdapSettings { bootstrap: Arc::new(bootstrap), timeout }))
 }
 
 /// The plans of a settings file (the built-in ones and its `[plans]`), for a reload.
@@ -474,6 +523,32 @@ mod tests {
         let file: ServeArgs =
             toml::from_str("blocklist = [\"https://l.example/b\"]\nlist-refresh = 60\nlist-max-shrink = 1\n").unwrap();
         assert_eq!((file.blocklist.len(), file.list_refresh, file.list_max_shrink), (1, Some(60), Some(1.0)));
+    }
+
+    #[test]
+    fn rdap_is_off_unless_asked_for() {
+        let off = ServeArgs::default().resolve().unwrap();
+        assert!(off.rdap.is_none());
+        let on = ServeArgs { rdap: Some(true), ..Default::default() }.resolve().unwrap().rdap.unwrap();
+        assert_eq!(on.timeout, Duration::from_secs(3));
+        assert!(on.bootstrap.server_for("example.com").is_some(), "the shipped registry");
+        let file: ServeArgs = toml::from_str("rdap = true\nrdap-timeout-ms = 1500\n").unwrap();
+        assert_eq!(file.resolve().unwrap().rdap.unwrap().timeout, Duration::from_millis(1500));
+        let zero = ServeArgs { rdap: Some(true), rdap_timeout_ms: Some(0), ..Default::default() };
+        assert!(zero.resolve().unwrap_err().is::<crate::UsageError>());
+        let dir = std::env::temp_dir().join(format!("ev-config-rdap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (good, bad) = (dir.join("dns.json"), dir.join("bad.json"));
+        std::fs::write(&good, r#"{"services": [[["test"], ["http://127.0.0.1:9/"]]]}"#).unwrap();
+        std::fs::write(&bad, "{}").unwrap();
+        let own = ServeArgs { rdap: Some(true), rdap_bootstrap: Some(good), ..Default::default() };
+        let own = own.resolve().unwrap().rdap.unwrap();
+        assert_eq!(own.bootstrap.server_for("a.test").map(|s| &**s), Some("http://127.0.0.1:9/"));
+        assert!(own.bootstrap.server_for("example.com").is_none(), "the file replaces the registry");
+        // A broken file is refused even while RDAP is off.
+        let broken = ServeArgs { rdap_bootstrap: Some(bad), ..Default::default() };
+        assert!(broken.resolve().unwrap_err().to_string().contains("--rdap-bootstrap"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod logging;
 pub mod metrics;
 pub mod pages;
 pub mod plans;
+pub mod rdap;
 pub mod request;
 pub mod review;
 pub mod review_cmd;

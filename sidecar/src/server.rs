@@ -30,6 +30,7 @@ use crate::metrics::Metrics;
 use crate::pages::Pages;
 use crate::pages::templates::Templates;
 use crate::plans::{PlanBook, Plans};
+use crate::rdap::DomainAges;
 use crate::verdicts::Verdicts;
 use crate::warmup::Warmup;
 use crate::{state, usage_error};
@@ -64,17 +65,19 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let templates = Arc::new(Templates::new()?);
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let plans = Arc::new(PlanBook::new(Plans::clone(&config.plans)));
+    let verdicts =
+        Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone());
+    let verdicts = match &config.rdap {
+        Some(rdap) => {
+            tracing::info!(bootstrap_publication = %rdap.bootstrap.publication, "domain age from RDAP: on");
+            verdicts.with_domain_ages(DomainAges::start(rdap).context("cannot start the RDAP workers")?)
+        }
+        None => verdicts,
+    };
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
         limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone(), plans.clone()),
-        verdicts: Verdicts::new(
-            catalog.clone(),
-            mx,
-            store.clone(),
-            clock.clone(),
-            config.infra_threshold,
-            metrics.clone(),
-        ),
+        verdicts,
         trusted_proxies: config.trusted_proxies.clone(),
         pages,
         metrics: metrics.clone(),

@@ -10,6 +10,10 @@
 //! A fact the lists give (not a reviewer's decision) is not written again by one process for
 //! [`RELEARN_AFTER`]: a popular disposable domain would otherwise cost a store write on every
 //! lookup.
+//!
+//! With `--rdap` ([`Verdicts::with_domain_ages`]), a verdict also carries the registered
+//! domain's age when it is already known (`crate::rdap`: never waited for); it never changes the
+//! verdict, and a young domain goes higher in the review queue.
 
 use std::hash::{BuildHasher, Hash};
 use std::num::NonZeroUsize;
@@ -26,6 +30,7 @@ use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
 use crate::lists::LiveCatalog;
 use crate::metrics::Metrics;
+use crate::rdap::{DomainAge, DomainAges};
 use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
 use infra::InfraJudgement;
 pub(crate) use infra::OwnInfra;
@@ -49,6 +54,8 @@ pub struct Verdicts {
     learned: Mutex<LruCache<u64, Instant>>,
     /// Whether lookups feed the review queue and the infrastructure index ([`Self::read_only`]).
     feeds_store: bool,
+    /// Domain ages from RDAP, when `--rdap` is on.
+    ages: Option<Arc<DomainAges>>,
 }
 
 /// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
@@ -57,6 +64,8 @@ pub struct Verdicts {
 pub struct Judged {
     pub result: VerdictResult,
     pub suggestion: Option<Domain>,
+    /// The registered domain's age, when RDAP already told it (`details.domain_age_days`).
+    pub age: Option<DomainAge>,
 }
 
 /// A verdict with what it was reached from.
@@ -68,6 +77,7 @@ struct Decided {
     signals: Signals,
     /// What the domain's own mail servers weigh (`verdicts/infra.rs`).
     infra: InfraJudgement,
+    age: Option<DomainAge>,
 }
 
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
@@ -78,6 +88,8 @@ pub struct Explained {
     pub why: Why,
     /// The catalog the verdict was reached with (the page describes the domain by it).
     pub catalog: Arc<Catalog>,
+    /// The registered domain's age, when known.
+    pub age: Option<DomainAge>,
 }
 
 /// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
@@ -98,7 +110,18 @@ impl Verdicts {
         metrics: Arc<Metrics>,
     ) -> Self {
         let learned = Mutex::new(LruCache::new(NonZeroUsize::new(LEARNED_FACTS).unwrap_or(NonZeroUsize::MIN)));
-        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned, feeds_store: true }
+        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned, feeds_store: true, ages: None }
+    }
+
+    /// Verdicts carry the registered domain's age when RDAP already told it (`--rdap`).
+    pub fn with_domain_ages(mut self, ages: Arc<DomainAges>) -> Self {
+        self.ages = Some(ages);
+        self
+    }
+
+    /// The registered domain's age if known; else it is asked for in the background.
+    fn age_of(&self, domain: &Domain) -> Option<DomainAge> {
+        self.ages.as_ref()?.age(domain, self.clock.now_ms().div_euclid(1000))
     }
 
     /// Reads the store (decisions, the infrastructure index) but never writes to it: for a
@@ -125,7 +148,7 @@ impl Verdicts {
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
     pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Judged, LookupError> {
         let d = self.decided(input, decision).await?;
-        Ok(Judged { result: d.result, suggestion: d.suggestion })
+        Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
@@ -143,7 +166,7 @@ impl Verdicts {
         let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
-        Ok(Explained { result: d.result, suggestion: d.suggestion, mx: d.mx, why, catalog: d.catalog })
+        Ok(Explained { result: d.result, suggestion: d.suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age })
     }
 
     async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
@@ -179,9 +202,11 @@ impl Verdicts {
         let suggestion =
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         self.metrics.verdict(result.verdict);
+        // A name DNS says does not exist is not asked about (nothing was registered).
+        let age = if lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
-        self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared));
-        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged })
+        self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
+        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age })
     }
 
     /// The MX answer for `domain`; `None` when a decision (a reviewer's, or the operator's
@@ -216,7 +241,8 @@ impl Verdicts {
         let result = decide(&signals, &mx, false);
         self.metrics.verdict(result.verdict);
         self.metrics.decided_without_dns();
-        Decided { result, catalog, suggestion: None, mx, signals, infra: InfraJudgement::default() }
+        let age = self.age_of(domain);
+        Decided { result, catalog, suggestion: None, mx, signals, infra: InfraJudgement::default(), age }
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -281,13 +307,13 @@ impl Verdicts {
         signals: &Signals,
         result: &VerdictResult,
         infra: OwnInfra,
-        (near, cleared): (u64, bool),
+        (near, cleared, age): (u64, bool, Option<DomainAge>),
     ) {
         if !self.feeds_store {
             return;
         }
         // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
-        let cause = review_cause(catalog, domain, signals, result, &infra, near)
+        let cause = review_cause(catalog, domain, signals, result, &infra, near, age.map(|a| a.days))
             .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
@@ -327,7 +353,8 @@ impl Verdicts {
 
 /// Why the lookup queues `domain` for review, if it does: the listing that did not decide
 /// (its sources and entry) is named, so a reviewer sees why; with how likely it is to be
-/// disposable (`near`: disposable domains on the closest of its own servers) and those servers.
+/// disposable (`near`: disposable domains on the closest of its own servers; `age_days`: a
+/// young registered domain is likelier) and those servers.
 fn review_cause(
     catalog: &Catalog,
     domain: &Domain,
@@ -335,6 +362,7 @@ fn review_cause(
     result: &VerdictResult,
     infra: &OwnInfra,
     near: u64,
+    age_days: Option<u32>,
 ) -> Option<ReviewCause> {
     let reason = if !result.has_mx && !result.disposable {
         ReviewReason::NoMx
@@ -350,7 +378,8 @@ fn review_cause(
         ReviewReason::Ambiguous
     };
     let mut cause = ReviewCause::new(reason);
-    cause.likelihood = crate::state::queue::likelihood(reason, near, !infra.is_empty());
+    let likelihood = crate::state::queue::likelihood(reason, near, !infra.is_empty());
+    cause.likelihood = crate::state::queue::with_age(likelihood, age_days);
     let servers = infra.hosts.iter().take(crate::state::queue::SERVERS_KEPT / 2).chain(&infra.ips);
     cause.servers = servers.take(crate::state::queue::SERVERS_KEPT).cloned().collect();
     if let Some(listed) = catalog.disposable_listing(domain) {

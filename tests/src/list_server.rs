@@ -1,5 +1,6 @@
 //! [`ListServer`]: a tiny HTTP/1.1 server on 127.0.0.1 serving lists the test changes and
-//! breaks while the sidecar fetches them (issue 17). Each path serves a [`Served`] answer; a
+//! breaks while the sidecar fetches them (issue 17), and any canned answer ([`Served::Reply`]:
+//! an RDAP server for issue 26). Each path serves a [`Served`] answer; a
 //! good list carries an `ETag` (a counter bumped by every change) and is answered `304` to a
 //! matching `If-None-Match`. Every request is recorded (target and headers). One connection per
 //! request (`connection: close`).
@@ -10,7 +11,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What one path answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub enum Served {
     Huge(usize),
     /// Reads the request and never answers (the connection stays open until the server stops).
     Hang,
+    /// This status, these headers and this body, as given.
+    Reply { status: u16, headers: Vec<(String, String)>, body: String },
 }
 
 /// One request as received.
@@ -37,6 +40,8 @@ pub struct Seen {
     pub target: String,
     /// Names lower-cased.
     pub headers: Vec<(String, String)>,
+    /// When its request line arrived.
+    pub at: Instant,
 }
 
 impl Seen {
@@ -103,6 +108,22 @@ impl ListServer {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).seen.clone()
     }
 
+    /// Held requests ([`Served::Hang`]) whose client is still waiting on the connection (it
+    /// has neither closed it nor given up).
+    pub fn holding(&self) -> usize {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .held
+            .iter()
+            .filter(|conn| {
+                let _ = conn.set_nonblocking(true);
+                let open = matches!(conn.peek(&mut [0; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+                let _ = conn.set_nonblocking(false);
+                open
+            })
+            .count()
+    }
+
     /// Stops accepting: later fetches are refused. Idempotent.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -127,6 +148,7 @@ fn answer(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
+    let at = Instant::now();
     let target = line.split(' ').nth(1).unwrap_or_default().to_string();
     let mut headers = Vec::new();
     loop {
@@ -138,7 +160,7 @@ fn answer(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
-    let seen = Seen { target: target.clone(), headers };
+    let seen = Seen { target: target.clone(), headers, at };
     let path = target.split('?').next().unwrap_or_default().to_string();
     let served = {
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -171,6 +193,10 @@ fn answer(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             conn.write_all(&text.as_bytes()[..text.len() / 2])?;
             conn.flush()?;
             conn.shutdown(Shutdown::Both)
+        }
+        Served::Reply { status, headers, body } => {
+            let extra: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            respond(&mut conn, status, "application/rdap+json", &extra, body.as_bytes())
         }
         Served::Hang => {
             state.lock().unwrap_or_else(|e| e.into_inner()).held.push(conn);

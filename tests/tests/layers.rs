@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd"],
     &["api", "pages", "request", "admin", "http_guard"],
     &["verdicts", "limits", "auth", "review", "warmup"],
-    &["state", "dns", "lists", "metrics", "clock", "logging", "client_ip"],
+    &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip"],
     &["plans", "keys"],
 ];
 
@@ -35,6 +35,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("lists", "metrics"),
     ("lists", "clock"),
     ("state", "clock"),
+    ("rdap", "clock"),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

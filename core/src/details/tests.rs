@@ -21,6 +21,7 @@ fn check(input: &str, free: bool, mx: &[&str], expected: (&str, bool, bool, Opti
         role_account,
         relay,
         provider: provider.map(str::to_owned),
+        domain_age_days: None,
     };
     assert_eq!(got, want, "{input}");
 }

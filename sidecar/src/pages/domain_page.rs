@@ -56,16 +56,25 @@ pub async fn page(
         Err(raw) => return invalid(pages, lang, &raw),
     };
     log.domain = Some(input.domain().to_string());
-    let (result, suggestion, mx, why, catalog) = match verdicts.verdict_explained(&input).await {
-        Ok(found) => (found.result, found.suggestion, found.mx, found.why, found.catalog),
+    let (result, suggestion, mx, why, catalog, age) = match verdicts.verdict_explained(&input).await {
+        Ok(found) => (found.result, found.suggestion, found.mx, found.why, found.catalog, found.age),
         Err(e) => return lookup_failed(pages, lang, &input, e),
     };
     log.cached = Some(result.cached);
     let is_email = matches!(input, LookupInput::Email(_));
     let rechecked = request.query.as_deref().is_some_and(|q| crate::auth::query_param(q, "rechecked").is_some());
     let suggestion = suggestion.as_ref();
-    let facts =
-        Facts { lang, domain: input.domain(), is_email, rechecked, result: &result, suggestion, mx: &mx, why: &why };
+    let facts = Facts {
+        lang,
+        domain: input.domain(),
+        is_email,
+        rechecked,
+        result: &result,
+        suggestion,
+        mx: &mx,
+        why: &why,
+        age,
+    };
     let view = domain_view(pages, &catalog, facts).await;
     let body = pages.templates.render("domain.html", &view);
     // An email address in the URL is personal: keep it out of shared caches.

@@ -1,7 +1,8 @@
 //! What the templates are given: the page chrome (languages, `hreflang` alternates, canonical
 //! URL) and a domain page's model — the verdict and its flags as the API computes them, plus
 //! the page-only data (provider, and per MX host its addresses with country, network and
-//! reverse DNS), which never reaches the JSON API (spec rule 5).
+//! reverse DNS), which never reaches the JSON API (spec rule 5), and the registered domain's
+//! age when RDAP told it (the API's `details.domain_age_days`).
 
 use std::net::IpAddr;
 
@@ -14,6 +15,7 @@ use super::Pages;
 use super::i18n;
 use super::ipdata::IpInfo;
 use super::lang::Lang;
+use crate::rdap::DomainAge;
 use crate::verdicts::Why;
 
 mod why;
@@ -116,6 +118,11 @@ pub struct DomainView {
     /// A free provider's shared-MX infrastructure (its name comes second, after the provider's).
     pub infrastructure: Option<String>,
     pub service: &'static str,
+    /// The registered domain's registration day (`YYYY-MM-DD`, UTC) and age in whole days,
+    /// when known (`--rdap`), and the message that says it (`age_today`, `age_one`, `age_days`).
+    pub registered_on: Option<String>,
+    pub age_days: Option<u32>,
+    pub age_key: &'static str,
     pub flags: Vec<Flag>,
     pub mx: Vec<MxView>,
     /// MX hosts of the answer past those kept (not shown, not judged).
@@ -174,6 +181,8 @@ pub struct Facts<'a> {
     pub suggestion: Option<&'a Domain>,
     pub mx: &'a MxInfo,
     pub why: &'a Why,
+    /// The registered domain's age, when known.
+    pub age: Option<DomainAge>,
 }
 
 pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> DomainView {
@@ -202,6 +211,13 @@ pub async fn domain_view(pages: &Pages, catalog: &Catalog, f: Facts<'_>) -> Doma
         infrastructure,
         why: why_lines(f.lang, r, f.why, catalog.relay.contains(f.domain)),
         service: service(catalog, f.domain, r),
+        registered_on: f.age.map(|a| crate::clock::utc_day(a.registered)),
+        age_days: f.age.map(|a| a.days),
+        age_key: match f.age.map(|a| a.days) {
+            Some(0) => "age_today",
+            Some(1) => "age_one",
+            _ => "age_days",
+        },
         flags: flags(r, no_mail),
         mx: mx_rows(pages, f.mx, f.lang).await,
         mx_more_hosts: f.mx.cut().map_or(0, |cut| cut.hosts),

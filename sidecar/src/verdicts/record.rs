@@ -8,14 +8,16 @@ use super::Judged;
 /// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
 /// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
 /// provider for a bare domain, and for an email the same local part at it. `details` is read
-/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts.
+/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts, and its
+/// `domain_age_days` from the verdict's RDAP age when known.
 pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
     let did_you_mean = judged.suggestion.map(|domain| match input {
         LookupInput::Domain(_) => domain.to_string(),
         LookupInput::Email(email) => format!("{}@{domain}", email.local()),
     });
     let r = &judged.result;
-    let details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
+    let mut details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
+    details.domain_age_days = judged.age.map(|a| a.days);
     LookupRecord {
         input: raw.to_owned(),
         input_type: input.input_type(),
@@ -36,7 +38,7 @@ mod tests {
 
     fn judged(suggestion: Option<&str>) -> Judged {
         let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
-        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()) }
+        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()), age: None }
     }
 
     #[test]

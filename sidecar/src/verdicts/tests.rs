@@ -90,7 +90,7 @@ async fn check(v: &Verdicts, name: &str, expected: Outcome) {
     }
     let result = v.verdict(&domain, None).await.unwrap().result;
     let infra = OwnInfra::of(&catalog, &lookup.mx);
-    let cause = review_cause(&catalog, domain.domain(), &signals, &result, &infra, 0)
+    let cause = review_cause(&catalog, domain.domain(), &signals, &result, &infra, 0, None)
         .map(|c| (c.reason.as_str(), c.sources, c.listed_as));
     assert_eq!((result.disposable, result.review_required, cause), expected, "{name}");
 }

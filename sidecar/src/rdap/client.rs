@@ -1,0 +1,79 @@
+//! One RDAP domain query (RFC 9082 section 3.1.3: `GET {base}domain/{name}`), bounded in time
+//! and size, over `ureq` (blocking: the workers of [`super::DomainAges`] run it on their own
+//! threads). Only the registered domain's name is sent: never a local part, never a subdomain.
+
+use std::time::Duration;
+
+use ureq::tls::{RootCerts, TlsConfig};
+
+use super::book::Outcome;
+use super::response::{Unusable, registration, retry_after};
+use crate::clock::unix_now;
+
+/// The largest answer read (a domain object with its entities is a few kilobytes).
+const MAX_BODY: u64 = 1024 * 1024;
+
+pub struct Client {
+    agent: ureq::Agent,
+}
+
+impl Client {
+    /// Every request is bounded by `timeout`, from connecting to the body's last byte.
+    pub fn new(timeout: Duration) -> Self {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .max_redirects(3)
+            .user_agent(concat!("email-verdict/", env!("CARGO_PKG_VERSION")))
+            .tls_config(TlsConfig::builder().root_certs(RootCerts::PlatformVerifier).build())
+            .build();
+        Self { agent: config.into() }
+    }
+
+    /// Asks the RDAP service at `base` (ending with `/`) about `domain` (normalized ASCII).
+    pub fn fetch(&self, base: &str, domain: &str) -> Outcome {
+        let url = format!("{base}domain/{domain}");
+        let response = match self.agent.get(&url).header("accept", "application/rdap+json, application/json").call() {
+            Ok(r) => r,
+            Err(e) => return Outcome::Unavailable(failure(e)),
+        };
+        let status = response.status().as_u16();
+        let wait = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| retry_after(v, unix_now()))
+            .map(Duration::from_secs);
+        match status {
+            200..=299 => {}
+            404 => return Outcome::NotFound,
+            429 => return Outcome::RateLimited(wait),
+            503 if wait.is_some() => return Outcome::RateLimited(wait),
+            403 | 500..=599 => return Outcome::Unavailable(format!("HTTP {status}")),
+            _ => return Outcome::Unusable(format!("HTTP {status}")),
+        }
+        let body = match response.into_body().with_config().limit(MAX_BODY).read_to_vec() {
+            Ok(body) => body,
+            Err(e) => return Outcome::Unavailable(failure(e)),
+        };
+        match registration(&body) {
+            Ok(Some(t)) => Outcome::Registered(t),
+            Ok(None) => Outcome::NoRegistration,
+            Err(e @ (Unusable::NotJson | Unusable::NotADomain)) => Outcome::Unusable(e.to_string()),
+        }
+    }
+}
+
+/// A transport failure in words that never carry the URL.
+fn failure(e: ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(_) => "timed out".into(),
+        ureq::Error::BodyExceedsLimit(limit) => format!("body larger than {limit} bytes"),
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::ConnectionFailed => "connection failed".into(),
+        ureq::Error::TooManyRedirects => "too many redirects".into(),
+        ureq::Error::BadUri(_) | ureq::Error::Http(_) => "bad URL".into(),
+        ureq::Error::Io(io) => format!("I/O error: {}", io.kind()),
+        other => other.to_string(),
+    }
+}
