@@ -188,6 +188,10 @@ struct CheckLabels {
     outcome: &'static str,
 }
 
+/// What one RDAP request came to (`rdap::Outcome`, without its details).
+pub const RDAP_OUTCOMES: [&str; 6] =
+    ["registered", "no_registration", "not_found", "rate_limited", "unavailable", "unusable"];
+
 /// The MX cache's counters (see `dns::MxCache`): hit ratio = hits / (hits + misses).
 #[derive(Debug, Clone, Default)]
 pub struct CacheCounters {
@@ -216,6 +220,8 @@ pub struct Metrics {
     warmup: Family<WarmupLabels, Counter>,
     warmup_remaining: Gauge,
     ext_authz: Family<CheckLabels, Counter>,
+    rdap_requests: Family<CheckLabels, Counter>,
+    rdap_not_queued: Counter,
     lists: lists::ListMetrics,
 }
 
@@ -240,6 +246,8 @@ impl Metrics {
             warmup: Family::default(),
             warmup_remaining: Gauge::default(),
             ext_authz: Family::default(),
+            rdap_requests: Family::default(),
+            rdap_not_queued: Counter::default(),
             lists: lists::ListMetrics::default(),
         };
         metrics.register();
@@ -270,6 +278,10 @@ impl Metrics {
         r.register("warmup_remaining", remaining_help, self.warmup_remaining.clone());
         let checks_help = "ext_authz checks, by outcome (judged, local_decision, bypassed, refused, failed)";
         r.register("ext_authz_checks", checks_help, self.ext_authz.clone());
+        let rdap_help = "RDAP requests for domain ages (serve --rdap), by outcome";
+        r.register("rdap_requests", rdap_help, self.rdap_requests.clone());
+        let not_queued_help = "Domain ages not asked for because the RDAP queue was full (asked on a later lookup)";
+        r.register("rdap_not_queued", not_queued_help, self.rdap_not_queued.clone());
         self.lists.register(r);
     }
 
@@ -292,6 +304,9 @@ impl Metrics {
         self.requests.get_or_create_owned(&request_labels(Route::Other, not_found.status(), Some(not_found)));
         for outcome in CheckOutcome::ALL {
             self.ext_authz.get_or_create_owned(&CheckLabels { outcome: outcome.as_str() });
+        }
+        for outcome in RDAP_OUTCOMES {
+            self.rdap_requests.get_or_create_owned(&CheckLabels { outcome });
         }
         for outcome in WarmupOutcome::ALL {
             self.warmup.get_or_create_owned(&WarmupLabels { outcome: outcome.as_str() });
@@ -351,6 +366,16 @@ impl Metrics {
 
     pub fn ext_authz(&self, outcome: CheckOutcome) {
         self.ext_authz.get_or_create(&CheckLabels { outcome: outcome.as_str() }).inc();
+    }
+
+    /// One RDAP request ended; `outcome` is one of [`RDAP_OUTCOMES`].
+    pub fn rdap_request(&self, outcome: &'static str) {
+        self.rdap_requests.get_or_create(&CheckLabels { outcome }).inc();
+    }
+
+    /// A domain age not asked for: the RDAP queue was full.
+    pub fn rdap_not_queued(&self) {
+        self.rdap_not_queued.inc();
     }
 
     /// Operator list `index` exists (its series read 0 until it loads).
@@ -486,7 +511,7 @@ mod tests {
         m.list_known(0, "disposable"); // the list families show once a list exists
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 17, "{text}");
+        assert_eq!(families.len(), 19, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -70,7 +70,8 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let verdicts = match &config.rdap {
         Some(rdap) => {
             tracing::info!(bootstrap_publication = %rdap.bootstrap.publication, "domain age from RDAP: on");
-            verdicts.with_domain_ages(DomainAges::start(rdap).context("cannot start the RDAP workers")?)
+            verdicts
+                .with_domain_ages(DomainAges::start(rdap, metrics.clone()).context("cannot start the RDAP workers")?)
         }
         None => verdicts,
     };

@@ -36,6 +36,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("lists", "clock"),
     ("state", "clock"),
     ("rdap", "clock"),
+    ("rdap", "metrics"),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

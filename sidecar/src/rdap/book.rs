@@ -46,6 +46,20 @@ pub enum Outcome {
     Unusable(String),
 }
 
+impl Outcome {
+    /// Its label in the `rdap_requests` metric (`metrics::RDAP_OUTCOMES`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Registered(_) => "registered",
+            Outcome::NoRegistration => "no_registration",
+            Outcome::NotFound => "not_found",
+            Outcome::RateLimited(_) => "rate_limited",
+            Outcome::Unavailable(_) => "unavailable",
+            Outcome::Unusable(_) => "unusable",
+        }
+    }
+}
+
 /// What is known of a domain's registration now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {

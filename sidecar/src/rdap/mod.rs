@@ -1,4 +1,4 @@
-//! Domain age from RDAP (issue 26): when the registered domain of a looked-up name was
+//! Domain age from RDAP: when the registered domain of a looked-up name was
 //! registered, for `details.domain_age_days`, the public page and the review queue's order.
 //! Off unless `serve --rdap`.
 //!
@@ -35,6 +35,8 @@ use email_verdict_core::Domain;
 pub use book::{Book, Known, Outcome, Refused};
 pub use bootstrap::{Bootstrap, BootstrapError};
 use client::Client;
+
+use crate::metrics::Metrics;
 
 /// Domains waiting for a worker; past this, lookups do not queue more.
 pub const QUEUE: usize = 256;
@@ -81,6 +83,7 @@ struct Shared {
     freed: Condvar,
     bootstrap: Arc<Bootstrap>,
     client: Client,
+    metrics: Arc<Metrics>,
 }
 
 struct Job {
@@ -90,13 +93,14 @@ struct Job {
 
 impl DomainAges {
     /// Starts [`WORKERS`] worker threads; they end when this is dropped.
-    pub fn start(settings: &RdapSettings) -> std::io::Result<Arc<Self>> {
+    pub fn start(settings: &RdapSettings, metrics: Arc<Metrics>) -> std::io::Result<Arc<Self>> {
         let capacity = NonZeroUsize::new(CACHE_ENTRIES).unwrap_or(NonZeroUsize::MIN);
         let shared = Arc::new(Shared {
             book: Mutex::new(Book::new(capacity)),
             freed: Condvar::new(),
             bootstrap: settings.bootstrap.clone(),
             client: Client::new(settings.timeout),
+            metrics,
         });
         let (jobs, queue) = sync_channel(QUEUE);
         let queue = Arc::new(Mutex::new(queue));
@@ -124,6 +128,7 @@ impl DomainAges {
             && self.jobs.try_send(Job { domain: name.into(), server: server.clone() }).is_err()
         {
             book.unclaim(name);
+            self.shared.metrics.rdap_not_queued();
         }
         registered.and_then(|t| DomainAge::at(t, now))
     }
@@ -165,6 +170,7 @@ fn work(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
         let outcome = shared.client.fetch(&job.server, &job.domain);
         shared.lock().settle(&job.domain, &job.server, &outcome, Instant::now());
         shared.freed.notify_all();
+        shared.metrics.rdap_request(outcome.label());
         let host = host_of(&job.server);
         match &outcome {
             Outcome::RateLimited(wait) => tracing::info!(

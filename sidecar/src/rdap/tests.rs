@@ -68,7 +68,13 @@ fn answer(path: &str) -> Option<String> {
 fn ages(base: &str, timeout: Duration) -> Arc<DomainAges> {
     let text = format!(r#"{{"services": [[["example", "test"], ["{base}"]]]}}"#);
     let settings = RdapSettings { bootstrap: Arc::new(Bootstrap::parse(&text).unwrap()), timeout };
-    DomainAges::start(&settings).unwrap()
+    DomainAges::start(&settings, Arc::new(Metrics::new())).unwrap()
+}
+
+/// The `rdap_*` lines of the metrics page.
+fn rdap_metrics(ages: &DomainAges) -> Vec<String> {
+    let text = ages.shared.metrics.encode();
+    text.lines().filter(|l| l.starts_with("email_verdict_rdap_") && !l.ends_with(" 0")).map(str::to_owned).collect()
 }
 
 fn d(name: &str) -> Domain {
@@ -166,6 +172,7 @@ fn a_rate_limited_server_is_not_asked_before_its_retry_after() {
     }
     assert_eq!(ages.shared.lock().pending(), 0, "nothing queued for the server while it waits");
     assert_eq!(*seen.lock().unwrap(), ["/rdap/domain/busy.example"]);
+    assert_eq!(rdap_metrics(&ages), [r#"email_verdict_rdap_requests_total{outcome="rate_limited"} 1"#]);
 }
 
 #[test]
@@ -177,6 +184,11 @@ fn the_queue_is_bounded() {
     }
     let pending = ages.shared.lock().pending();
     assert!(pending <= QUEUE + WORKERS, "{pending}");
+    let not_queued = rdap_metrics(&ages)
+        .iter()
+        .find_map(|l| l.strip_prefix("email_verdict_rdap_not_queued_total ")?.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(not_queued >= (QUEUE + WORKERS) * 2, "every domain left out is counted: {not_queued}");
 }
 
 #[test]
