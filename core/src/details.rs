@@ -11,6 +11,8 @@
 //! - `domain_age_days`: not from here (no I/O in core): the sidecar sets it from RDAP when it
 //!   knows the age; [`details`] leaves it absent.
 
+use std::sync::LazyLock;
+
 use crate::api::Details;
 use crate::catalog::Catalog;
 use crate::domain::Domain;
@@ -18,6 +20,14 @@ use crate::input::LookupInput;
 
 /// `data/roles.txt`: role local parts, one per line, lowercase (see data/README.md).
 const ROLES: &str = include_str!("../../data/roles.txt");
+
+/// The role names, sorted once: a signup's check is a binary search, not a scan of the file
+/// (the filter asks on every signup, cached verdicts included).
+static ROLE_NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut names: Vec<&str> = ROLES.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    names.sort_unstable();
+    names
+});
 
 /// The details of `input`. `free_provider` and `mx_hosts` are the verdict's (`result`'s) own, so
 /// that `provider` names what the verdict saw.
@@ -64,7 +74,7 @@ pub fn provider_names<'c, 'a>(
 /// Whether `local` (before any `+tag`, case-insensitive) is a role name of `data/roles.txt`.
 pub fn is_role(local: &str) -> bool {
     let base = local.split('+').next().unwrap_or(local);
-    !base.is_empty() && ROLES.lines().any(|l| !l.starts_with('#') && l.eq_ignore_ascii_case(base))
+    !base.is_empty() && ROLE_NAMES.binary_search(&base.to_ascii_lowercase().as_str()).is_ok()
 }
 
 /// The address `local@domain` is delivered to, by the provider's documented rules; a domain
