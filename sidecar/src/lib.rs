@@ -21,6 +21,7 @@ pub mod limits;
 pub mod lists;
 pub mod logging;
 pub mod metrics;
+pub mod outbound;
 pub mod pages;
 pub mod plans;
 pub mod rdap;

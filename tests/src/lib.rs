@@ -27,6 +27,20 @@ pub mod upstream;
 pub mod verdict;
 pub mod werkzeug;
 
+/// The headers the filter and `/ext_authz` set for the app and strip from clients (the verdict's
+/// five and the three detail headers), written out here rather than read from core, so that a
+/// change to core's defaults shows up as a failing test.
+pub const VERDICT_HEADERS: [&str; 8] = [
+    "x-email-verdict",
+    "x-email-domain",
+    "x-email-flags",
+    "x-email-verdict-bypass",
+    "x-email-suggestion",
+    "x-email-normalized",
+    "x-email-role",
+    "x-email-relay",
+];
+
 pub use dns::DnsCounter;
 pub use envoy::{Envoy, EnvoyBuilder, Gateway};
 pub use http::{Request, Response};

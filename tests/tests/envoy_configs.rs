@@ -4,7 +4,7 @@
 //! rejected with a log line naming the field.
 
 use email_verdict_tests::envoy::{self, EnvoyBuilder, default_plugin_config, filter_wasm, validate};
-use email_verdict_tests::{TestDir, UpstreamApp, workspace_root};
+use email_verdict_tests::{TestDir, UpstreamApp, VERDICT_HEADERS, workspace_root};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -618,19 +618,6 @@ fn envoy_gateway_manifests() {
 }
 
 // ---- the verdict headers, everywhere they are listed ------------------------------------------------
-
-/// The headers the filter and `/ext_authz` set and strip (core's `FlagHeaders` defaults): the
-/// verdict's five and the three detail headers.
-const VERDICT_HEADERS: [&str; 8] = [
-    "x-email-verdict",
-    "x-email-domain",
-    "x-email-flags",
-    "x-email-verdict-bypass",
-    "x-email-suggestion",
-    "x-email-normalized",
-    "x-email-role",
-    "x-email-relay",
-];
 
 /// Every list of header names in `v` that names a verdict header: arrays of names, of
 /// `{remove: name}` / `{exact: name}` objects, and `flag_headers` objects; also inside strings

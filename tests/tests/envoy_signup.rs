@@ -2,20 +2,9 @@
 //! zones): what a signup gets, what the app sees, what is counted (filter/CONFIG.md).
 
 use email_verdict_tests::envoy::{eventually, expected_flags, gateway, sidecar_lookup_lines, sidecar_lookups, signup};
-use email_verdict_tests::{Recorded, Request, Response};
+use email_verdict_tests::{Recorded, Request, Response, VERDICT_HEADERS};
 use serde_json::json;
 use std::time::Duration;
-
-const VERDICT_HEADERS: [&str; 8] = [
-    "x-email-verdict",
-    "x-email-domain",
-    "x-email-flags",
-    "x-email-verdict-bypass",
-    "x-email-suggestion",
-    "x-email-normalized",
-    "x-email-role",
-    "x-email-relay",
-];
 
 fn assert_blocked(resp: &Response, what: &str) {
     assert_eq!(resp.status, 403, "{what}: a disposable signup must be blocked\n{resp}");

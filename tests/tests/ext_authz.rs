@@ -3,7 +3,7 @@
 //! passed, the key added by Envoy from its environment.
 
 use email_verdict_tests::envoy::{EnvoyBuilder, form_encode, gateway_with, multipart, sidecar_lookups, signup};
-use email_verdict_tests::{Request, Response, UpstreamApp, free_port};
+use email_verdict_tests::{Request, Response, UpstreamApp, VERDICT_HEADERS, free_port};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,17 +21,6 @@ const PARAM_SPELLINGS: [&str; 8] = [
     "/;x/SignUp/",
     "/signup%3Bx",
 ];
-const VERDICT_HEADERS: [&str; 8] = [
-    "x-email-verdict",
-    "x-email-domain",
-    "x-email-flags",
-    "x-email-verdict-bypass",
-    "x-email-suggestion",
-    "x-email-normalized",
-    "x-email-role",
-    "x-email-relay",
-];
-
 /// `envoy/ext-authz-config.json`: the shipped settings (also read `?email=`, like the filter's).
 fn shipped_config() -> String {
     email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string()

@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd"],
     &["api", "pages", "request", "admin", "http_guard"],
     &["verdicts", "limits", "auth", "review", "warmup"],
-    &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip"],
+    &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
 ];
 
@@ -37,6 +37,8 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("state", "clock"),
     ("rdap", "clock"),
     ("rdap", "metrics"),
+    ("rdap", "outbound"),
+    ("lists", "outbound"),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

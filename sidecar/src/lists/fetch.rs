@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use ureq::tls::{RootCerts, TlsConfig};
 
 use super::ListError;
 use super::source::ListUrl;
@@ -36,16 +35,7 @@ pub struct Fetcher {
 
 impl Fetcher {
     pub fn new(timeout: Duration, max_bytes: u64) -> Self {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            // Statuses are judged here, with the status in the error.
-            .http_status_as_error(false)
-            .max_redirects(5)
-            .user_agent(concat!("email-verdict/", env!("CARGO_PKG_VERSION")))
-            // The system's CA store (the image ships one), so a list server behind a private CA works.
-            .tls_config(TlsConfig::builder().root_certs(RootCerts::PlatformVerifier).build())
-            .build();
-        Self { agent: config.into(), max_bytes }
+        Self { agent: crate::outbound::agent(timeout, 5), max_bytes }
     }
 
     /// GETs `url`; `have` are the validators of the copy in hand (none: ask unconditionally).
@@ -85,18 +75,9 @@ fn is_html_type(content_type: &str) -> bool {
     essence == "text/html" || essence == "application/xhtml+xml"
 }
 
-/// A transport failure in words that never carry the URL.
+/// A transport failure, in words that never carry the URL.
 fn failure(e: ureq::Error) -> ListError {
-    ListError::Fetch(match e {
-        ureq::Error::Timeout(_) => "timed out".into(),
-        ureq::Error::BodyExceedsLimit(limit) => format!("body larger than {limit} bytes"),
-        ureq::Error::HostNotFound => "host not found".into(),
-        ureq::Error::ConnectionFailed => "connection failed".into(),
-        ureq::Error::TooManyRedirects => "too many redirects".into(),
-        ureq::Error::BadUri(_) | ureq::Error::Http(_) => "bad URL".into(),
-        ureq::Error::Io(io) => format!("I/O error: {}", io.kind()),
-        other => other.to_string(),
-    })
+    ListError::Fetch(crate::outbound::failure(e))
 }
 
 fn basic_auth(user: &str, password: &str) -> String {

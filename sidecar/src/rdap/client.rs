@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use ureq::tls::{RootCerts, TlsConfig};
-
 use super::book::Outcome;
 use super::response::{Unusable, registration, retry_after};
 use crate::clock::unix_now;
+use crate::outbound::{self, failure};
 
 /// The largest answer read (a domain object with its entities is a few kilobytes).
 const MAX_BODY: u64 = 1024 * 1024;
@@ -20,14 +19,7 @@ pub struct Client {
 impl Client {
     /// Every request is bounded by `timeout`, from connecting to the body's last byte.
     pub fn new(timeout: Duration) -> Self {
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .http_status_as_error(false)
-            .max_redirects(3)
-            .user_agent(concat!("email-verdict/", env!("CARGO_PKG_VERSION")))
-            .tls_config(TlsConfig::builder().root_certs(RootCerts::PlatformVerifier).build())
-            .build();
-        Self { agent: config.into() }
+        Self { agent: outbound::agent(timeout, 3) }
     }
 
     /// Asks the RDAP service at `base` (ending with `/`) about `domain` (normalized ASCII).
@@ -61,19 +53,5 @@ impl Client {
             Ok(None) => Outcome::NoRegistration,
             Err(e @ (Unusable::NotJson | Unusable::NotADomain)) => Outcome::Unusable(e.to_string()),
         }
-    }
-}
-
-/// A transport failure in words that never carry the URL.
-fn failure(e: ureq::Error) -> String {
-    match e {
-        ureq::Error::Timeout(_) => "timed out".into(),
-        ureq::Error::BodyExceedsLimit(limit) => format!("body larger than {limit} bytes"),
-        ureq::Error::HostNotFound => "host not found".into(),
-        ureq::Error::ConnectionFailed => "connection failed".into(),
-        ureq::Error::TooManyRedirects => "too many redirects".into(),
-        ureq::Error::BadUri(_) | ureq::Error::Http(_) => "bad URL".into(),
-        ureq::Error::Io(io) => format!("I/O error: {}", io.kind()),
-        other => other.to_string(),
     }
 }

@@ -188,7 +188,11 @@ fn the_queue_is_bounded() {
         .iter()
         .find_map(|l| l.strip_prefix("email_verdict_rdap_not_queued_total ")?.parse::<usize>().ok())
         .unwrap_or(0);
-    assert!(not_queued >= (QUEUE + WORKERS) * 2, "every domain left out is counted: {not_queued}");
+    // Workers take jobs off the queue while the loop runs, so a few more than QUEUE + WORKERS
+    // may be accepted; every one refused is counted, and none twice.
+    let total = (QUEUE + WORKERS) * 3;
+    assert!(not_queued >= total - QUEUE - 2 * WORKERS, "refusals counted: {not_queued}");
+    assert!(not_queued + pending <= total, "{not_queued} + {pending}");
 }
 
 #[test]
