@@ -21,12 +21,17 @@ use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
 use crate::plans::{PlanDef, Plans};
 use crate::rdap::{Bootstrap, RdapSettings};
+use crate::state::queue::QUEUE_CAPACITY;
 use crate::usage_error;
 
 mod reload;
 pub use reload::PlanReloader;
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
+/// Bounds of `--review-queue-capacity`: a queue a reviewer can work through, and one a store
+/// holds without trouble (an entry is a few hundred bytes).
+const MIN_QUEUE_CAPACITY: usize = 100;
+const MAX_QUEUE_CAPACITY: usize = 1_000_000;
 /// Connections the public listener holds at once (`--max-connections`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Connections one client holds at once on the public listener (`--max-connections-per-peer`).
@@ -102,6 +107,10 @@ pub struct ServeArgs {
     /// infrastructure [default: 2]
     #[arg(long, env = "EMAIL_VERDICT_INFRA_THRESHOLD", value_name = "N")]
     pub infra_threshold: Option<u64>,
+    /// Domains the review queue keeps (the least useful are dropped past it, and counted);
+    /// give every replica on one store the same value [default: 10000]
+    #[arg(long, env = "EMAIL_VERDICT_REVIEW_QUEUE_CAPACITY", value_name = "N")]
+    pub review_queue_capacity: Option<usize>,
     /// Strong-listed domains resolved per second in the background to warm up the
     /// infrastructure index (about 3 to 7 DNS queries each); 0 = off [default: 5]
     #[arg(long, env = "EMAIL_VERDICT_WARMUP_RATE", value_name = "N")]
@@ -187,6 +196,7 @@ pub struct ServeConfig {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub admin_token: Option<String>,
     pub infra_threshold: u64,
+    pub review_queue_capacity: usize,
     /// Infrastructure warm-up: domains per second; 0 = off.
     pub warmup_rate: u32,
     /// Time for a whole request header, on both listeners.
@@ -260,6 +270,14 @@ impl ServeArgs {
             0 => return Err(usage_error("--max-connections-per-peer must be at least 1")),
             n => n.min(max_connections),
         };
+        let review_queue_capacity = match merged.review_queue_capacity.unwrap_or(QUEUE_CAPACITY) {
+            n @ MIN_QUEUE_CAPACITY..=MAX_QUEUE_CAPACITY => n,
+            n => {
+                return Err(usage_error(format!(
+                    "--review-queue-capacity {n}: expected {MIN_QUEUE_CAPACITY} to {MAX_QUEUE_CAPACITY}"
+                )));
+            }
+        };
         let ext_authz = ext_authz_settings(merged.ext_authz_config.as_deref())?;
         let plans = Plans::with_defined(&merged.plans).map_err(|e| usage_error(format!("[plans] in --config: {e}")))?;
         Ok(ServeConfig {
@@ -279,6 +297,7 @@ impl ServeArgs {
             trusted_proxies,
             admin_token,
             infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
+            review_queue_capacity,
             warmup_rate: merged.warmup_rate.unwrap_or(5),
             header_timeout,
             max_connections,
@@ -323,6 +342,7 @@ impl ServeArgs {
             trusted_proxy: vec(self.trusted_proxy, lower.trusted_proxy),
             admin_token: self.admin_token.or(lower.admin_token),
             infra_threshold: self.infra_threshold.or(lower.infra_threshold),
+            review_queue_capacity: self.review_queue_capacity.or(lower.review_queue_capacity),
             warmup_rate: self.warmup_rate.or(lower.warmup_rate),
             header_timeout: self.header_timeout.or(lower.header_timeout),
             max_connections: self.max_connections.or(lower.max_connections),

@@ -141,9 +141,9 @@ async fn summary(store: &dyn StateStore, shown: usize, matching: usize, waiting:
     let dropped: Vec<String> =
         store.review_dropped().await?.iter().map(|(r, n)| format!("{} {n}", r.as_str())).collect();
     let dropped = if dropped.is_empty() { "none".to_owned() } else { dropped.join(", ") };
+    // The bound is `serve`'s (`--review-queue-capacity`), which this command does not know.
     eprintln!(
-        "{shown} shown of {matching} matching; {waiting} waiting (the queue keeps {}; dropped so far: {dropped})",
-        queue::QUEUE_CAPACITY
+        "{shown} shown of {matching} matching; {waiting} waiting (dropped by the queue's bound so far: {dropped})"
     );
     Ok(())
 }

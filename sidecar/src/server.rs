@@ -47,7 +47,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     }
     install_sighup_handler().context("cannot install the SIGHUP handler")?;
     let public_caps = public_caps(&config, raise_open_file_limit());
-    let store = state::open(&config.state)?;
+    let store = state::open_with_capacity(&config.state, config.review_queue_capacity)?;
     let metrics = Arc::new(Metrics::new());
     if config.lists.kept_dir.is_none() && config.lists.specs.iter().any(|s| s.is_url()) {
         tracing::warn!("URL lists without --list-cache-dir: a restart without the network starts without them");

@@ -65,6 +65,8 @@ fn a_bad_flag_value_is_a_usage_error() {
         &["serve", "--dns", "not an address"],
         &["serve", "--cache-min-ttl", "10", "--cache-max-ttl", "5"],
         &["serve", "--state", "nosuchscheme:x"],
+        &["serve", "--review-queue-capacity", "99"],
+        &["serve", "--review-queue-capacity", "1000001"],
     ] {
         let out = email_verdict_tests::sidecar::run_raw(dir.path(), args);
         out.expect_code(2, &args.join(" "));

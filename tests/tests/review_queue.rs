@@ -114,6 +114,19 @@ fn the_queue_is_ordered_filtered_paged_and_grouped() {
     check_the_queue(&sc, &key);
 }
 
+/// `--review-queue-capacity` reaches the store (the bound itself is the state store suite's
+/// `review_bound`, on every backend) and what the admin API and the dashboard report.
+#[test]
+fn the_bound_is_the_operators() {
+    let nsd = Nsd::start();
+    for (args, capacity) in [(&[][..], 10_000), (&["--review-queue-capacity", "250"][..], 250)] {
+        let sc = Sidecar::builder().dns(nsd.addr()).args(args).start();
+        assert_eq!(admin(&sc, "/admin/v1/reviews")["capacity"], capacity, "{args:?}");
+        let page = Request::get("/dashboard/reviews").send(sc.admin_addr());
+        assert!(page.text().contains(&format!("the queue keeps the {capacity} most useful")), "{args:?}: {page}");
+    }
+}
+
 #[test]
 fn the_queue_is_the_same_on_redis() {
     let (redis, nsd) = (Redis::start(), Nsd::start());

@@ -35,7 +35,7 @@ use crate::auth::query_param;
 use crate::clock::rfc3339;
 use crate::review::servers::{self, ServerReport};
 use crate::review::{ReviewError, parse_verdict, set_decision};
-use crate::state::queue::{self, QUEUE_CAPACITY, Query, Sort};
+use crate::state::queue::{self, Query, Sort};
 use crate::state::{MailServer, ReviewItem, ReviewReason, covering_names, decision_str, mark_str};
 use crate::verdicts::FACT_LIFETIME_SECS;
 
@@ -154,7 +154,7 @@ async fn queue_page(admin: &Admin, query: &str) -> AdminResult {
             "waiting": page.waiting,
             "offset": q.offset,
             "limit": q.limit,
-            "capacity": QUEUE_CAPACITY,
+            "capacity": admin.store.queue_capacity(),
             "dropped": dropped,
         }),
     ))

@@ -300,6 +300,8 @@ pub trait ReviewStore: Send + Sync + 'static {
     /// Queued domains with no decision in force (on them or a covering parent), oldest first:
     /// the whole queue, which the store bounds (`queue`: the least useful entries go first).
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
+    /// The most entries the queue keeps (`--review-queue-capacity`).
+    fn queue_capacity(&self) -> usize;
     /// How many entries the bound dropped from the queue, by reason (undecided ones only).
     async fn review_dropped(&self) -> Result<Vec<(ReviewReason, u64)>, StateError>;
     /// Takes these entries out of the queue (a reviewer settled them otherwise: a mark on their
@@ -333,16 +335,22 @@ pub enum StateUrlError {
     Malformed(String),
 }
 
-/// Opens the store a `--state` URL names.
+/// Opens the store a `--state` URL names, its review queue bounded at [`queue::QUEUE_CAPACITY`].
 pub fn open(url: &str) -> anyhow::Result<Arc<dyn StateStore>> {
+    open_with_capacity(url, queue::QUEUE_CAPACITY)
+}
+
+/// Opens the store a `--state` URL names, its review queue bounded at `capacity` entries.
+pub fn open_with_capacity(url: &str, capacity: usize) -> anyhow::Result<Arc<dyn StateStore>> {
     if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
         if path.is_empty() {
             return Err(StateUrlError::Malformed(url.to_owned()).into());
         }
-        return Ok(Arc::new(SqliteStore::open(path)?));
+        return Ok(Arc::new(SqliteStore::open(path)?.with_queue_capacity(capacity)));
     }
     if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
-        return Ok(Arc::new(RedisStore::open(url).map_err(|_| StateUrlError::Malformed(url.to_owned()))?));
+        let store = RedisStore::open(url).map_err(|_| StateUrlError::Malformed(url.to_owned()))?;
+        return Ok(Arc::new(store.with_queue_capacity(capacity)));
     }
     Err(StateUrlError::Malformed(url.to_owned()).into())
 }

@@ -13,7 +13,7 @@ use crate::admin::Admin;
 use crate::auth::query_param;
 use crate::clock::rfc3339;
 use crate::review::servers;
-use crate::state::queue::{self, QUEUE_CAPACITY, Query, Sort};
+use crate::state::queue::{self, Query, Sort};
 use crate::state::{MailServer, ReviewReason, mark_str};
 
 /// Entries (or servers) on one page.
@@ -170,7 +170,7 @@ pub async fn queue_page(admin: &Admin, sess: &Session, query: &str) -> Response<
         groups,
         matching,
         waiting,
-        capacity: QUEUE_CAPACITY,
+        capacity: admin.store.queue_capacity(),
         dropped: if dropped.is_empty() { "none".to_owned() } else { dropped.join(", ") },
     };
     html(StatusCode::OK, admin.dashboard.templates.render("dashboard/reviews.html", &view), Vec::new())

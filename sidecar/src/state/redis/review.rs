@@ -97,6 +97,10 @@ impl RedisStore {
 
 #[async_trait]
 impl ReviewStore for RedisStore {
+    fn queue_capacity(&self) -> usize {
+        self.queue_capacity
+    }
+
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
         let cause_json = json!({
             "reason": cause.reason.as_str(),

@@ -16,6 +16,10 @@ const CURRENT: &str = "SELECT decision FROM review_decisions WHERE domain = ?1 O
 
 #[async_trait]
 impl ReviewStore for SqliteStore {
+    fn queue_capacity(&self) -> usize {
+        self.queue_capacity
+    }
+
     async fn note_for_review(&self, domain: &str, cause: &ReviewCause, now: i64) -> Result<(), StateError> {
         let (domain, reason, sources, listed_as) =
             (domain.to_owned(), cause.reason.as_str(), cause.sources_text(), cause.listed_as.clone());
