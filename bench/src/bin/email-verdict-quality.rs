@@ -4,11 +4,9 @@
 //! `scripts/quality.sh` provides them.
 
 use std::fmt::Write;
-use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Parser;
-use email_verdict_bench::quality::cli::Common;
+use email_verdict_bench::quality::cli::{Builds, Common};
 use email_verdict_bench::quality::labels::{self, Inputs, Set, Sizes};
 use email_verdict_bench::quality::sources::{self, Tier};
 use email_verdict_bench::quality::{Options, Subject, WarmUp, measure, report, zone};
@@ -19,12 +17,8 @@ use email_verdict_tests::{Nsd, TestDir, workspace_root};
 struct Args {
     #[command(flatten)]
     common: Common,
-    /// The build before the change (its column is left out when not given).
-    #[arg(long)]
-    before: Option<PathBuf>,
-    /// The build after the change [default: target/release/email-verdict].
-    #[arg(long)]
-    after: Option<PathBuf>,
+    #[command(flatten)]
+    builds: Builds,
     /// Extra `serve` argument for the before build (repeatable).
     #[arg(long = "before-arg", allow_hyphen_values = true)]
     before_args: Vec<String>,
@@ -146,13 +140,13 @@ fn main() -> anyhow::Result<()> {
     let nsd = Nsd::start_zones(vec![(".".to_owned(), zone_file)]);
     let opts = Options { threads: args.common.threads, keys: args.common.keys, seed: args.seed };
     let mut subjects = Vec::new();
-    if let Some(bin) = &args.before {
+    if let Some(bin) = args.builds.before(&root)? {
         let warm_up = args.before_warm_up.with_rate(args.warmup_rate);
-        subjects.push(Subject { label: "before".into(), bin: absolute(bin)?, args: args.before_args.clone(), warm_up });
+        subjects.push(Subject { label: "before".into(), bin, args: args.before_args.clone(), warm_up });
     }
-    let after = args.after.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
+    let bin = args.builds.after(&root)?;
     let warm_up = args.after_warm_up.with_rate(args.warmup_rate);
-    subjects.push(Subject { label: "after".into(), bin: absolute(&after)?, args: args.after_args.clone(), warm_up });
+    subjects.push(Subject { label: "after".into(), bin, args: args.after_args.clone(), warm_up });
     let runs = subjects.iter().map(|s| measure(nsd.addr(), s, &set, &opts)).collect::<anyhow::Result<Vec<_>>>()?;
     report.add(&report::table(&set, &runs));
     let sizes_line: Vec<String> = Set::ALL.iter().map(|s| format!("{}: {}", s.title(), set.count(*s))).collect();
@@ -161,9 +155,4 @@ fn main() -> anyhow::Result<()> {
     report.write(&out)?;
     eprintln!("written to {}", out.display());
     Ok(())
-}
-
-/// The sidecar runs in a directory of its own: a relative path would not find the binary.
-fn absolute(bin: &std::path::Path) -> anyhow::Result<PathBuf> {
-    std::fs::canonicalize(bin).with_context(|| format!("sidecar binary {}", bin.display()))
 }

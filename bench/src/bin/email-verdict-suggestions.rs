@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use email_verdict_bench::quality::cli::Common;
+use email_verdict_bench::quality::cli::{Common, sidecar_binary};
 use email_verdict_bench::quality::measure::fetch_all;
 use email_verdict_bench::quality::sources;
 use email_verdict_bench::quality::suggest::{self, Case, Inputs, Kind};
@@ -87,8 +87,7 @@ fn main() -> anyhow::Result<()> {
     let dir = TestDir::new("suggestions");
     let zone = dir.write("root.zone", &suggest::root_zone(&cases));
     let nsd = Nsd::start_zones(vec![(".".to_owned(), zone)]);
-    let bin = args.bin.clone().unwrap_or_else(|| root.join("target/release/email-verdict"));
-    let bin = std::fs::canonicalize(&bin).with_context(|| format!("sidecar binary {}", bin.display()))?;
+    let bin = sidecar_binary(&root, args.bin.as_deref())?;
     let sidecar = Sidecar::builder().binary(&bin).dns(nsd.addr()).keys(&[]).start();
     let keys = email_verdict_bench::keys::create(&sidecar, args.common.keys.max(cases.len().div_ceil(10_000)))?;
     let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();

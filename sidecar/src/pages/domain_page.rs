@@ -6,6 +6,7 @@ use http::{Response, StatusCode};
 use percent_encoding::percent_decode_str;
 use serde::Serialize;
 
+use super::client_limit::ClientLimit;
 use super::lang::Lang;
 use super::respond::{self, CACHE_NONE, CACHE_PUBLIC, Headers};
 use super::view::{Chrome, Facts, domain_view, page_path};
@@ -48,14 +49,10 @@ pub async fn page(
     (lang, segment): (Lang, &str),
     log: &mut LogFields,
 ) -> Page {
-    if let Err(wait) = pages.views.check(request.client) {
-        return too_many(pages, lang, wait);
-    }
-    let input = match parse(segment) {
+    let input = match admit(pages, &pages.views, request, (lang, segment), log) {
         Ok(input) => input,
-        Err(raw) => return invalid(pages, lang, &raw),
+        Err(refused) => return *refused,
     };
-    log.domain = Some(input.domain().to_string());
     let (result, suggestion, mx, why, catalog, age) = match verdicts.verdict_explained(&input).await {
         Ok(found) => (found.result, found.suggestion, found.mx, found.why, found.catalog, found.age),
         Err(e) => return lookup_failed(pages, lang, &input, e),
@@ -91,15 +88,11 @@ pub async fn recheck(
     (lang, segment): (Lang, &str),
     log: &mut LogFields,
 ) -> Page {
-    if let Err(wait) = pages.rechecks.check(request.client) {
-        return too_many(pages, lang, wait);
-    }
-    let input = match parse(segment) {
+    let input = match admit(pages, &pages.rechecks, request, (lang, segment), log) {
         Ok(input) => input,
-        Err(raw) => return invalid(pages, lang, &raw),
+        Err(refused) => return *refused,
     };
     let domain = input.domain();
-    log.domain = Some(domain.to_string());
     let now = pages.clock.now_ms().div_euclid(1000);
     let interval = pages.settings.recheck_interval.as_secs() as i64;
     match pages.store.try_recheck(domain.as_str(), now, interval).await {
@@ -144,6 +137,22 @@ pub fn unknown_path(pages: &Pages, lang: Lang, segments: &[&str]) -> Page {
         m.back_text = Some(i18n::text(lang, "not_found_domain_link", &[("domain", domain)]));
     }
     message(pages, lang, m, Vec::new())
+}
+
+/// What a domain's page and its re-check do first: count the client against `limit`, then read
+/// and log the domain of the path segment. `Err`: the page that answers instead (boxed: a
+/// response is large, and this is the rare path).
+fn admit(
+    pages: &Pages,
+    limit: &ClientLimit,
+    request: &Request,
+    (lang, segment): (Lang, &str),
+    log: &mut LogFields,
+) -> Result<LookupInput, Box<Page>> {
+    limit.check(request.client).map_err(|wait| Box::new(too_many(pages, lang, wait)))?;
+    let input = parse(segment).map_err(|raw| Box::new(invalid(pages, lang, &raw)))?;
+    log.domain = Some(input.domain().to_string());
+    Ok(input)
 }
 
 /// The input of a path segment; `Err` with the decoded text when it is not valid.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::i18n;
 use super::lang::Lang;
 
-const SOURCES: [(&str, &str); 10] = [
+const SOURCES: [(&str, &str); 11] = [
     ("page.html", include_str!("../../templates/page.html")),
     ("domain.html", include_str!("../../templates/domain.html")),
     ("message.html", include_str!("../../templates/message.html")),
@@ -22,6 +22,7 @@ const SOURCES: [(&str, &str); 10] = [
     ("dashboard/revoke.html", include_str!("../../templates/dashboard/revoke.html")),
     ("dashboard/reviews.html", include_str!("../../templates/dashboard/reviews.html")),
     ("dashboard/server.html", include_str!("../../templates/dashboard/server.html")),
+    ("dashboard/decide.html", include_str!("../../templates/dashboard/decide.html")),
 ];
 
 /// The stylesheet of every page (served as a file: the CSP allows no inline style).

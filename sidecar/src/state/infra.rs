@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use email_verdict_core::Decision;
 
-use super::StateError;
+use super::{StateError, parse_decision};
 
 /// What kind of value a server is known by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -176,4 +176,52 @@ pub trait InfraStore: Send + Sync + 'static {
 /// `disposable` / `safe` / `withdrawn`, as server marks are written (like decisions).
 pub fn mark_str(d: Option<Decision>) -> &'static str {
     super::decision_str(d)
+}
+
+// Reading back what a backend kept as text, once for both backends, so that they agree on what
+// a stored value means and on what counts as a damaged store.
+
+fn damaged(what: &str, text: &str) -> StateError {
+    StateError::Invalid(format!("infrastructure data: bad {what} {text:?}"))
+}
+
+impl ServerKind {
+    /// From [`ServerKind::as_str`]'s text.
+    pub(super) fn stored(text: &str) -> Result<Self, StateError> {
+        Self::parse(text).ok_or_else(|| damaged("server kind", text))
+    }
+}
+
+impl ServerMark {
+    /// One mark of a server's history, its decision as [`mark_str`] wrote it.
+    pub(super) fn stored(
+        server: MailServer,
+        decision: &str,
+        reviewer: String,
+        note: String,
+        at: i64,
+    ) -> Result<Self, StateError> {
+        let decision = parse_decision(decision).ok_or_else(|| damaged("mark", decision))?;
+        Ok(Self { server, decision, reviewer, note, at })
+    }
+}
+
+/// The mark in force on a server from the last one [`mark_str`] wrote: none when there is none
+/// or it was a withdrawal.
+pub(super) fn mark_in_force(text: Option<&str>) -> Option<Decision> {
+    text.and_then(parse_decision).flatten()
+}
+
+/// The owners of the hosts a domain reaches a server through, as both backends join them.
+pub(super) fn split_owners(joined: &str) -> impl Iterator<Item = &str> {
+    joined.split(',').filter(|o| !o.is_empty())
+}
+
+impl Teacher {
+    /// `owners_joined` as [`split_owners`] reads it; `via` comes out sorted.
+    pub(super) fn stored(domain: String, disposable: bool, owners_joined: &str, seen: i64) -> Self {
+        let mut via: Vec<String> = split_owners(owners_joined).map(str::to_owned).collect();
+        via.sort();
+        Self { domain, disposable, via, seen }
+    }
 }

@@ -11,7 +11,7 @@ use super::session::{self, Flash, KeyDraft, Session, same_secret};
 use crate::admin::Admin;
 use crate::admin::keys::{create_key as store_key, networks, plan};
 use crate::review::{ReviewError, parse_verdict, set_decision};
-use crate::state::KeyChange;
+use crate::state::{KeyChange, StateError};
 
 const HOME: &str = "/dashboard";
 
@@ -76,10 +76,7 @@ pub async fn revoke(admin: &Admin, request: &DashRequest, sess: &Session, id: &s
     let flash = match admin.store.revoke_key(id).await {
         Ok(true) => Flash::Info(format!("Key {id} revoked.")),
         Ok(false) => Flash::Error(format!("No key with id {id}.")),
-        Err(e) => {
-            tracing::error!(error = %e, "state store failed (dashboard)");
-            Flash::Error("The state store failed; retry later.".into())
-        }
+        Err(e) => store_failed(&e),
     };
     finish(admin, sess, flash)
 }
@@ -92,10 +89,7 @@ pub async fn change_plan(admin: &Admin, request: &DashRequest, sess: &Session, i
             match admin.store.update_key(id, change).await {
                 Ok(Some(_)) => Flash::Info(format!("Key {id} is now on plan {plan}.")),
                 Ok(None) => Flash::Error(format!("No key with id {id}.")),
-                Err(e) => {
-                    tracing::error!(error = %e, "state store failed (dashboard)");
-                    Flash::Error("The state store failed; retry later.".into())
-                }
+                Err(e) => store_failed(&e),
             }
         }
         Err(e) => Flash::Error(format!("Plan not changed: {}", e.message())),
@@ -105,12 +99,9 @@ pub async fn change_plan(admin: &Admin, request: &DashRequest, sess: &Session, i
 
 pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain: &str) -> Response<Vec<u8>> {
     let domain = percent_decode_str(domain).decode_utf8_lossy().into_owned();
-    let decision: Option<Decision> = match request.field("decision") {
-        "withdraw" => None,
-        other => match parse_verdict(other) {
-            Some(d) => Some(d),
-            None => return finish(admin, sess, Flash::Error("Choose disposable or safe.".into())),
-        },
+    let decision = match decision_field(request) {
+        Ok(decision) => decision,
+        Err(refused) => return finish(admin, sess, refused),
     };
     let note = request.field("note").trim();
     let now = admin.clock.now_ms().div_euclid(1000);
@@ -119,10 +110,7 @@ pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain
     let flash =
         match set_decision(&*admin.store, &admin.catalog.current(), &domain, decision, "dashboard", note, now).await {
             Ok(domain) => Flash::Info(format!("{domain}: {}.", crate::state::decision_str(decision))),
-            Err(ReviewError::Store(e)) => {
-                tracing::error!(error = %e, "state store failed (dashboard)");
-                Flash::Error("The state store failed; retry later.".into())
-            }
+            Err(ReviewError::Store(e)) => store_failed(&e),
             Err(e) => Flash::Error(e.to_string()),
         };
     finish_at(admin, sess, flash, back)
@@ -131,12 +119,9 @@ pub async fn decide(admin: &Admin, request: &DashRequest, sess: &Session, domain
 /// A mark on a mail server for all its domains (`review::servers::mark`, reviewer `dashboard`);
 /// back to the server's page, which says what the mark did.
 pub async fn mark_server(admin: &Admin, request: &DashRequest, sess: &Session, server: &str) -> Response<Vec<u8>> {
-    let decision: Option<Decision> = match request.field("decision") {
-        "withdraw" => None,
-        other => match parse_verdict(other) {
-            Some(d) => Some(d),
-            None => return finish(admin, sess, Flash::Error("Choose disposable or safe.".into())),
-        },
+    let decision = match decision_field(request) {
+        Ok(decision) => decision,
+        Err(refused) => return finish(admin, sess, refused),
     };
     let note = request.field("note").trim();
     let now = admin.clock.now_ms().div_euclid(1000);
@@ -148,13 +133,25 @@ pub async fn mark_server(admin: &Admin, request: &DashRequest, sess: &Session, s
                 let what = crate::state::mark_str(decision);
                 (Flash::Info(format!("{}: {what}: {}.", marked.report.server, marked.effect)), back)
             }
-            Err(ReviewError::Store(e)) => {
-                tracing::error!(error = %e, "state store failed (dashboard)");
-                (Flash::Error("The state store failed; retry later.".into()), HOME.to_owned())
-            }
+            Err(ReviewError::Store(e)) => (store_failed(&e), HOME.to_owned()),
             Err(e) => (Flash::Error(e.to_string()), HOME.to_owned()),
         };
     finish_at(admin, sess, flash, &back)
+}
+
+/// The `decision` of a reviewer's form: a verdict, or `withdraw` (`None`); else the flash that
+/// refuses the form.
+fn decision_field(request: &DashRequest) -> Result<Option<Decision>, Flash> {
+    match request.field("decision") {
+        "withdraw" => Ok(None),
+        other => parse_verdict(other).map(Some).ok_or_else(|| Flash::Error("Choose disposable or safe.".into())),
+    }
+}
+
+/// A failed state store: logged, and said plainly to the user (the error itself stays in the log).
+fn store_failed(e: &StateError) -> Flash {
+    tracing::error!(error = %e, "state store failed (dashboard)");
+    Flash::Error("The state store failed; retry later.".into())
 }
 
 fn finish_at(admin: &Admin, sess: &Session, flash: Flash, location: &str) -> Response<Vec<u8>> {
@@ -163,6 +160,5 @@ fn finish_at(admin: &Admin, sess: &Session, flash: Flash, location: &str) -> Res
 }
 
 fn finish(admin: &Admin, sess: &Session, flash: Flash) -> Response<Vec<u8>> {
-    admin.dashboard.sessions.update(&sess.id, |s| s.flash = Some(flash));
-    see_other(HOME, None)
+    finish_at(admin, sess, flash, HOME)
 }

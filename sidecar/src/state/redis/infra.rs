@@ -13,9 +13,10 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::RedisStore;
+use crate::state::infra::{mark_in_force, mark_str, split_owners};
 use crate::state::{
     InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, StateError,
-    Teacher, decision_str, parse_decision,
+    Teacher,
 };
 
 const SERVERS: &str = "ev:infra:servers";
@@ -38,13 +39,13 @@ fn invalid(what: &str) -> StateError {
 
 fn parse_member(m: &str) -> Result<MailServer, StateError> {
     let (kind, value) = m.split_once('\t').ok_or_else(|| invalid("server"))?;
-    Ok(MailServer { kind: ServerKind::parse(kind).ok_or_else(|| invalid("server kind"))?, value: value.to_owned() })
+    Ok(MailServer { kind: ServerKind::stored(kind)?, value: value.to_owned() })
 }
 
-/// What a domain taught about one server, as kept in its hash: class (`d`/`l`) and owners.
-fn parse_taught(text: &str) -> (&str, Vec<&str>) {
-    let (class, owners) = text.split_once('\t').unwrap_or((text, ""));
-    (class, owners.split(',').filter(|o| !o.is_empty()).collect())
+/// What a domain taught about one server, as kept in its hash: class (`d`/`l`) and owners
+/// (joined, see [`split_owners`]).
+fn parse_taught(text: &str) -> (&str, &str) {
+    text.split_once('\t').unwrap_or((text, ""))
 }
 
 /// A score at or after `since` (Redis scores come back as floats).
@@ -80,9 +81,9 @@ impl InfraStore for RedisStore {
                 let m = member(server);
                 let mut pipe = redis::pipe();
                 if let Some(before) = old.get(&m) {
-                    let (old_class, owners) = parse_taught(before);
+                    let (old_class, old_owners) = parse_taught(before);
                     pipe.cmd("ZREM").arg(server_key(server, old_class)).arg(domain).ignore();
-                    for owner in owners {
+                    for owner in split_owners(old_owners) {
                         pipe.cmd("ZREM").arg(server_key(server, &format!("o:{owner}"))).arg(domain).ignore();
                     }
                 }
@@ -153,7 +154,7 @@ impl InfraStore for RedisStore {
                 ServerEvidence {
                     disposable: all.saturating_sub(through_own),
                     legitimate: l - u64::from(fresh(in_l, fresh_since)),
-                    mark: mark.as_deref().and_then(parse_decision).flatten(),
+                    mark: mark_in_force(mark.as_deref()),
                 }
             })
             .collect())
@@ -161,7 +162,7 @@ impl InfraStore for RedisStore {
 
     async fn mark_server(&self, mark: ServerMark) -> Result<(), StateError> {
         let entry = json!({
-            "decision": decision_str(mark.decision),
+            "decision": mark_str(mark.decision),
             "reviewer": mark.reviewer,
             "note": mark.note,
             "at": mark.at,
@@ -171,7 +172,7 @@ impl InfraStore for RedisStore {
         pipe.atomic()
             .cmd("SET")
             .arg(server_key(&mark.server, "mark"))
-            .arg(decision_str(mark.decision))
+            .arg(mark_str(mark.decision))
             .ignore()
             .cmd("RPUSH")
             .arg(server_key(&mark.server, "marks"))
@@ -193,13 +194,8 @@ impl InfraStore for RedisStore {
             .map(|e| {
                 let v: serde_json::Value = serde_json::from_str(e).map_err(|_| invalid("mark entry"))?;
                 let text = |name: &str| v[name].as_str().unwrap_or_default().to_owned();
-                Ok(ServerMark {
-                    server: server.clone(),
-                    decision: parse_decision(&text("decision")).ok_or_else(|| invalid("mark"))?,
-                    reviewer: text("reviewer"),
-                    note: text("note"),
-                    at: v["at"].as_i64().ok_or_else(|| invalid("at"))?,
-                })
+                let at = v["at"].as_i64().ok_or_else(|| invalid("at"))?;
+                ServerMark::stored(server.clone(), &text("decision"), text("reviewer"), text("note"), at)
             })
             .collect()
     }
@@ -238,7 +234,7 @@ impl InfraStore for RedisStore {
                     .filter(|s| *s >= fresh_since)
                     .max()
                     .unwrap_or(0);
-                let mark = mark.as_deref().and_then(parse_decision).flatten();
+                let mark = mark_in_force(mark.as_deref());
                 LearnedServer { server, disposable, legitimate, last_seen, mark }
             })
             .collect();
@@ -281,12 +277,7 @@ impl InfraStore for RedisStore {
             .into_iter()
             .zip(owners)
             .map(|((domain, disposable, seen), (taught,))| {
-                let mut via: Vec<String> = taught
-                    .as_deref()
-                    .map(|t| parse_taught(t).1.into_iter().map(str::to_owned).collect())
-                    .unwrap_or_default();
-                via.sort();
-                Teacher { domain, disposable, via, seen }
+                Teacher::stored(domain, disposable, taught.as_deref().map_or("", |t| parse_taught(t).1), seen)
             })
             .collect())
     }

@@ -6,9 +6,10 @@ use email_verdict_core::Decision;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, unavailable};
+use crate::state::infra::{mark_in_force, mark_str};
 use crate::state::{
     InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, StateError,
-    Teacher, decision_str, parse_decision,
+    Teacher,
 };
 
 /// The mark in force on a server (`withdrawn` counts as none).
@@ -18,11 +19,7 @@ fn current_mark(c: &Connection, server: &MailServer) -> Result<Option<Decision>,
     let mut stmt = c.prepare_cached(CURRENT_MARK).map_err(unavailable)?;
     let text: Option<String> =
         stmt.query_row(params![server.kind.as_str(), server.value], |r| r.get(0)).optional().map_err(unavailable)?;
-    Ok(text.and_then(|t| parse_decision(&t)).flatten())
-}
-
-fn kind(text: &str) -> Result<ServerKind, StateError> {
-    ServerKind::parse(text).ok_or_else(|| StateError::Invalid(format!("server kind {text:?}")))
+    Ok(mark_in_force(text.as_deref()))
 }
 
 #[async_trait]
@@ -98,7 +95,7 @@ impl InfraStore for SqliteStore {
                 params![
                     mark.server.kind.as_str(),
                     mark.server.value,
-                    decision_str(mark.decision),
+                    mark_str(mark.decision),
                     mark.reviewer,
                     mark.note,
                     mark.at
@@ -125,9 +122,7 @@ impl InfraStore for SqliteStore {
                 .map_err(unavailable)?;
             rows.map(|row| {
                 let (decision, reviewer, note, at) = row.map_err(unavailable)?;
-                let decision =
-                    parse_decision(&decision).ok_or_else(|| StateError::Invalid(format!("mark {decision:?}")))?;
-                Ok(ServerMark { server: server.clone(), decision, reviewer, note, at })
+                ServerMark::stored(server.clone(), &decision, reviewer, note, at)
             })
             .collect()
         })
@@ -168,7 +163,7 @@ impl InfraStore for SqliteStore {
             let mut page = Vec::new();
             for row in rows {
                 let (k, value, disposable, legitimate, last_seen) = row.map_err(unavailable)?;
-                let server = MailServer { kind: kind(&k)?, value };
+                let server = MailServer { kind: ServerKind::stored(&k)?, value };
                 let mark = current_mark(c, &server)?;
                 page.push(LearnedServer {
                     server,
@@ -206,9 +201,7 @@ impl InfraStore for SqliteStore {
                 .map_err(unavailable)?;
             rows.map(|row| {
                 let (domain, disposable, via, seen) = row.map_err(unavailable)?;
-                let mut via: Vec<String> = via.split(',').filter(|v| !v.is_empty()).map(str::to_owned).collect();
-                via.sort();
-                Ok(Teacher { domain, disposable, via, seen })
+                Ok(Teacher::stored(domain, disposable, &via, seen))
             })
             .collect()
         })
