@@ -314,6 +314,13 @@ fn the_ip_data_credit_is_in_the_page_language() {
         "{html}"
     );
     assert!(!html.contains("db-ip.com"), "DB-IP is credited only for its data");
+    // With the shipped databases the flag is not used, and the operator is told so at start.
+    let (shipped, _nsd3) = start_with(|b| b.args(&["--geoip-attribution", "IP data by Example"]));
+    public_listener_up(&shipped);
+    let html = page_ok(&shipped, "/en/domain/gmail.com");
+    assert!(html.contains("db-ip.com") && !html.contains("IP data by Example"), "the shipped credit stays");
+    let log = shipped.stderr_text();
+    assert!(log.contains("--geoip-attribution is not shown with the shipped IP databases"), "{log}");
 }
 
 /// Issue 25 §3: a path in no language of ours gave a browser the API's JSON 404. A browser

@@ -60,6 +60,12 @@ impl IpData {
         let country = open(settings.country_db.as_deref(), SHIPPED_COUNTRY, "--geoip-country-db")?;
         let asn = open(settings.asn_db.as_deref(), SHIPPED_ASN, "--geoip-asn-db")?;
         let shipped = settings.country_db.is_none() && settings.asn_db.is_none();
+        if shipped && settings.attribution.is_some() {
+            // Said once at start rather than ignored silently: the flag credits the operator's files.
+            tracing::warn!(
+                "--geoip-attribution is not shown with the shipped IP databases: their licence (CC BY 4.0) asks for their own credit, which the pages show in their language"
+            );
+        }
         let attribution = match &settings.attribution {
             Some(text) => text.clone(),
             None if shipped => SHIPPED_ATTRIBUTION.to_owned(),
