@@ -2,31 +2,37 @@
 //!
 //! ```text
 //! headers ─┬─ not a signup ───────────────────────────────► Continue (body not buffered)
-//!          ├─ a body follows ─► AwaitingBody ── end of body ──► headers/query + body ─► check ─┐
-//!          └─ no body ──► email in a header / query ──► check ─┐                               │
-//!                         none ──► on_missing_email            │                               │
-//! check: parse locally ─► cache hit ─► verdict │ cache miss ─► callout ─► AwaitingVerdict ─► answer
-//! verdict: block (local response) │ flag headers + go on
+//!          ├─ a body follows ─┬─ header hold: AwaitingBody (headers held) ─────────────┐
+//!          │                  └─ block only: judge the headers' and query's addresses   │
+//!          │                     (headers held for the callouts alone) ─► AwaitingBody ─┤
+//!          └─ no body ──────────────────────────────────────────────────────────────────┤
+//! end of body: the whole signup (every address, `extract::Carried`) ─► judge ◄──────────┘
+//! judge: each distinct domain not judged yet: parse ─► cache hit │ miss ─► callout
+//!        (all at once) ─► AwaitingVerdicts ─► the worst outcome (`signup::Worst`) answers
+//! answer: block (local response) │ flag headers + go on │ failure / problem policies
 //! ```
-//! Every configured source is read and must agree (`extract`); a body that cannot be read in
-//! full is `on_unreadable_body`, not a missing email.
+//! Every address the signup carries is judged, whatever its field's name; the configured
+//! sources say which one is the signup's own (`on_missing_email`, the detail headers). A body
+//! that cannot be read in full is `on_unreadable_body`, even with an address elsewhere.
 //! Client copies of the flag headers (the detail headers too, sent or not) are stripped from
 //! every request first. The detail headers' values are computed here from the whole address
 //! (only its domain goes to the sidecar) and the embedded relay list, so a cached verdict or a
-//! local one gets them too. Request
-//! headers can still be changed in the body phase because Envoy runs the filter with
-//! `allow_on_headers_stop_iteration: true`. Without it (`hold_headers: false`, block only) the
-//! headers go upstream at once and the body is held until the verdict: a blocked signup never
-//! reaches the app complete, and nothing is added to the headers.
+//! local one gets them too. Request headers can still be changed in the body phase because
+//! Envoy runs the filter with `allow_on_headers_stop_iteration: true`. Without it
+//! (`hold_headers: false`, block only) the addresses of the headers and the query are judged
+//! before the headers go upstream (Node and Go handlers start before the body is complete),
+//! then the headers go and the body is held until its verdicts: a blocked signup never reaches
+//! the app complete, and nothing is added to the headers.
 
 use std::rc::Rc;
 
-use email_verdict_core::{Decision, Domain, EmailAddress};
+use email_verdict_core::{Decision, Domain};
 
 use crate::cache::Lookup;
-use email_verdict_core::signup::extract::{self, BodyKind, Extracted, Unusable};
+use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Problem, Unusable};
 use email_verdict_core::signup::{
-    AddressDetails, Bypass, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary,
+    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Refusing, Settled,
+    VerdictSummary, Worst,
 };
 
 use crate::config::FilterConfig;
@@ -42,21 +48,54 @@ enum State {
     /// Nothing more to do: not a signup, or the request was let through.
     Passthrough,
     /// A signup with a body; the body is being buffered. `early`: what the headers and the
-    /// query gave, to be combined with the body.
+    /// query carried; `judging`: their verdicts when they were judged before the body.
     AwaitingBody {
         kind: BodyKind,
-        early: Extracted,
+        early: Carried,
+        judging: Judging,
     },
-    /// A callout is in flight; the request is held. `details`: of the whole address, for the
-    /// detail headers (the callout carries the domain only).
-    AwaitingVerdict {
-        token: u32,
-        domain: Domain,
-        cas: Option<u32>,
-        details: AddressDetails,
+    /// Callouts are in flight; the request is held.
+    AwaitingVerdicts {
+        judging: Judging,
+        then: Then,
     },
     /// A local response was sent.
     Responded,
+}
+
+/// The verdicts of one signup so far.
+#[derive(Debug, Default)]
+struct Judging {
+    worst: Worst,
+    /// Every domain judged or being judged.
+    judged: Vec<Domain>,
+    pending: Vec<Pending>,
+}
+
+/// A callout in flight.
+#[derive(Debug)]
+struct Pending {
+    token: u32,
+    domain: Domain,
+    cas: Option<u32>,
+}
+
+/// What follows the last verdict.
+#[derive(Debug)]
+enum Then {
+    /// Block-only mode, the headers' and query's addresses judged: refuse, or read the body.
+    ReadBody { kind: BodyKind, early: Carried },
+    /// The whole signup judged: answer.
+    Answer(Answer),
+}
+
+/// What the answer needs beside the verdicts.
+#[derive(Debug)]
+struct Answer {
+    /// Of the signup's own address, for the detail headers (the callouts carry domains only).
+    details: Option<AddressDetails>,
+    /// A problem of the signup that its policy let through: the bypass header, unless worse.
+    problem: Option<Bypass>,
 }
 
 /// Where a step of the logic leaves the request.
@@ -64,8 +103,8 @@ enum State {
 enum Step {
     Proceed,
     Responded,
-    AwaitBody { kind: BodyKind, early: Extracted },
-    AwaitVerdict { token: u32, domain: Domain, cas: Option<u32>, details: AddressDetails },
+    AwaitBody { kind: BodyKind, early: Carried, judging: Judging },
+    AwaitVerdicts { judging: Judging, then: Then },
 }
 
 /// One HTTP stream's filter.
@@ -121,7 +160,7 @@ impl RequestFilter {
             State::AwaitingBody { .. } if !end_of_stream => Action::Pause,
             State::AwaitingBody { .. } => self.body_complete(host),
             // Hold the body while the verdict is pending: continuing it would release the headers.
-            State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
+            State::AwaitingVerdicts { .. } | State::Responded => Action::Pause,
             State::Start | State::Passthrough => Action::Continue,
         }
     }
@@ -130,27 +169,34 @@ impl RequestFilter {
     pub fn on_request_trailers(&mut self, host: &mut impl Host) -> Action {
         match &self.state {
             State::AwaitingBody { .. } => self.body_complete(host),
-            State::AwaitingVerdict { .. } | State::Responded => Action::Pause,
+            State::AwaitingVerdicts { .. } | State::Responded => Action::Pause,
             State::Start | State::Passthrough => Action::Continue,
         }
     }
 
     /// The sidecar's answer (or Envoy's synthetic one) to the callout `token`.
     pub fn on_callout_response(&mut self, host: &mut impl Host, token: u32, response: &CalloutResponse) {
-        let expected = matches!(&self.state, State::AwaitingVerdict { token: t, .. } if *t == token);
-        if !expected {
+        let State::AwaitingVerdicts { judging, .. } = &mut self.state else {
             host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
             return;
-        }
-        let State::AwaitingVerdict { domain, cas, details, .. } =
-            std::mem::replace(&mut self.state, State::Passthrough)
+        };
+        let Some(at) = judging.pending.iter().position(|p| p.token == token) else {
+            host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
+            return;
+        };
+        let pending = judging.pending.swap_remove(at);
+        let State::AwaitingVerdicts { mut judging, then } = std::mem::replace(&mut self.state, State::Passthrough)
         else {
             return;
         };
         let config = Rc::clone(&self.config);
         let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
-        let step = ctx.sidecar_answered(&domain, cas, &details, response);
+        let judged = ctx.sidecar_answered(&pending, response);
+        judging.worst.add(judged);
+        let step = ctx.next(judging, then);
+        let resumes = matches!(step, Step::Proceed | Step::AwaitBody { .. });
         if self.settle(step) == Action::Continue
+            && resumes
             && let Err(e) = host.resume_request()
         {
             host.log(LogLevel::Error, &format!("{LOG_PREFIX}could not resume the request: {e}"));
@@ -158,11 +204,13 @@ impl RequestFilter {
     }
 
     fn body_complete(&mut self, host: &mut impl Host) -> Action {
-        let State::AwaitingBody { kind, early } = std::mem::replace(&mut self.state, State::Passthrough) else {
+        let State::AwaitingBody { kind, early, judging } = std::mem::replace(&mut self.state, State::Passthrough)
+        else {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_complete(&kind, early);
+        let step =
+            Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_complete(&kind, early, judging);
         self.settle(step)
     }
 
@@ -171,13 +219,11 @@ impl RequestFilter {
             Step::Proceed => (State::Passthrough, Action::Continue),
             Step::Responded => (State::Responded, Action::Pause),
             // Without the header hold a pause here would stall the stream: the body is held instead.
-            Step::AwaitBody { kind, early } => {
+            Step::AwaitBody { kind, early, judging } => {
                 let action = if self.config.hold_headers { Action::Pause } else { Action::Continue };
-                (State::AwaitingBody { kind, early }, action)
+                (State::AwaitingBody { kind, early, judging }, action)
             }
-            Step::AwaitVerdict { token, domain, cas, details } => {
-                (State::AwaitingVerdict { token, domain, cas, details }, Action::Pause)
-            }
+            Step::AwaitVerdicts { judging, then } => (State::AwaitingVerdicts { judging, then }, Action::Pause),
         };
         self.state = state;
         action
@@ -207,27 +253,44 @@ impl<H: Host> Ctx<'_, H> {
         result
     }
 
-    /// A signup's headers: the email from the headers and the query; with a body, wait for it
-    /// (an email there must agree with them, and a body nothing reads may hold one).
+    /// A signup's headers: what the headers and the query carry; with a body, wait for it (an
+    /// address there must agree with theirs, and the body may hold others). Without the header
+    /// hold, their addresses are judged before the headers go upstream.
     fn signup_headers(&mut self, headers: &RequestHeaders, path: &str, end_of_stream: bool) -> Step {
         let sources = &self.config.enforce.email;
-        let early = extract::from_headers(|name| headers.values(name), &sources.headers)
-            .and(extract::from_query(path, &sources.query_params));
+        let configured = extract::from_headers(|name| headers.values(name), &sources.headers);
+        let early = Carried::new(configured, Domains::default()).and(extract::read_query(path, &sources.query_params));
         let length = declared_length(headers);
         if end_of_stream || length == Some(0) {
-            return self.extracted(early);
-        }
-        let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"), sources);
-        if !kind.needed_after(&early) {
-            return self.extracted(early);
+            return self.judge_whole(early, Judging::default());
         }
         if length.is_some_and(|len| len > self.config.max_body_bytes as u64) {
             return self.body_too_large();
         }
-        Step::AwaitBody { kind, early }
+        let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"));
+        if self.config.hold_headers {
+            return Step::AwaitBody { kind, early, judging: Judging::default() };
+        }
+        self.judge_early(kind, early)
     }
 
-    fn body_complete(&mut self, kind: &BodyKind, early: Extracted) -> Step {
+    /// Block-only mode: the headers' and query's addresses judged now, refusals they already
+    /// decide (too many, an invalid one the policy denies) answered now, while the headers
+    /// are still held.
+    fn judge_early(&mut self, kind: BodyKind, early: Carried) -> Step {
+        let whole = early.clone().to_judge();
+        match whole.problem {
+            Some(Problem::TooManyDomains) => return self.too_many(),
+            Some(Problem::Invalid(why)) if self.config.enforce.on_invalid_email == Policy::Deny => {
+                return self.invalid_because(why);
+            }
+            _ => {}
+        }
+        let judging = self.judge(&whole.domains, Judging::default());
+        self.next(judging, Then::ReadBody { kind, early })
+    }
+
+    fn body_complete(&mut self, kind: &BodyKind, early: Carried, judging: Judging) -> Step {
         let max = self.config.max_body_bytes;
         let body = match self.host.request_body(max.saturating_add(1)) {
             Ok(body) => body,
@@ -236,8 +299,8 @@ impl<H: Host> Ctx<'_, H> {
         if body.len() > max {
             return self.body_too_large();
         }
-        let found = extract::from_body(kind, &body, &self.config.enforce.email);
-        self.extracted(early.and(found))
+        let found = extract::read_body(kind, &body, &self.config.enforce.email);
+        self.judge_whole(early.and(found), judging)
     }
 
     fn body_too_large(&mut self) -> Step {
@@ -245,50 +308,117 @@ impl<H: Host> Ctx<'_, H> {
         self.respond(&LocalReply::BODY_TOO_LARGE)
     }
 
-    fn extracted(&mut self, found: Extracted) -> Step {
-        match found {
-            Extracted::NotFound => self.missing(),
-            Extracted::Invalid(why) => {
+    /// The whole signup read: its problem's policy, then every domain not judged yet.
+    fn judge_whole(&mut self, carried: Carried, judging: Judging) -> Step {
+        let whole = carried.to_judge();
+        let problem = match whole.problem {
+            None => None,
+            Some(Problem::TooManyDomains) => return self.too_many(),
+            Some(problem) => match self.problem(problem) {
+                Ok(bypass) => Some(bypass),
+                Err(refused) => return refused,
+            },
+        };
+        let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, relay::is_relay(email.domain())));
+        let mut judging = judging;
+        judging.worst.set_primary(whole.primary.as_ref().map(|e| e.domain()));
+        let judging = self.judge(&whole.domains, judging);
+        self.next(judging, Then::Answer(Answer { details, problem }))
+    }
+
+    /// A problem of the signup: refused (`Err`, the step) or let through with its bypass value.
+    fn problem(&mut self, problem: Problem) -> Result<Bypass, Step> {
+        let (counter, policy, bypass) = match problem {
+            Problem::Unreadable(why) => {
+                self.log(LogLevel::Debug, &format!("the body is {}", why.as_str()));
+                (Counter::UnreadableBody, self.config.enforce.on_unreadable_body, Bypass::UnreadableBody)
+            }
+            Problem::Invalid(why) => {
                 let why_text = match why {
-                    Unusable::NotText => "not text",
-                    Unusable::Conflicting => "given several times with different values",
+                    Some(Unusable::NotText) => "not text",
+                    Some(Unusable::Conflicting) => "given several times with different values",
+                    None => "not an address",
                 };
                 self.log(LogLevel::Debug, &format!("the email is {why_text}"));
-                self.invalid_because(Some(why))
+                (Counter::InvalidEmail, self.config.enforce.on_invalid_email, Bypass::InvalidEmail)
             }
-            Extracted::Unreadable(why) => {
-                self.log(LogLevel::Debug, &format!("the body is {}", why.as_str()));
-                self.unreadable()
-            }
-            Extracted::Email(raw) => self.check(&raw),
-        }
-    }
-
-    /// Parses locally, then the cache, then the sidecar.
-    fn check(&mut self, raw: &str) -> Step {
-        let Ok(email) = EmailAddress::parse(raw.trim()) else {
-            return self.invalid();
+            Problem::Missing => (Counter::NoEmail, self.config.enforce.on_missing_email, Bypass::NoEmail),
+            Problem::TooManyDomains => return Err(self.too_many()),
         };
-        let domain = email.domain().clone();
-        let details = AddressDetails::of(&email, relay::is_relay(&domain));
-        let mut cas = None;
-        if let Some(cache) = self.config.cache {
-            let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, &domain, now));
-            match lookup {
-                Ok(Lookup::Hit(summary)) => {
-                    self.host.increment(Counter::CacheHits);
-                    return self.verdict(&domain, &summary, &details);
-                }
-                Ok(Lookup::Miss { cas: token }) => cas = token,
-                Err(e) => self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}")),
-            }
+        self.host.increment(counter);
+        match (policy, problem) {
+            (Policy::Allow, _) => Ok(bypass),
+            (Policy::Deny, Problem::Unreadable(_)) => Err(self.respond(&LocalReply::UNREADABLE_BODY)),
+            (Policy::Deny, Problem::Invalid(why)) => Err(self.respond(&LocalReply::invalid(why))),
+            (Policy::Deny, _) => Err(self.respond(&LocalReply::MISSING_EMAIL)),
         }
-        self.call_sidecar(domain, cas, details)
     }
 
-    fn call_sidecar(&mut self, domain: Domain, cas: Option<u32>, details: AddressDetails) -> Step {
+    fn too_many(&mut self) -> Step {
+        self.log(LogLevel::Debug, &format!("more than {} domains in one signup", extract::MAX_DOMAINS));
+        self.host.increment(Counter::InvalidEmail);
+        self.respond(&LocalReply::TOO_MANY_ADDRESSES)
+    }
+
+    /// Starts judging every domain of `domains` not judged yet: the cache, else a callout.
+    fn judge(&mut self, domains: &[Domain], mut judging: Judging) -> Judging {
+        for domain in domains {
+            if judging.judged.contains(domain) {
+                continue;
+            }
+            judging.judged.push(domain.clone());
+            match self.cached(domain) {
+                Ok(judged) => judging.worst.add(judged),
+                Err(cas) => match self.call_sidecar(domain) {
+                    Ok(token) => judging.pending.push(Pending { token, domain: domain.clone(), cas }),
+                    Err(bypass) => {
+                        let judged = self.no_verdict(domain, bypass);
+                        judging.worst.add(judged);
+                    }
+                },
+            }
+        }
+        judging
+    }
+
+    /// Once nothing is pending (or a refusal is certain): what follows.
+    fn next(&mut self, judging: Judging, then: Then) -> Step {
+        let config = self.config;
+        let by = Refusing {
+            block: config.enforce.mode == Mode::Block,
+            denies: |b| config.failure_mode.for_reason(b) == Policy::Deny,
+        };
+        let refuses = judging.worst.refuses(&by);
+        if !judging.pending.is_empty() && !refuses {
+            return Step::AwaitVerdicts { judging, then };
+        }
+        match then {
+            Then::ReadBody { kind, early } if !refuses => Step::AwaitBody { kind, early, judging },
+            Then::ReadBody { .. } => self.answer(judging.worst.settle(None, &by), None),
+            Then::Answer(answer) => self.answer(judging.worst.settle(answer.problem, &by), answer.details.as_ref()),
+        }
+    }
+
+    /// The verdict in the cache, or the cache's compare-and-swap token for the miss.
+    fn cached(&mut self, domain: &Domain) -> Result<Judged, Option<u32>> {
+        let Some(cache) = self.config.cache else { return Err(None) };
+        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, domain, now));
+        match lookup {
+            Ok(Lookup::Hit(summary)) => {
+                self.host.increment(Counter::CacheHits);
+                Ok(verdict_of(domain, &summary))
+            }
+            Ok(Lookup::Miss { cas }) => Err(cas),
+            Err(e) => {
+                self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}"));
+                Err(None)
+            }
+        }
+    }
+
+    fn call_sidecar(&mut self, domain: &Domain) -> Result<u32, Bypass> {
         let sidecar = &self.config.sidecar;
-        let path = decision::lookup_path(&domain);
+        let path = decision::lookup_path(domain);
         let headers = [
             (":method", "GET"),
             (":path", path.as_str()),
@@ -301,33 +431,28 @@ impl<H: Host> Ctx<'_, H> {
         match self.host.dispatch_http_call(&sidecar.cluster, &headers, sidecar.timeout) {
             Ok(token) => {
                 self.host.increment(Counter::Callouts);
-                Step::AwaitVerdict { token, domain, cas, details }
+                Ok(token)
             }
             Err(e) => {
                 let message = format!("callout to cluster {} failed for {domain}: {e}", sidecar.cluster);
                 self.log(LogLevel::Warn, &message);
-                self.no_verdict(&domain, Bypass::SidecarError, &details)
+                Err(Bypass::SidecarError)
             }
         }
     }
 
-    fn sidecar_answered(
-        &mut self,
-        domain: &Domain,
-        cas: Option<u32>,
-        details: &AddressDetails,
-        response: &CalloutResponse,
-    ) -> Step {
+    fn sidecar_answered(&mut self, pending: &Pending, response: &CalloutResponse) -> Judged {
+        let domain = &pending.domain;
         match decision::classify(response) {
             CalloutOutcome::Verdict(summary) => {
-                self.remember(domain, &summary, cas);
-                self.verdict(domain, &summary, details)
+                self.remember(domain, &summary, pending.cas);
+                verdict_of(domain, &summary)
             }
-            CalloutOutcome::InvalidEmail => self.invalid(),
+            CalloutOutcome::InvalidEmail => Judged::Invalid,
             CalloutOutcome::Failed(bypass) => {
                 let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
                 self.log(LogLevel::Warn, &format!("sidecar answered {status} for {domain}: {}", bypass.as_str()));
-                self.no_verdict(domain, bypass, details)
+                self.no_verdict(domain, bypass)
             }
         }
     }
@@ -340,53 +465,42 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    /// A verdict: block a disposable address in block mode, otherwise flag and go on.
-    fn verdict(&mut self, domain: &Domain, summary: &VerdictSummary, details: &AddressDetails) -> Step {
-        let flags = summary.flags.header_value();
-        self.judged(domain, summary.disposable, &flags, summary.suggestion.as_ref(), details)
+    /// The sidecar gave no verdict: a name the sidecar's decisions block, or on the embedded
+    /// strong lists, is disposable all the same (flagged `local_fallback`, never cached); any
+    /// other goes to `failure_mode`.
+    fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Judged {
+        let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
+        let why = match decided {
+            Some(Decision::Block) => "is blocked by a decision of the sidecar's",
+            Some(Decision::Allow) => return Judged::Failed(bypass), // vouched for: never blocked by the lists
+            None if self.config.local_lists.is_some_and(|lists| lists.is_listed(domain)) => {
+                "is on the embedded strong lists"
+            }
+            None => return Judged::Failed(bypass),
+        };
+        self.host.increment(Counter::LocalDecisions);
+        self.log(LogLevel::Info, &format!("{domain} {why}: disposable without the sidecar"));
+        let flags = LOCAL_FALLBACK_FLAG.to_owned();
+        Judged::Verdict(AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None })
     }
 
-    /// The sidecar gave no verdict: a name on the embedded strong lists is disposable all the
-    /// same (flagged `local_fallback`, never cached); any other goes to `failure_mode`.
-    fn no_verdict(&mut self, domain: &Domain, bypass: Bypass, details: &AddressDetails) -> Step {
-        let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
-        match decided {
-            Some(Decision::Block) => {
-                self.host.increment(Counter::LocalDecisions);
-                self.log(
-                    LogLevel::Info,
-                    &format!("{domain} is blocked by a decision of the sidecar's: disposable without it"),
-                );
-                return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None, details);
-            }
-            Some(Decision::Allow) => return self.fail(bypass), // vouched for: never blocked by the lists
-            None => {}
+    /// The worst outcome of the signup, answered.
+    fn answer(&mut self, settled: Settled, details: Option<&AddressDetails>) -> Step {
+        match settled {
+            Settled::Disposable(v) | Settled::Safe(v) => self.judged(&v, details),
+            Settled::Failed(bypass) => self.fail(bypass),
+            Settled::Invalid => self.invalid_because(None),
+            Settled::Bypass(bypass) => self.bypass(bypass),
         }
-        if self.config.local_lists.is_some_and(|lists| lists.is_listed(domain)) {
-            self.host.increment(Counter::LocalDecisions);
-            self.log(
-                LogLevel::Info,
-                &format!("{domain} is on the embedded strong lists: disposable without the sidecar"),
-            );
-            return self.judged(domain, true, LOCAL_FALLBACK_FLAG, None, details);
-        }
-        self.fail(bypass)
     }
 
     /// A verdict reached: block, or add the verdict headers (and the suggested provider domain
     /// of a probable typo, never the email's local part, and the detail headers `detail_headers`
-    /// sends) and go on.
-    fn judged(
-        &mut self,
-        domain: &Domain,
-        disposable: bool,
-        flags: &str,
-        suggestion: Option<&Domain>,
-        details: &AddressDetails,
-    ) -> Step {
+    /// sends for the signup's own address) and go on.
+    fn judged(&mut self, verdict: &AddressVerdict, details: Option<&AddressDetails>) -> Step {
         self.host.increment(Counter::Checked);
         let enforce = &self.config.enforce;
-        if disposable && enforce.mode == Mode::Block {
+        if verdict.disposable && enforce.mode == Mode::Block {
             self.host.increment(Counter::Blocked);
             return self.respond(&LocalReply::blocked(enforce.block_status, &enforce.block_body));
         }
@@ -394,13 +508,16 @@ impl<H: Host> Ctx<'_, H> {
             return Step::Proceed; // the headers have gone upstream
         }
         let names = &self.config.enforce.flag_headers;
-        let verdict = if disposable { "disposable" } else { "safe" };
-        let suggested = suggestion.map(|s| (names.suggestion.as_str(), s.as_str()));
-        let detailed = details.headers(names, enforce.detail_headers).into_iter().filter_map(|(n, v)| Some((n, v?)));
+        let name = if verdict.disposable { "disposable" } else { "safe" };
+        let suggested = verdict.suggestion.as_ref().map(|s| (names.suggestion.as_str(), s.as_str()));
+        let detailed = details
+            .into_iter()
+            .flat_map(|d| d.headers(names, enforce.detail_headers))
+            .filter_map(|(n, v)| Some((n, v?)));
         let set = [
-            (names.verdict.as_str(), verdict),
-            (names.domain.as_str(), domain.as_str()),
-            (names.flags.as_str(), flags),
+            (names.verdict.as_str(), name),
+            (names.domain.as_str(), verdict.domain.as_str()),
+            (names.flags.as_str(), verdict.flags.as_str()),
         ]
         .into_iter()
         .chain(suggested)
@@ -413,26 +530,6 @@ impl<H: Host> Ctx<'_, H> {
             }
             Err(e) => self.host_failed("could not add the verdict headers", e),
         }
-    }
-
-    fn missing(&mut self) -> Step {
-        self.host.increment(Counter::NoEmail);
-        match self.config.enforce.on_missing_email {
-            Policy::Allow => self.bypass(Bypass::NoEmail),
-            Policy::Deny => self.respond(&LocalReply::MISSING_EMAIL),
-        }
-    }
-
-    fn unreadable(&mut self) -> Step {
-        self.host.increment(Counter::UnreadableBody);
-        match self.config.enforce.on_unreadable_body {
-            Policy::Allow => self.bypass(Bypass::UnreadableBody),
-            Policy::Deny => self.respond(&LocalReply::UNREADABLE_BODY),
-        }
-    }
-
-    fn invalid(&mut self) -> Step {
-        self.invalid_because(None)
     }
 
     fn invalid_because(&mut self, why: Option<Unusable>) -> Step {
@@ -494,6 +591,16 @@ impl<H: Host> Ctx<'_, H> {
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
     }
+}
+
+/// A verdict summary as one domain's judgement.
+fn verdict_of(domain: &Domain, summary: &VerdictSummary) -> Judged {
+    Judged::Verdict(AddressVerdict {
+        domain: domain.clone(),
+        disposable: summary.disposable,
+        flags: summary.flags.header_value(),
+        suggestion: summary.suggestion.clone(),
+    })
 }
 
 /// Envoy's `x-request-id`, when it is plain (core's `plain_request_id`).

@@ -1,10 +1,10 @@
 //! Any request: the first line is the `content-type`, the second the request path with its
-//! query, the rest the body. Extraction never panics, and an email it reports is never blank
-//! (blank values count as absent).
+//! query, the rest the body. Extraction never panics, an email it reports is never blank
+//! (blank values count as absent), and no more domains than the bound are kept.
 #![no_main]
 
 use email_verdict_core::signup::EmailSources;
-use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
+use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, MAX_DOMAINS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,15 +18,16 @@ fuzz_target!(|data: &[u8]| {
         json_pointers: vec!["/email".into(), "/user/email".into()],
         form_fields: vec!["email".into(), "user[email]".into()],
     };
-    let kind = BodyKind::for_request(&[content_type.to_vec()], &[], &sources);
+    let kind = BodyKind::for_request(&[content_type.to_vec()], &[]);
     assert_eq!(kind, BodyKind::from_content_type(Some(content_type)));
-    for found in [
-        extract::from_body(&kind, body, &sources),
-        extract::from_query(&path, &sources.query_params),
-        extract::from_header_values(body.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect()),
-    ] {
+    let headers = extract::from_header_values(body.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect());
+    let query = extract::read_query(&path, &sources.query_params);
+    let read = extract::read_body(&kind, body, &sources);
+    for found in [&read.configured, &query.configured, &headers] {
         if let Extracted::Email(email) = found {
             assert!(!email.trim().is_empty());
         }
     }
+    let whole = Carried::new(headers, Domains::default()).and(query).and(read).to_judge();
+    assert!(whole.domains.len() <= MAX_DOMAINS);
 });

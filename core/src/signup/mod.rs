@@ -4,9 +4,11 @@
 //! what a verdict or its absence looks like on the request ([`outcome`]).
 
 pub mod extract;
+pub mod judgement;
 pub mod outcome;
 pub mod settings;
 
+pub use judgement::{AddressVerdict, Judged, Refusing, Settled, Worst};
 pub use outcome::{
     AddressDetails, Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary, header_value,
     plain_request_id,

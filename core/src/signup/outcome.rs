@@ -258,6 +258,13 @@ impl LocalReply<'static> {
         details: "email_verdict_unreadable_body",
         body: br#"{"error":"unreadable_body","message":"The request body could not be read in full (its format or encoding), so its email address could not be checked."}"#,
     };
+    /// More distinct domains than an enforcement point judges for one signup
+    /// (`extract::MAX_DOMAINS`): refused whatever the policies say.
+    pub const TOO_MANY_ADDRESSES: Self = Self {
+        status: 400,
+        details: "email_verdict_too_many_addresses",
+        body: br#"{"error":"too_many_addresses","message":"The request carries too many email addresses."}"#,
+    };
     pub const BODY_TOO_LARGE: Self = Self {
         status: 413,
         details: "email_verdict_body_too_large",

@@ -160,6 +160,11 @@ impl FlagHeaders {
         self.named().map(|(_, name)| name)
     }
 
+    /// The detail headers' names (a signup without an address of its own sends none of them).
+    pub fn detail_names(&self) -> [&str; 3] {
+        [&self.normalized_email, &self.role_account, &self.relay]
+    }
+
     /// Each name with its field, in `CONFIG.md` order.
     fn named(&self) -> [(&'static str, &str); 8] {
         [

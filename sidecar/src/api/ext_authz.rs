@@ -24,9 +24,10 @@
 //! read a body nor hold a connection open while it trickles one in. A body then has
 //! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
-use email_verdict_core::signup::extract::{self, BodyKind, Extracted};
+use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Problem, ToJudge};
 use email_verdict_core::signup::{
-    AddressDetails, Bypass, Enforcement, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, VerdictSummary,
+    AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
+    Policy, Refusing, Settled, VerdictSummary, Worst,
 };
 use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput};
 use http::{Response, StatusCode};
@@ -37,6 +38,7 @@ use super::lookup::{auth_error, judge};
 use super::{Api, ApiError, LogFields, Request};
 use crate::auth::AuthError;
 use crate::metrics::CheckOutcome;
+use crate::state::KeyRecord;
 
 pub const PREFIX: &str = "/ext_authz";
 /// Where Envoy puts the gateway's API key (`authorization_request.headers_to_add`).
@@ -100,24 +102,39 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     };
     let sources = &config.email;
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect::<Vec<_>>();
-    let early =
-        extract::from_headers(values, &sources.headers).and(extract::from_query(&target, &sources.query_params));
-    let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"), sources);
-    let found = if body.is_empty() || !kind.needed_after(&early) {
-        early
+    let configured = extract::from_headers(values, &sources.headers);
+    let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, &sources.query_params));
+    let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"));
+    let found = if body.is_empty() {
+        Carried::nothing()
     } else if headers.get(PARTIAL_BODY_HEADER).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")) {
-        early.and(Extracted::Unreadable(extract::Unreadable::TooComplex))
+        Carried::new(Extracted::Unreadable(extract::Unreadable::TooComplex), Domains::default())
     } else {
-        early.and(extract::from_body(&kind, &body, sources))
+        extract::read_body(&kind, &body, sources)
     };
-    match found {
-        Extracted::NotFound => by_policy(api, config.on_missing_email, Bypass::NoEmail, &LocalReply::MISSING_EMAIL),
-        Extracted::Invalid(why) => invalid(api, Some(why)),
-        Extracted::Unreadable(_) => unreadable(api),
-        Extracted::Email(raw) => match EmailAddress::parse(raw.trim()) {
-            Ok(email) => judged(api, key.as_deref(), request, &email, log).await,
-            Err(_) => invalid(api, None),
+    let whole = early.and(found).to_judge();
+    let problem = match whole.problem {
+        None => None,
+        Some(problem) => match by_problem(api, problem) {
+            Ok(bypass) => Some(bypass),
+            Err(refused) => return refused,
         },
+    };
+    judge_all(api, key.as_deref(), request, whole, problem, log).await
+}
+
+/// A problem of the signup: refused (`Err`) or let through with its bypass value.
+fn by_problem(api: &Api, problem: Problem) -> Result<Bypass, Checked> {
+    let config = &api.ext_authz;
+    let (policy, bypass, reply) = match problem {
+        Problem::Unreadable(_) => (config.on_unreadable_body, Bypass::UnreadableBody, LocalReply::UNREADABLE_BODY),
+        Problem::Invalid(why) => (config.on_invalid_email, Bypass::InvalidEmail, LocalReply::invalid(why)),
+        Problem::Missing => (config.on_missing_email, Bypass::NoEmail, LocalReply::MISSING_EMAIL),
+        Problem::TooManyDomains => return Err(refused(&LocalReply::TOO_MANY_ADDRESSES)),
+    };
+    match policy {
+        Policy::Allow => Ok(bypass),
+        Policy::Deny => Err(refused(&reply)),
     }
 }
 
@@ -139,29 +156,97 @@ fn unreadable(api: &Api) -> Checked {
     by_policy(api, api.ext_authz.on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
 }
 
-async fn judged(api: &Api, key: Option<&str>, request: &Request, email: &EmailAddress, log: &mut LogFields) -> Checked {
-    let domain = email.domain().clone();
-    log.domain = Some(domain.to_string());
-    // Only the domain is judged (as the filter asks); the details are the whole address's.
-    let details = AddressDetails::of(email, api.verdicts.catalog().relay.contains(&domain));
-    let verdict = async {
-        let key = api.auth.authenticate(key, request.client).await.map_err(|e| auth_error(api, e))?;
-        log.key_id = Some(key.id.clone());
-        judge(api, &key, &LookupInput::Domain(domain.clone())).await
+/// Every domain of the signup judged at once (at most `extract::MAX_DOMAINS`); the worst
+/// outcome answers (`signup::Worst`). A failure is our own: a 5xx, so Envoy's failure mode
+/// decides, unless a disposable verdict already refuses the signup.
+async fn judge_all(
+    api: &Api,
+    key: Option<&str>,
+    request: &Request,
+    whole: ToJudge,
+    problem: Option<Bypass>,
+    log: &mut LogFields,
+) -> Checked {
+    let catalog = api.verdicts.catalog();
+    let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, catalog.relay.contains(email.domain())));
+    log.domain = whole.domains.first().map(Domain::to_string);
+    let (key, mut error) = match api.auth.authenticate(key, request.client).await {
+        Ok(key) => {
+            log.key_id = Some(key.id.clone());
+            (Some(key), None)
+        }
+        Err(e) => (None, Some(auth_error(api, e))),
     };
-    match verdict.await {
+    let outcomes = futures::future::join_all(whole.domains.iter().map(|d| judge_domain(api, key.as_ref(), d))).await;
+    let mut worst = Worst::default();
+    worst.set_primary(whole.primary.as_ref().map(EmailAddress::domain));
+    let mut local = false;
+    for outcome in outcomes {
+        match outcome {
+            DomainOutcome::Judged(judged, cached) => {
+                log.cached = Some(cached);
+                worst.add(judged);
+            }
+            DomainOutcome::Local(judged) => {
+                local = true;
+                worst.add(judged);
+            }
+            DomainOutcome::Failed(e) => {
+                if let Some(e) = e {
+                    error.get_or_insert(e);
+                }
+                worst.add(Outcome::Failed(Bypass::SidecarError));
+            }
+        }
+    }
+    let config = &api.ext_authz;
+    let by = Refusing { block: config.mode == Mode::Block, denies: |_| true };
+    let counted = if local { CheckOutcome::LocalDecision } else { CheckOutcome::Judged };
+    match worst.settle(problem, &by) {
+        Settled::Disposable(v) | Settled::Safe(v) => verdict_answer(config, &v, details.as_ref(), counted),
+        Settled::Failed(_) => match error {
+            Some(e) => failed(e, log),
+            None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
+        },
+        Settled::Invalid => invalid(api, None),
+        Settled::Bypass(bypass) => Checked { response: bypassed(config, bypass), outcome: CheckOutcome::Bypassed },
+    }
+}
+
+/// What judging one domain came to.
+enum DomainOutcome {
+    /// A verdict of the lookup path, and whether it was cached.
+    Judged(Outcome, bool),
+    /// Disposable without the full verdict (`decided_locally`).
+    Local(Outcome),
+    /// No verdict: the lookup's error (none when the key was refused: that error is kept once).
+    Failed(Option<ApiError>),
+}
+
+/// One domain, through the lookup API's own path ([`judge`]) with the gateway's key (none when
+/// it was refused): only the domain is judged, as the filter asks.
+async fn judge_domain(api: &Api, key: Option<&KeyRecord>, domain: &Domain) -> DomainOutcome {
+    let verdict = match key {
+        Some(key) => judge(api, key, &LookupInput::Domain(domain.clone())).await.map_err(Some),
+        None => Err(None),
+    };
+    match verdict {
         Ok((judged, _)) => {
-            log.cached = Some(judged.result.cached);
             let summary = VerdictSummary::from_result(&judged.result);
-            let verdict = Verdict { disposable: summary.disposable, flags: &summary.flags.header_value() };
-            verdict_answer(&api.ext_authz, &domain, verdict, judged.suggestion.as_ref(), &details, CheckOutcome::Judged)
+            let verdict = AddressVerdict {
+                domain: domain.clone(),
+                disposable: summary.disposable,
+                flags: summary.flags.header_value(),
+                suggestion: judged.suggestion.clone(),
+            };
+            DomainOutcome::Judged(Outcome::Verdict(verdict), judged.result.cached)
         }
-        Err(e) if decided_locally(api, &domain).await => {
-            log.code = Some(e.code.as_str());
-            let verdict = Verdict { disposable: true, flags: LOCAL_FALLBACK_FLAG };
-            verdict_answer(&api.ext_authz, &domain, verdict, None, &details, CheckOutcome::LocalDecision)
+        Err(_) if decided_locally(api, domain).await => {
+            let flags = LOCAL_FALLBACK_FLAG.to_owned();
+            let verdict = AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None };
+            DomainOutcome::Local(Outcome::Verdict(verdict))
         }
-        Err(e) => failed(e, log),
+        Err(e) => DomainOutcome::Failed(e),
     }
 }
 
@@ -184,22 +269,14 @@ async fn decided_locally(api: &Api, domain: &Domain) -> bool {
 /// How long the local decision waits for the store's reviewer decision.
 const LOCAL_DECISION_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// A verdict as the flag headers say it.
-#[derive(Clone, Copy)]
-struct Verdict<'a> {
-    disposable: bool,
-    flags: &'a str,
-}
-
 /// The verdict's answer: the block response, or 200 with the flag headers (the suggestion's
 /// only when there is one: the suggested provider domain; the detail headers `detail_headers`
-/// sends, when they have a value; the client's copies of the others removed).
+/// sends for the signup's own address, when they have a value; the client's copies of the
+/// others removed).
 fn verdict_answer(
     config: &Enforcement,
-    domain: &Domain,
-    verdict: Verdict<'_>,
-    suggestion: Option<&Domain>,
-    details: &AddressDetails,
+    verdict: &AddressVerdict,
+    details: Option<&AddressDetails>,
     outcome: CheckOutcome,
 ) -> Checked {
     if verdict.disposable && config.mode == Mode::Block {
@@ -210,15 +287,17 @@ fn verdict_answer(
     let name = if verdict.disposable { "disposable" } else { "safe" };
     let mut set = vec![
         (names.verdict.as_str(), name),
-        (names.domain.as_str(), domain.as_str()),
-        (names.flags.as_str(), verdict.flags),
+        (names.domain.as_str(), verdict.domain.as_str()),
+        (names.flags.as_str(), verdict.flags.as_str()),
     ];
     let mut remove = vec![names.bypass.as_str()];
-    match suggestion {
+    match &verdict.suggestion {
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
     }
-    for (name, value) in details.headers(names, config.detail_headers) {
+    let detailed = details.map(|d| d.headers(names, config.detail_headers));
+    let detailed = detailed.unwrap_or_else(|| names.detail_names().map(|n| (n, None)));
+    for (name, value) in detailed {
         match value {
             Some(value) => set.push((name, value)),
             None => remove.push(name),
@@ -320,8 +399,13 @@ mod tests {
     fn safe(config: &Enforcement, email: &str, relay: bool) -> Response<Vec<u8>> {
         let email = EmailAddress::parse(email).unwrap();
         let details = AddressDetails::of(&email, relay);
-        let verdict = Verdict { disposable: false, flags: "free_provider" };
-        verdict_answer(config, email.domain(), verdict, None, &details, CheckOutcome::Judged).response
+        let verdict = AddressVerdict {
+            domain: email.domain().clone(),
+            disposable: false,
+            flags: "free_provider".to_owned(),
+            suggestion: None,
+        };
+        verdict_answer(config, &verdict, Some(&details), CheckOutcome::Judged).response
     }
 
     fn removed(r: &Response<Vec<u8>>) -> Vec<&str> {

@@ -12,7 +12,7 @@
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{Extracted, Unreadable, Unusable, fold, single};
+use super::{Carried, Domains, Extracted, Unreadable, Unusable, fold, single};
 
 /// A JSON value with objects as member lists (duplicates kept, in order). Numbers and booleans
 /// are never an email, so their values are not kept.
@@ -25,17 +25,38 @@ enum Node {
     Object(Vec<(String, Node)>),
 }
 
-/// The values at `pointers`, each followed down every duplicate key; see [`single`].
-pub(super) fn from_json(body: &[u8], pointers: &[String]) -> Extracted {
+/// The values at `pointers`, each followed down every duplicate key (see [`single`]), and the
+/// domains of every string in the document that is an address, object keys included.
+pub(super) fn read_json(body: &[u8], pointers: &[String]) -> Carried {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body); // a UTF-8 BOM, as Python reads it
     let Ok(doc) = serde_json::from_slice::<Node>(body) else {
-        return Extracted::Unreadable(Unreadable::Malformed);
+        return Carried::new(Extracted::Unreadable(Unreadable::Malformed), Domains::default());
     };
+    let mut domains = Domains::default();
+    every_string(&doc, &mut |s| domains.consider(s));
+    Carried::new(at_pointers(&doc, pointers), domains)
+}
+
+/// Calls `f` with every string below `node`, keys included. Depth is bounded by serde_json's
+/// recursion limit (128).
+fn every_string(node: &Node, f: &mut impl FnMut(&str)) {
+    match node {
+        Node::String(s) => f(s),
+        Node::Array(items) => items.iter().for_each(|item| every_string(item, f)),
+        Node::Object(members) => members.iter().for_each(|(key, value)| {
+            f(key);
+            every_string(value, f);
+        }),
+        Node::Null | Node::NotString => {}
+    }
+}
+
+fn at_pointers(doc: &Node, pointers: &[String]) -> Extracted {
     let mut found = Extracted::NotFound;
     for pointer in pointers {
         let Some(tokens) = tokens(pointer) else { continue };
         let mut leaves = Vec::new();
-        resolve(&doc, &tokens, &mut leaves);
+        resolve(doc, &tokens, &mut leaves);
         let values = leaves.into_iter().map(|leaf| match leaf {
             Node::Null => Ok(String::new()), // absent
             Node::String(s) => Ok(s.clone()),

@@ -1,5 +1,6 @@
 //! Finding the email in a request: headers, query parameters, JSON pointers, urlencoded and
-//! multipart form fields (`CONFIG.md`).
+//! multipart form fields (`CONFIG.md`), and beside it every other address the request carries
+//! ([`carried`]: judged too, whatever its field's name).
 //!
 //! Rules shared by every source, chosen so that the filter never sees a *different* email than
 //! the app would, nor *no* email where the app sees one. The app may be any popular framework
@@ -13,16 +14,20 @@
 //!   query collections, Go's and ASP.NET Core's JSON binding): case-insensitively, with Unicode
 //!   simple case folding (`Email` and `EMAIL` are `email`, `ſ` is `s`, the Kelvin sign `K` is `k`);
 //! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`];
-//! - a body that cannot be read in full (malformed, over a limit, encoded, of a type no
-//!   configured source reads, readable more than one way) is [`Extracted::Unreadable`], never
-//!   "no email": an app may read it.
+//! - a body that cannot be read in full (malformed, over a limit, encoded, of a type other than
+//!   JSON, urlencoded or multipart form, readable more than one way) is
+//!   [`Extracted::Unreadable`], never "no email": an app may read it, even when an address was
+//!   found in a header or the query (Express, Starlette and Flask read JSON that is UTF-16,
+//!   gzip-encoded or sent as `text/plain`; a Django view may `json.loads` any body).
 //!
 //! Parsing never panics, whatever the input. No proxy-wasm types here: the filter and the sidecar's ext_authz endpoint both use it.
 
+mod carried;
 mod fold;
 mod json;
 mod multipart;
 
+pub use carried::{Carried, Domains, MAX_DOMAINS, Problem, ToJudge};
 pub use multipart::{MAX_HEADERS, MAX_PARTS};
 
 use super::settings::EmailSources;
@@ -111,6 +116,10 @@ impl BodyKind {
     /// A value apps may parse differently (a comment, a parameter given twice, an RFC 2231
     /// `boundary*=`...) is `Unread(Ambiguous)`; a `charset` other than UTF-8 or US-ASCII on a
     /// type the filter reads is `Unread(Encoded)` (Express decodes `charset=utf-7` JSON).
+    /// Parameters are `charset`, and `boundary` on a multipart type, nothing else: formidable
+    /// finds `multipart` and `boundary=` anywhere in the value with regular expressions
+    /// (`application/x-www-form-urlencoded; x=multipart; boundary=B` is multipart to it), and
+    /// real clients send no other parameter.
     pub fn from_content_type(content_type: Option<&[u8]>) -> Self {
         let unread = Self::Unread(Unreadable::UnreadType);
         let Some(ct) = content_type.and_then(|c| std::str::from_utf8(c).ok()) else {
@@ -130,8 +139,9 @@ impl BodyKind {
             Some(("multipart", "form-data")) => true,
             _ => return unread,
         };
-        if params.iter().any(|(name, _)| name.contains('*')) {
-            return Self::Unread(Unreadable::Ambiguous); // RFC 2231 `boundary*=`, `charset*=`
+        let known = |name: &str| name == "charset" || (multipart && name == "boundary");
+        if params.iter().any(|(name, _)| !known(name)) {
+            return Self::Unread(Unreadable::Ambiguous); // `boundary*=`, `x-boundary=`, `x=multipart`
         }
         if params.iter().any(|(name, value)| name == "charset" && !is_utf8_charset(value)) {
             return Self::Unread(Unreadable::Encoded);
@@ -148,36 +158,19 @@ impl BodyKind {
     }
 
     /// From every `content-type` and `content-encoding` value of the request: encoded or
-    /// ambiguous bodies, and kinds no configured source reads, are not read.
-    pub fn for_request(content_types: &[Vec<u8>], content_encodings: &[Vec<u8>], sources: &EmailSources) -> Self {
+    /// ambiguous bodies are not read. Every body a signup route gets is read in full (every
+    /// address in it is judged), whichever sources are configured.
+    pub fn for_request(content_types: &[Vec<u8>], content_encodings: &[Vec<u8>]) -> Self {
         let encoded =
             content_encodings.iter().any(|v| !String::from_utf8_lossy(v).trim().eq_ignore_ascii_case("identity"));
         if encoded {
             return Self::Unread(Unreadable::Encoded);
         }
-        let kind = match content_types {
+        match content_types {
             [] => Self::from_content_type(None),
             [first, rest @ ..] if rest.iter().all(|v| v == first) => Self::from_content_type(Some(first)),
-            _ => return Self::Unread(Unreadable::Ambiguous),
-        };
-        let read = match &kind {
-            Self::Json => !sources.json_pointers.is_empty(),
-            Self::UrlEncoded | Self::Multipart { .. } => !sources.form_fields.is_empty(),
-            Self::Unread(_) => true,
-        };
-        if read { kind } else { Self::Unread(Unreadable::UnreadType) }
-    }
-}
-
-impl BodyKind {
-    /// Whether the body must still be read after the headers and the query gave `early`: not
-    /// when they already decided (an invalid or unreadable value, whatever the body holds), nor
-    /// when an email was found where it was configured to be and no source reads this body.
-    pub fn needed_after(&self, early: &Extracted) -> bool {
-        !matches!(
-            (early, self),
-            (Extracted::Invalid(_) | Extracted::Unreadable(_), _) | (Extracted::Email(_), BodyKind::Unread(_))
-        )
+            _ => Self::Unread(Unreadable::Ambiguous),
+        }
     }
 }
 
@@ -191,35 +184,61 @@ pub fn from_header_values(values: Vec<Vec<u8>>) -> Extracted {
     single(values.into_iter().map(|v| String::from_utf8(v).map_err(|_| Unusable::NotText)))
 }
 
-/// The configured query parameters present in `path` (percent-decoded, `+` is a space).
-pub fn from_query(path: &str, names: &[String]) -> Extracted {
+/// The query of `path` (percent-decoded, `+` is a space): the configured parameters, and every
+/// address in any parameter.
+pub fn read_query(path: &str, names: &[String]) -> Carried {
     let Some((_, query)) = path.split_once('?') else {
-        return Extracted::NotFound;
+        return Carried::nothing();
     };
     let query = query.split_once('#').map_or(query, |(q, _)| q);
-    from_pairs(|| form_urlencoded::parse(query.as_bytes()), names)
+    let configured = from_pairs(|| form_urlencoded::parse(query.as_bytes()), names);
+    Carried::new(configured, pair_domains(query.as_bytes()))
 }
 
-/// The email from a complete body of the given kind. An empty body holds no email.
-pub fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extracted {
+/// A complete body of the given kind: the configured sources, and every address anywhere in
+/// it. An empty body holds nothing.
+pub fn read_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Carried {
     if body.is_empty() {
-        return Extracted::NotFound;
+        return Carried::nothing();
     }
     match kind {
-        BodyKind::Json => json::from_json(body, &sources.json_pointers),
-        BodyKind::UrlEncoded => from_urlencoded(body, &sources.form_fields),
-        BodyKind::Multipart { boundary } => from_multipart(body, boundary, &sources.form_fields),
-        BodyKind::Unread(why) => Extracted::Unreadable(*why),
+        BodyKind::Json => json::read_json(body, &sources.json_pointers),
+        BodyKind::UrlEncoded => read_urlencoded(body, &sources.form_fields),
+        BodyKind::Multipart { boundary } => read_multipart(body, boundary, &sources.form_fields),
+        BodyKind::Unread(why) => unreadable(*why),
     }
 }
 
-/// A JSON document sent as a form (apps that parse any body as JSON read it) is not a form.
+fn unreadable(why: Unreadable) -> Carried {
+    Carried::new(Extracted::Unreadable(why), Domains::default())
+}
+
+/// The domains of the addresses among the values of `pairs`, split at `&` and, as Rack splits
+/// a query, at `;` too, with the spaces after a separator dropped as Rack drops them.
+fn pair_domains(pairs: &[u8]) -> Domains {
+    let mut domains = Domains::default();
+    let pieces = pairs.split(|&b| b == b'&').chain(pairs.split(|&b| b == b'&' || b == b';'));
+    for piece in pieces {
+        for (_, value) in form_urlencoded::parse(piece.trim_ascii_start()) {
+            domains.consider(&value);
+        }
+    }
+    domains
+}
+
+/// A JSON document sent as a form (apps that parse any body as JSON read it) is not a form, nor
+/// is a body that is not UTF-8 text.
 /// A UTF-8 BOM is skipped (Express decodes bodies with iconv-lite, which drops it), and a pair
 /// after `&` and spaces counts under its name without them too (Rack splits at `/& */`).
-fn from_urlencoded(body: &[u8], names: &[String]) -> Extracted {
+fn read_urlencoded(body: &[u8], names: &[String]) -> Carried {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     if body.trim_ascii_start().first().is_some_and(|b| matches!(b, b'{' | b'[' | b'"')) {
-        return Extracted::Unreadable(Unreadable::Malformed);
+        return unreadable(Unreadable::Malformed);
+    }
+    // UTF-16 or UTF-32 (a BOM, NULs): a Django view's `json.loads(request.body)` and
+    // Starlette's `request.json()` decode it whatever the declared type.
+    if std::str::from_utf8(body).is_err() || body.contains(&0) {
+        return unreadable(Unreadable::Encoded);
     }
     let pairs = || {
         body.split(|&b| b == b'&').flat_map(|piece| {
@@ -229,9 +248,9 @@ fn from_urlencoded(body: &[u8], names: &[String]) -> Extracted {
         })
     };
     if let Some(why) = declared_charset(pairs().filter(|(k, _)| fold::same_name(k, CHARSET_FIELD)).map(|(_, v)| v)) {
-        return Extracted::Unreadable(why);
+        return unreadable(why);
     }
-    from_pairs(pairs, names)
+    Carried::new(from_pairs(pairs, names), pair_domains(body))
 }
 
 /// The HTML5 `_charset_` field: the browser fills it with the form's encoding, and some servers
@@ -257,32 +276,39 @@ where
     })
 }
 
-fn from_multipart(body: &[u8], boundary: &str, names: &[String]) -> Extracted {
+/// Every part is read: a part in a transfer encoding or charset the filter does not read makes
+/// the body unreadable whatever its name (Django decodes base64 parts). Parts that are not
+/// UTF-8 (files) hold no address, unless a configured name says they should.
+fn read_multipart(body: &[u8], boundary: &str, names: &[String]) -> Carried {
     let parts = match multipart::parts(body, boundary) {
         Ok(parts) => parts,
-        Err(why) => return Extracted::Unreadable(why),
+        Err(why) => return unreadable(why),
     };
+    if parts.iter().any(|p| p.encoded) {
+        return unreadable(Unreadable::Encoded);
+    }
     let named =
         |name: &'static str| parts.iter().filter(move |p| p.name.as_deref().is_some_and(|n| fold::same_name(n, name)));
     let charsets = named(CHARSET_FIELD).map(|p| String::from_utf8_lossy(p.value));
     if let Some(why) = declared_charset(charsets) {
-        return Extracted::Unreadable(why);
+        return unreadable(why);
+    }
+    let mut domains = Domains::default();
+    for text in parts.iter().filter_map(|p| std::str::from_utf8(p.value).ok()) {
+        domains.consider(text);
     }
     let mut found = Extracted::NotFound;
     for name in names {
         let mut values = Vec::new();
         for part in parts.iter().filter(|p| p.name.as_deref().is_some_and(|n| fold::same_name(n, name))) {
-            if part.encoded {
-                return Extracted::Unreadable(Unreadable::Encoded);
-            }
             match std::str::from_utf8(part.value) {
                 Ok(v) => values.push(Ok(v.to_owned())),
-                Err(_) => return Extracted::Unreadable(Unreadable::Encoded),
+                Err(_) => return unreadable(Unreadable::Encoded),
             }
         }
         found = found.and(single(values.into_iter()));
     }
-    found
+    Carried::new(found, domains)
 }
 
 /// Folds the occurrences of one name: empties dropped; one distinct value or none, else invalid.

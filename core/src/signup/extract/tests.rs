@@ -1,4 +1,14 @@
 use super::*;
+use crate::Domain;
+
+/// What the configured sources give (the tests of every address are below and in `carried`).
+fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extracted {
+    read_body(kind, body, sources).configured
+}
+
+fn from_query(path: &str, names: &[String]) -> Extracted {
+    read_query(path, names).configured
+}
 
 fn sources(json: &[&str], form: &[&str]) -> EmailSources {
     EmailSources {
@@ -78,6 +88,12 @@ fn content_types_apps_read_differently_are_not_read() {
         ("application/x-www-form-urlencoded; charset=ISO-8859-1", Encoded),
         ("multipart/form-data; boundary=AAA; charset=shift_jis", Encoded),
         ("application/json; charset=utf-8; charset=utf-7", Ambiguous),
+        // Issue 30: parameters formidable reads with regular expressions, and any other.
+        ("application/x-www-form-urlencoded; x=multipart; boundary=B", Ambiguous),
+        ("application/json; boundary=B", Ambiguous),
+        ("multipart/form-data; x-boundary=A; boundary=B", Ambiguous),
+        ("multipart/form-data; boundary=B; x=urlencoded", Ambiguous),
+        ("application/json; x=1", Ambiguous),
         ("application/json; charset*=utf-8''utf-7", Ambiguous),
     ];
     for (ct, why) in cases {
@@ -85,7 +101,7 @@ fn content_types_apps_read_differently_are_not_read() {
     }
     // A body under such a type is unreadable, not "no email".
     let s = sources(&["/email"], &["email"]);
-    let kind = BodyKind::for_request(&[b"application/json; charset=utf-7".to_vec()], &[], &s);
+    let kind = BodyKind::for_request(&[b"application/json; charset=utf-7".to_vec()], &[]);
     let body = br#"{"email":"x+AEA-mailinator.com+ACIALAAiAHoAIgA6ACI-@gmail.com"}"#;
     assert_eq!(from_body(&kind, body, &s), Extracted::Unreadable(Unreadable::Encoded));
 }
@@ -94,7 +110,6 @@ fn content_types_apps_read_differently_are_not_read() {
 /// types: not read, so a non-empty one is unreadable rather than "no email".
 #[test]
 fn body_kind_for_request() {
-    let all = sources(&["/email"], &["email"]);
     let v = |s: &str| vec![s.as_bytes().to_vec()];
     let two = vec![b"application/json".to_vec(), b"application/x-www-form-urlencoded".to_vec()];
     let same_twice = vec![b"application/json".to_vec(), b"application/json".to_vec()];
@@ -110,12 +125,14 @@ fn body_kind_for_request() {
         (same_twice, vec![], BodyKind::Json),
     ];
     for (ct, ce, expected) in &cases {
-        assert_eq!(&BodyKind::for_request(ct, ce, &all), expected, "{ct:?} {ce:?}");
+        assert_eq!(&BodyKind::for_request(ct, ce), expected, "{ct:?} {ce:?}");
     }
+    // Every body is read, whichever sources are configured: its addresses are judged.
     let json_only = sources(&["/email"], &[]);
-    let kind = BodyKind::for_request(&v("application/x-www-form-urlencoded"), &[], &json_only);
-    assert_eq!(kind, BodyKind::Unread(Unreadable::UnreadType));
-    assert_eq!(from_body(&kind, b"email=x@mailinator.com", &json_only), Extracted::Unreadable(Unreadable::UnreadType));
+    let kind = BodyKind::for_request(&v("application/x-www-form-urlencoded"), &[]);
+    let read = read_body(&kind, b"email=x@mailinator.com", &json_only);
+    assert_eq!(read.configured, Extracted::NotFound);
+    assert_eq!(read.domains.as_slice(), [Domain::parse("mailinator.com").unwrap()]);
     assert_eq!(from_body(&kind, b"", &json_only), Extracted::NotFound, "an empty body holds no email");
 }
 
@@ -300,8 +317,8 @@ fn multipart_bodies_that_hid_the_email() {
         (big_headers, Extracted::Unreadable(Unreadable::TooComplex)),
         // As name*=utf-8''email (RFC 8187): read.
         (format!("--B\r\nContent-Disposition: form-data; name*=utf-8''email\r\n\r\n{x}\r\n--B--"), email(x)),
-        // After a preamble line that starts with the boundary: read.
-        (format!("--Bx preamble\r\n{}--B--", part("email", x)), email(x)),
+        // After a preamble line that starts with the boundary: Django finds it there.
+        (format!("--Bx preamble\r\n{}--B--", part("email", x)), Extracted::Unreadable(Unreadable::Ambiguous)),
         // A folded Content-Disposition: read.
         (format!("--B\r\nContent-Disposition: form-data;\r\n\tname=\"email\"\r\n\r\n{x}\r\n--B--"), email(x)),
         // No closing delimiter.
@@ -567,4 +584,77 @@ fn strict_header_values() {
     for input in ambiguous {
         assert_eq!(header_value(input), Err(Unreadable::Ambiguous), "{input:?}");
     }
+}
+
+/// Issue 30: every address the request carries is found, whatever holds it.
+#[test]
+fn every_address_is_found_whatever_its_name() {
+    let s = sources(&["/email"], &["email"]);
+    let domains = |kind: &BodyKind, body: &str| -> Vec<String> {
+        let read = read_body(kind, body.as_bytes(), &s);
+        read.domains.as_slice().iter().map(|d| d.as_str().to_owned()).collect()
+    };
+    let x = ["mailinator.com"];
+    let form = BodyKind::UrlEncoded;
+    // qs (Express `extended: true`), PHP and Rack bracket names; any field name.
+    for body in [
+        "%5Bemail%5D=x%40mailinator.com",
+        "email[]=x@mailinator.com",
+        "email[0]=x@mailinator.com",
+        "user[email]=x@mailinator.com",
+        "invitee_email=x@mailinator.com",
+        "name=Ann&a=1;email=x@mailinator.com",
+        "a=1&  b=x@mailinator.com",
+    ] {
+        assert_eq!(domains(&form, body), x, "{body}");
+    }
+    // A form that starts like JSON is not read at all.
+    let json_like = read_body(&form, b"[email]=x@mailinator.com", &s);
+    assert_eq!(json_like.configured, Extracted::Unreadable(Unreadable::Malformed));
+    // JSON: any depth, any key, keys too.
+    for body in [
+        r#"{"user":{"contact":[{"value":"x@mailinator.com"}]}}"#,
+        r#"["x@mailinator.com"]"#,
+        r#"{"x@mailinator.com":true}"#,
+        r#""x@mailinator.com""#,
+    ] {
+        assert_eq!(domains(&BodyKind::Json, body), x, "{body}");
+    }
+    // Multipart: any part, a file's text too.
+    let kind = BodyKind::Multipart { boundary: "B".to_owned() };
+    let body = format!("{}{}--B--\r\n", part("name", "Ann"), part("[email]", "x@mailinator.com"));
+    assert_eq!(domains(&kind, &body), x);
+    // Two addresses: both, the configured one first in the body's order.
+    let both = r#"{"invitee":"x@mailinator.com","email":"ann@gmail.com"}"#;
+    assert_eq!(domains(&BodyKind::Json, both), ["mailinator.com", "gmail.com"]);
+    // Text that merely holds an address is not one.
+    assert!(domains(&form, "bio=mail+me+at+x@mailinator.com").is_empty());
+    // The query, with Rack's `;`.
+    let query = read_query("/signup?email=ann@gmail.com&x=1;[email]=x%40mailinator.com", &["email".to_owned()]);
+    assert_eq!(query.configured, email("ann@gmail.com"));
+    let names: Vec<&str> = query.domains.as_slice().iter().map(Domain::as_str).collect();
+    assert_eq!(names, ["gmail.com", "mailinator.com"]);
+}
+
+/// Issue 30: a part in an encoding the filter does not read makes the body unreadable, whatever
+/// its name (Django decodes base64 parts).
+#[test]
+fn an_encoded_part_under_any_name_is_unreadable() {
+    let s = sources(&[], &["email"]);
+    let kind = BodyKind::Multipart { boundary: "B".to_owned() };
+    let body = "--B\r\nContent-Disposition: form-data; name=other\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+                eEBtYWlsaW5hdG9yLmNvbQ==\r\n--B--";
+    assert_eq!(from_body(&kind, body.as_bytes(), &s), Extracted::Unreadable(Unreadable::Encoded));
+}
+
+/// Issue 30: UTF-16 JSON sent as a form is JSON to Django's `json.loads(request.body)` and
+/// Starlette's `request.json()`: a form body must be UTF-8 text.
+#[test]
+fn a_form_body_that_is_not_utf8_text_is_unreadable() {
+    let s = sources(&[], &["email"]);
+    let utf16: Vec<u8> = "\u{feff}{\"email\":\"x@mailinator.com\"}".encode_utf16().flat_map(u16::to_le_bytes).collect();
+    for body in [utf16.as_slice(), b"email=a\0b", b"email=\xff"] {
+        assert_eq!(from_body(&BodyKind::UrlEncoded, body, &s), Extracted::Unreadable(Unreadable::Encoded), "{body:?}");
+    }
+    assert_eq!(from_body(&BodyKind::UrlEncoded, "name=José&email=a@b.example".as_bytes(), &s), email("a@b.example"));
 }

@@ -81,41 +81,116 @@ fn invalid_emails_follow_on_invalid_email() {
     assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("invalid_email"));
 }
 
+/// With the header hold the whole signup is read first: an address in a header or the query is
+/// judged with the body's (issue 30: a body the filter skipped was read by the app).
 #[test]
-fn email_in_a_header_or_query_is_checked_in_the_headers_phase() {
+fn email_in_a_header_or_query_is_judged_with_the_body() {
     let h = Harness::new(json!({
         "email": { "headers": ["X-Signup-Email"], "query_params": ["email"] },
         "cache": { "ttl_seconds": 0 }
     }));
+    let json = ("content-type", "application/json");
     let requests = [
-        h.host("POST", "/signup", &[("x-signup-email", "a@mailinator.com")], b"{}"),
-        h.host("POST", "/signup?email=a%40mailinator.com", &[], b"{}"),
+        h.host("POST", "/signup", &[("x-signup-email", "a@mailinator.com"), json], b"{}"),
+        h.host("POST", "/signup?email=a%40mailinator.com", &[json], b"{}"),
         h.host("POST", "/api/register/v2?email=a%40mailinator.com", &[], b""),
     ];
     for mut host in requests {
         let mut f = h.filter();
         let eos = host.body.is_empty();
-        assert_eq!(f.on_request_headers(&mut host, eos), Action::Pause);
+        let headers = f.on_request_headers(&mut host, eos);
+        if !eos {
+            assert_eq!((headers, host.dispatched.len()), (Action::Pause, 0), "the body first");
+            assert_eq!(f.on_request_body(&mut host, 2, true), Action::Pause);
+        }
         assert_eq!(host.dispatched.len(), 1);
-        // Body chunks that arrive meanwhile are held, not released.
-        assert_eq!(f.on_request_body(&mut host, 2, true), Action::Pause);
         answer(&mut f, &mut host, lookup_response("mailinator.com", "safe", &[]));
         assert_eq!(host.resumed, 1);
         assert_eq!(host.header("x-email-domain").as_deref(), Some("mailinator.com"));
     }
-    // Two different header values are refused at once.
+    // Two different header values are refused.
     let mut host = h.host(
         "POST",
         "/signup",
-        &[
-            ("x-signup-email", "a@gmail.com"),
-            ("x-signup-email", "b@mailinator.com"),
-            ("content-type", "application/json"),
-        ],
+        &[("x-signup-email", "a@gmail.com"), ("x-signup-email", "b@mailinator.com"), json],
         br#"{"email":"c@gmail.com"}"#,
     );
-    assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Pause);
+    send(&mut h.filter(), &mut host);
     assert_eq!(only_sent(&host).status, 400);
+}
+
+/// Issue 30: an address in the query does not make a body the filter cannot read readable
+/// (UTF-16, gzip, JSON as `text/plain` or untyped: Express, Starlette, Flask and Django read them).
+#[test]
+fn a_body_that_cannot_be_read_is_refused_even_with_an_address_in_the_query() {
+    let h = Harness::new(json!({ "email": { "query_params": ["email"] } }));
+    let utf16: Vec<u8> = r#"{"email":"x@mailinator.com"}"#.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let cases: [(&[(&str, &str)], Vec<u8>); 4] = [
+        (&[("content-type", "application/json")], utf16),
+        (&[("content-type", "application/json"), ("content-encoding", "gzip")], b"\x1f\x8b\x08\x00".to_vec()),
+        (&[("content-type", "text/plain")], br#"{"email":"x@mailinator.com"}"#.to_vec()),
+        (&[], br#"{"email":"x@mailinator.com"}"#.to_vec()),
+    ];
+    for (headers, body) in cases {
+        let mut host = h.host("POST", "/signup?email=ann%40gmail.com", headers, &body);
+        send(&mut h.filter(), &mut host);
+        assert!(host.dispatched.is_empty(), "{headers:?}");
+        assert_eq!(only_sent(&host).json()["error"], json!("unreadable_body"), "{headers:?}");
+    }
+}
+
+/// Issue 30: every address the signup carries is judged, whatever its name; the worst decides.
+#[test]
+fn every_address_is_judged_and_the_worst_decides() {
+    let h = Harness::new(json!({ "email": { "query_params": ["email"] }, "cache": { "ttl_seconds": 0 } }));
+    let form = [("content-type", "application/x-www-form-urlencoded")];
+    for body in ["%5Bemail%5D=x%40mailinator.com", "user[email]=x@mailinator.com", "invitee_email=x@mailinator.com"] {
+        let mut host = h.host("POST", "/signup?email=ann%40gmail.com", &form, body.as_bytes());
+        let mut f = h.filter();
+        assert_eq!(send(&mut f, &mut host), (Action::Pause, Action::Pause));
+        let asked: Vec<&str> = host.dispatched.iter().filter_map(|d| d.header(":path")).collect();
+        assert_eq!(asked, ["/api/v1/domain/gmail.com", "/api/v1/domain/mailinator.com"], "{body}");
+        let tokens: Vec<u32> = host.dispatched.iter().map(|d| d.token).collect();
+        f.on_callout_response(&mut host, tokens[1], &lookup_response("mailinator.com", "disposable", &[]));
+        assert_eq!(only_sent(&host).status, 403, "blocked before the other answer: {body}");
+        f.on_callout_response(&mut host, tokens[0], &lookup_response("gmail.com", "safe", &["free_provider"]));
+        assert_eq!((host.sent.len(), host.resumed), (1, 0));
+    }
+    // All safe: the headers name the signup's own address, whichever answer came first.
+    let body = br#"{"email":"ann@gmail.com","team":{"invitees":["bob@example.org"]}}"#;
+    let mut host = h.host("POST", "/signup", &[("content-type", "application/json")], body);
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    let tokens: Vec<u32> = host.dispatched.iter().map(|d| d.token).collect();
+    f.on_callout_response(&mut host, tokens[1], &lookup_response("example.org", "safe", &[]));
+    assert_eq!(host.resumed, 0, "still waiting");
+    f.on_callout_response(&mut host, tokens[0], &lookup_response("gmail.com", "safe", &["free_provider"]));
+    assert_eq!(host.resumed, 1);
+    assert_eq!(host.header("x-email-domain").as_deref(), Some("gmail.com"));
+    assert_eq!(host.header("x-email-normalized").as_deref(), Some("ann@gmail.com"));
+    // No configured field: `on_missing_email` (allow here) with the other addresses judged.
+    let mut host = h.host("POST", "/signup", &form, b"contact=x@mailinator.com");
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!(only_sent(&host).status, 403);
+    let mut host = h.host("POST", "/signup", &form, b"contact=bob@example.org");
+    let mut f = h.filter();
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("example.org", "safe", &[]));
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("no_email"));
+}
+
+/// More distinct domains than `MAX_DOMAINS` in one signup are refused, whatever the policies.
+#[test]
+fn too_many_domains_are_refused() {
+    let h = Harness::new(json!({ "on_invalid_email": "allow", "on_unreadable_body": "allow" }));
+    let many: Vec<String> = (0..=extract::MAX_DOMAINS).map(|i| format!("a{i}=x%40d{i}.example")).collect();
+    let form = [("content-type", "application/x-www-form-urlencoded")];
+    let mut host = h.host("POST", "/signup", &form, many.join("&").as_bytes());
+    send(&mut h.filter(), &mut host);
+    assert!(host.dispatched.is_empty());
+    assert_eq!(only_sent(&host).json()["error"], json!("too_many_addresses"));
 }
 
 /// Every configured source is read: an email in a header and another in the body is invalid.

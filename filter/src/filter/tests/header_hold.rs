@@ -116,3 +116,35 @@ fn flag_mode_needs_the_header_hold() {
     let err = FilterConfig::from_json(&serde_json::to_vec(&doc).unwrap(), &|_| Err(EnvError::NotSet)).unwrap_err();
     assert!(err.to_string().starts_with("hold_headers: false works only with mode \"block\""), "{err}");
 }
+
+/// Issue 30: an address in the query or a header is judged before the headers go upstream
+/// (Node and Go handlers start before the body is complete); the body's addresses after it.
+#[test]
+fn addresses_before_the_body_are_judged_before_the_headers_go() {
+    let h = Harness::new(json!({ "hold_headers": false, "email": { "query_params": ["email"] } }));
+    let json = [("content-type", "application/json")];
+    let mut f = h.filter();
+    let mut host = h.host("POST", "/signup?email=x%40mailinator.com", &json, br#"{"name":"Ann"}"#);
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Pause, "held for the callout");
+    assert_eq!(host.dispatched.len(), 1);
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!((only_sent(&host).status, host.resumed), (403, 0));
+
+    // Safe: the headers go, then the body's own address is judged.
+    let mut f = h.filter();
+    let mut host = h.host("POST", "/signup?email=ann%40gmail.com", &json, br#"{"contact":"x@yopmail.com"}"#);
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Pause);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &[]));
+    assert_eq!(host.resumed, 1, "the headers go upstream");
+    let size = host.body.len();
+    assert_eq!(f.on_request_body(&mut host, size, true), Action::Pause);
+    assert_eq!(host.dispatched.len(), 2, "only the new domain");
+    answer(&mut f, &mut host, lookup_response("yopmail.com", "disposable", &[]));
+    assert_eq!(only_sent(&host).status, 403);
+
+    // Nothing before the body: the headers go at once.
+    let mut f = h.filter();
+    let mut host = h.host("POST", "/signup", &json, br#"{"email":"ann@gmail.com"}"#);
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Continue);
+    assert!(host.dispatched.is_empty());
+}
