@@ -52,7 +52,7 @@ def read_all(method, target, headers, body)
   readers.transform_values do |read|
     { 'values' => read.call(Rack::Request.new(env_for(method, target, headers, body))), 'error' => nil }
   rescue StandardError => e
-    { 'values' => [], 'error' => "#{e.class}: #{e.message}"[0, 200] }
+    { 'values' => [], 'error' => "#{e.class}: #{e.message}".dup.force_encoding('UTF-8').scrub[0, 200] }
   end
 end
 
@@ -66,8 +66,12 @@ def serve(conn)
   end
   length = headers.find { |n, _| n.casecmp?('content-length') }&.last.to_i
   body = length.positive? ? conn.read(length) : ''
-  answer = JSON.generate({ 'readers' => read_all(method, target, headers, body) })
-  conn.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: #{answer.bytesize}\r\n" \
+  answer, status = begin
+    [JSON.generate({ 'readers' => read_all(method, target, headers, body) }), '200 OK']
+  rescue StandardError => e # a bug of this adapter, not a refusal: the harness fails on it
+    ["#{e.class}: #{e.message}".dup.force_encoding('UTF-8').scrub, '500 Internal Server Error']
+  end
+  conn.write("HTTP/1.1 #{status}\r\ncontent-type: application/json\r\ncontent-length: #{answer.bytesize}\r\n" \
              "connection: close\r\n\r\n#{answer}")
 ensure
   conn.close
