@@ -51,6 +51,23 @@ fn command(program: impl AsRef<std::ffi::OsStr>, args: &[&str], dir: &TestDir) -
     cmd
 }
 
+const ADAPTERS: [&str; 5] = ["node", "python", "ruby", "php", "go"];
+
+fn adapter_command(name: &str, port: &str, dir: &TestDir, go: &Path) -> Command {
+    let tmp = dir.path().display().to_string();
+    match name {
+        "node" => command("node", &["node/readers.js", port, &tmp], dir),
+        "python" => command(crate::werkzeug::python(), &["python/readers.py", port], dir),
+        "ruby" => command("ruby", &["ruby/readers.rb", port], dir),
+        // One process (no PHP_CLI_SERVER_WORKERS: forked workers would outlive a kill).
+        "php" => {
+            let (listen, uploads) = (format!("127.0.0.1:{port}"), format!("upload_tmp_dir={tmp}"));
+            command("php", &["-S", &listen, "-q", "-d", &uploads, "php/router.php"], dir)
+        }
+        _ => command(go, &[port], dir),
+    }
+}
+
 impl Frameworks {
     /// Starts every adapter and waits until each answers; panics with the install command when
     /// a framework is missing.
@@ -61,32 +78,19 @@ impl Frameworks {
         require(&node_modules, "the Node frameworks");
         let go = root.join("target/frameworks/go-readers");
         require(&go, "the Go readers' binary");
-        let python = crate::werkzeug::python();
-        let tmp = dir.path().display().to_string();
-        let upload_dir = format!("upload_tmp_dir={tmp}");
-        let specs: Vec<(&'static str, Box<dyn Fn(&str) -> Command>)> = vec![
-            ("node", Box::new(|p: &str| command("node", &["node/readers.js", p, &tmp], &dir))),
-            ("python", Box::new(|p: &str| command(&python, &["python/readers.py", p], &dir))),
-            ("ruby", Box::new(|p: &str| command("ruby", &["ruby/readers.rb", p], &dir))),
-            (
-                "php",
-                // One process (no PHP_CLI_SERVER_WORKERS: forked workers would outlive a kill).
-                Box::new(|p: &str| {
-                    let listen = format!("127.0.0.1:{p}");
-                    command("php", &["-S", &listen, "-q", "-d", &upload_dir, "php/router.php"], &dir)
-                }),
-            ),
-            ("go", Box::new(|p: &str| command(&go, &[p], &dir))),
-        ];
-        let mut adapters: Vec<Adapter> = specs
+        for program in ["node", "ruby", "php"] {
+            let found = Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success());
+            assert!(found, "{program} is missing: {INSTALL}");
+        }
+        let mut adapters: Vec<Adapter> = ADAPTERS
             .iter()
-            .map(|(name, cmd)| {
+            .map(|&name| {
                 let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-                let process = ChildProcess::spawn(name, cmd(&addr.port().to_string()), dir.path());
+                let cmd = adapter_command(name, &addr.port().to_string(), &dir, &go);
+                let process = ChildProcess::spawn(name, cmd, dir.path());
                 Adapter { name, addr, process }
             })
             .collect();
-        drop(specs); // they borrow `dir`
         for a in &mut adapters {
             let probe = Request::get("/ready").timeout(Duration::from_secs(2));
             wait_for(&format!("the {} framework adapter", a.name), Duration::from_secs(30), || {

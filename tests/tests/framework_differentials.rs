@@ -31,14 +31,14 @@ mod report;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use email_verdict_tests::envoy::{Gateway, gateway_with};
+use email_verdict_tests::envoy::{self, EnvoyBuilder, Gateway};
 use email_verdict_tests::frameworks::{Frameworks, Reading};
-use email_verdict_tests::{Recorded, Request};
+use email_verdict_tests::{Nsd, Recorded, Request, Sidecar, UpstreamApp};
 
 use corpus::{Case, corpus};
 
 /// Cases per run: every family many times over, inside the time budget (about 2 minutes).
-const CASES: usize = 2100;
+const CASES: usize = 2800;
 const SEED: u64 = 0x5EED_0030;
 /// The header that ties a recorded request to its case (frameworks ignore unknown headers).
 const CASE_HEADER: &str = "x-corpus-case";
@@ -60,11 +60,21 @@ impl Via {
 
 /// The shipped block-mode gateway in front of a recording app.
 pub fn start_gateway(via: Via) -> Gateway {
-    let config = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string();
-    match via {
-        Via::Filter => gateway_with(|s| s, |e| e),
-        Via::ExtAuthz => gateway_with(|s| s.args(&["--ext-authz-config", &config]), |e| e.ext_authz()),
+    envoy::envoy_binary();
+    if via == Via::Filter {
+        envoy::filter_wasm();
     }
+    let config = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string();
+    let nsd = Nsd::start();
+    let mut sidecar = Sidecar::builder().dns(nsd.addr()).keys(&["gateway"]);
+    if via == Via::ExtAuthz {
+        sidecar = sidecar.args(&["--ext-authz-config", &config]);
+    }
+    let sidecar = sidecar.start();
+    let app = UpstreamApp::start();
+    let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
+    let envoy = if via == Via::Filter { envoy.start() } else { envoy.ext_authz().start() };
+    Gateway { envoy, app, sidecar, nsd }
 }
 
 /// See the module comment.

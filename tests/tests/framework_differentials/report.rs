@@ -96,6 +96,16 @@ impl Report {
                 text += &format!("  {reader:<30} {via:<9} {total:>5}: {}\n", list.join(", "));
             }
         }
+        // Which variants walked through: always for the framing families, all with the variable set.
+        let all = std::env::var_os("FRAMEWORK_DIFFERENTIALS_VARIANTS").is_some();
+        let mut variants: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+        for x in failures.iter().filter(|x| all || matches!(x.family, "multipart-framing" | "form-charsets")) {
+            *variants.entry((x.family, x.via.name(), x.what.as_str())).or_default() += 1;
+        }
+        text += "\nvariants that gave a framework a disposable address (FRAMEWORK_DIFFERENTIALS_VARIANTS=1: every family)\n";
+        for ((family, via, what), n) in &variants {
+            text += &format!("  {family} {via}: {what} ({n})\n");
+        }
         Report { text, failures }
     }
 }
