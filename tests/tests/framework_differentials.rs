@@ -37,7 +37,7 @@ use email_verdict_tests::{Nsd, Recorded, Request, Sidecar, UpstreamApp};
 
 use corpus::{Case, corpus};
 
-/// Cases per run: every family many times over, inside the time budget (about 2 minutes).
+/// Cases per run: every family 400 times (the whole file runs in about 40 s on 2 cores).
 const CASES: usize = 2800;
 const SEED: u64 = 0x5EED_0030;
 /// The header that ties a recorded request to its case (frameworks ignore unknown headers).
