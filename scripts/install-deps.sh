@@ -251,3 +251,5 @@ fi
 
 # playwright-core for the browser tests (tests/browser), from its lockfile.
 "$root/scripts/install-browser-deps.sh"
+# The frameworks whose parsers the framework differential test runs (tests/frameworks/README.md).
+"$root/scripts/install-frameworks.sh"

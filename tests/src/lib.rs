@@ -7,6 +7,7 @@
 //! sidecar binary ([`Sidecar`], [`Cli`]), a raw HTTP/1.1 client ([`http`]) that sends the
 //! request target byte for byte, so tests control percent-encoding exactly, and for the gateway:
 //! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]),
+//! the web frameworks' own parsers reading what that app received ([`frameworks`]),
 //! client threads that keep requests going while a test breaks something ([`Load`]), and an
 //! HTTP server of lists the test changes and breaks ([`ListServer`]).
 //!
@@ -15,6 +16,7 @@
 
 pub mod dns;
 pub mod envoy;
+pub mod frameworks;
 pub mod http;
 pub mod list_server;
 pub mod load;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs the web frameworks whose parsers tests/tests/framework_differentials.rs runs on the bytes
+# the app behind the gateway received (tests/frameworks/README.md), pinned, and only what is
+# missing: safe to run again and again (scripts/install-deps.sh runs it for `make test`).
+#
+#   Debian 12   golang-go (1.19), ruby-rack (2.2), php-cli (8.2): apt, versions from bookworm
+#   npm         Express 5, multer, busboy, formidable 3: `npm ci` from tests/frameworks/node's lockfile
+#   PyPI        Django, FastAPI (Starlette), python-multipart, Flask: pinned, in the project's .venv
+#   Go          target/frameworks/go-readers, built from tests/frameworks/go (standard library only)
+#
+# Prints one line per thing found or installed. Debian/Ubuntu; sudo when not root.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+frameworks=$root/tests/frameworks
+export DEBIAN_FRONTEND=noninteractive
+
+# Pinned on PyPI (Werkzeug comes with schemathesis; Flask 3.1 uses it).
+PIP_PINS=("Django==5.2.19" "fastapi==0.165.0" "starlette==1.10.0" "python-multipart==0.0.34" "Flask==3.1.3")
+
+# Debian packages: command:package (their versions are bookworm's: see the README's table).
+missing=()
+for entry in go:golang-go ruby:ruby-rack php:php-cli; do
+  cmd=${entry%%:*} pkg=${entry#*:}
+  if [[ $pkg == ruby-rack ]]; then
+    ok() { command -v ruby >/dev/null 2>&1 && ruby -e 'require "rack"' 2>/dev/null; }
+  else
+    ok() { command -v "$cmd" >/dev/null 2>&1; }
+  fi
+  if ok; then echo "found      $pkg"; else missing+=("$pkg"); fi
+done
+if ((${#missing[@]} > 0)); then
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+  apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+  if ! apt-cache show "${missing[@]}" >/dev/null 2>&1; then "${apt[@]}" update -qq; fi
+  "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
+  echo "installed  ${missing[*]} (apt)"
+fi
+
+# Node: from the lockfile, again only when the lockfile changed.
+node_lock=$(sha256sum "$frameworks/node/package-lock.json" | cut -d' ' -f1)
+node_stamp=$frameworks/node/node_modules/.installed-from-lock
+if [[ -f $node_stamp && $(cat "$node_stamp") == "$node_lock" ]]; then
+  echo "found      Node frameworks (tests/frameworks/node/node_modules)"
+else
+  (cd "$frameworks/node" && npm ci --no-audit --no-fund --loglevel=error >/dev/null </dev/null)
+  echo "$node_lock" >"$node_stamp"
+  echo "installed  Node frameworks (npm ci in tests/frameworks/node)"
+fi
+
+# Python: into the project's .venv (scripts/install-deps.sh made it).
+python=$root/.venv/bin/python3
+if [[ ! -x $python ]]; then
+  echo "error: $root/.venv is missing: run scripts/install-deps.sh first" >&2
+  exit 1
+fi
+if "$python" - "${PIP_PINS[@]}" <<'PY' 2>/dev/null; then
+import importlib.metadata as m, sys
+sys.exit(0 if all(m.version(p.split("==")[0]) == p.split("==")[1] for p in sys.argv[1:]) else 1)
+PY
+  echo "found      Python frameworks (${PIP_PINS[*]})"
+else
+  "$python" -m pip install --quiet --disable-pip-version-check "${PIP_PINS[@]}" </dev/null
+  echo "installed  Python frameworks (${PIP_PINS[*]}, PyPI, in .venv)"
+fi
+
+# Go: the readers' binary, rebuilt when its source changed; Go's caches stay under target/.
+out=$root/target/frameworks
+go_src=$(cat "$frameworks/go/go.mod" "$frameworks/go/main.go" | sha256sum | cut -d' ' -f1)
+go_stamp=$out/go-readers.built-from
+if [[ -x $out/go-readers && -f $go_stamp && $(cat "$go_stamp") == "$go_src" ]]; then
+  echo "found      Go readers ($out/go-readers)"
+else
+  mkdir -p "$out/gotmp"
+  (cd "$frameworks/go" && GOCACHE=$out/gocache GOPATH=$out/gopath GOTMPDIR=$out/gotmp GOFLAGS=-mod=mod \
+    go build -o "$out/go-readers" .)
+  echo "$go_src" >"$go_stamp"
+  echo "installed  Go readers ($out/go-readers, $(go version | cut -d' ' -f3))"
+fi

@@ -1,0 +1,3 @@
+module email-verdict/framework-readers
+
+go 1.19
