@@ -117,24 +117,24 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
         None => None,
         Some(problem) => match by_problem(api, problem) {
             Ok(bypass) => Some(bypass),
-            Err(refused) => return refused,
+            Err(reply) => return refused(&reply),
         },
     };
     judge_all(api, key.as_deref(), request, whole, problem, log).await
 }
 
-/// A problem of the signup: refused (`Err`) or let through with its bypass value.
-fn by_problem(api: &Api, problem: Problem) -> Result<Bypass, Checked> {
+/// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.
+fn by_problem(api: &Api, problem: Problem) -> Result<Bypass, LocalReply<'static>> {
     let config = &api.ext_authz;
     let (policy, bypass, reply) = match problem {
         Problem::Unreadable(_) => (config.on_unreadable_body, Bypass::UnreadableBody, LocalReply::UNREADABLE_BODY),
         Problem::Invalid(why) => (config.on_invalid_email, Bypass::InvalidEmail, LocalReply::invalid(why)),
         Problem::Missing => (config.on_missing_email, Bypass::NoEmail, LocalReply::MISSING_EMAIL),
-        Problem::TooManyDomains => return Err(refused(&LocalReply::TOO_MANY_ADDRESSES)),
+        Problem::TooManyDomains => return Err(LocalReply::TOO_MANY_ADDRESSES),
     };
     match policy {
         Policy::Allow => Ok(bypass),
-        Policy::Deny => Err(refused(&reply)),
+        Policy::Deny => Err(reply),
     }
 }
 

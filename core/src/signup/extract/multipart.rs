@@ -514,8 +514,8 @@ mod tests {
         let disposition = "Content-Disposition: form-data; name=\"email\"\r\n\r\nv\r\n";
         let cases = [
             // The boundary in mid-line (in content, in a preamble line), or after a non-break byte.
-            format!("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx--XyZ\r\nline2\r\n--XyZ--"),
-            format!("--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx --XyZ\r\n--XyZ--"),
+            "--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx--XyZ\r\nline2\r\n--XyZ--".to_owned(),
+            "--XyZ\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nx --XyZ\r\n--XyZ--".to_owned(),
             format!("--XyZ junk\r\n--XyZ\r\n{disposition}--XyZ--"),
             format!("--XyZx\rjunk --XyZ-x\n--XyZ\r\n{disposition}--XyZ--"),
             format!("--XyZ junk\r\n{disposition}--XyZ--"),
@@ -526,10 +526,10 @@ mod tests {
             format!("--XyZ\r\n{disposition}--XyZ--\r\n\r\n"),
             format!("--XyZ\r\n{disposition}--XyZ--\r\n--XyZ\r\n{disposition}--XyZ--"),
             // Parameters formidable takes for a name or a boundary; a disposition of another type.
-            format!("--XyZ\r\nContent-Disposition: form-data; x-name=\"email\"; name=\"t\"\r\n\r\nv\r\n--XyZ--"),
-            format!("--XyZ\r\nContent-Disposition: form-data; name=\"t\"; x-filename=\"a\"\r\n\r\nv\r\n--XyZ--"),
-            format!("--XyZ\r\nContent-Disposition: form-data; name=\"t\"; size=3\r\n\r\nv\r\n--XyZ--"),
-            format!("--XyZ\r\nContent-Disposition: attachment; name=\"email\"\r\n\r\nv\r\n--XyZ--"),
+            "--XyZ\r\nContent-Disposition: form-data; x-name=\"email\"; name=\"t\"\r\n\r\nv\r\n--XyZ--".to_owned(),
+            "--XyZ\r\nContent-Disposition: form-data; name=\"t\"; x-filename=\"a\"\r\n\r\nv\r\n--XyZ--".to_owned(),
+            "--XyZ\r\nContent-Disposition: form-data; name=\"t\"; size=3\r\n\r\nv\r\n--XyZ--".to_owned(),
+            "--XyZ\r\nContent-Disposition: attachment; name=\"email\"\r\n\r\nv\r\n--XyZ--".to_owned(),
             format!(
                 "--XyZ\r\n{}Content-Type: text/plain; x-boundary=Q\r\n\r\nv\r\n--XyZ--",
                 "Content-Disposition: form-data; name=\"t\"\r\n"
