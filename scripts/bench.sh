@@ -3,7 +3,8 @@
 # other tools come from scripts/install-deps.sh, which `make bench` runs first), builds the release
 # sidecar, the benchmark runner and the filter, then runs
 #   1. cargo bench -p email-verdict-core --bench classify   (criterion; leaves target/bench/classify.md)
-#   2-5. target/release/email-verdict-bench                 (wrk against the sidecar and Envoy)
+#   2-7. target/release/email-verdict-bench                 (wrk against the sidecar and Envoy;
+#        7: cached lookups during a new-name flood, the review queue full)
 # The tables go to stdout and target/bench/results.md. Arguments are passed to the runner, e.g.
 #   scripts/bench.sh --seconds 5 --rounds 1
 set -euo pipefail

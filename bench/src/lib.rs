@@ -16,6 +16,7 @@ pub mod capture;
 pub mod cold;
 pub mod cpu;
 pub mod envoy;
+pub mod flood;
 pub mod footprint;
 pub mod gateway;
 pub mod keys;

@@ -11,7 +11,7 @@ use email_verdict_bench::capture::Captured;
 use email_verdict_bench::report::Report;
 use email_verdict_bench::sidecar::Subject;
 use email_verdict_bench::wrk::Wrk;
-use email_verdict_bench::{Ctx, cold, footprint, gateway, keys, sidecar};
+use email_verdict_bench::{Ctx, cold, flood, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
 
 /// The plan a gateway's key takes (`docs/api.md`, "Plans and limits"): the gateway cases of section 4
@@ -40,9 +40,15 @@ struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Sections to run, of 2 (cached lookups), 3 (cold lookups), 4 (Envoy), 6 (bulk check
-    /// against dnsperf); 5 (footprint) always.
-    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 6])]
+    /// against dnsperf), 7 (cached lookups during a new-name flood); 5 (footprint) always.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 6, 7])]
     sections: Vec<u8>,
+    /// Review queue bounds of section 7 (each filled before its flood).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000, 1_000_000])]
+    flood_queues: Vec<usize>,
+    /// New names a second of section 7's flood.
+    #[arg(long, default_value_t = 500)]
+    flood_rate: u32,
     /// Distinct domains of section 6.
     #[arg(long, default_value_t = 100_000)]
     bulk_domains: usize,
@@ -83,6 +89,9 @@ fn main() -> anyhow::Result<()> {
         if run(6) {
             report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
         }
+        if run(7) {
+            report.add(&flood::run(&ctx, dns.addr(), &args.flood_queues, args.flood_rate)?);
+        }
         return finish(&report, &out);
     }
     let capture = if run(2) {
@@ -101,6 +110,9 @@ fn main() -> anyhow::Result<()> {
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
     if run(6) {
         report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
+    }
+    if run(7) {
+        report.add(&flood::run(&ctx, dns.addr(), &args.flood_queues, args.flood_rate)?);
     }
     finish(&report, &out)
 }

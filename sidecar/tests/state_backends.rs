@@ -200,7 +200,7 @@ async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateS
     }
     assert_eq!(store.admit(&key.id, limits, 1, now).await.unwrap(), Admission::QuotaExceeded { used: 3 });
     // A refund gives one back; the count is then exactly the answered lookups.
-    store.refund(&key.id, "2026-11-22", 1).await.unwrap();
+    assert_eq!(store.refund(&key.id, "2026-11-22", 1, Some(3)).await.unwrap(), 1);
     assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![2]);
     now += 1_001;
     assert_eq!(store.admit(&key.id, limits, 1, now).await.unwrap(), Admission::Admitted { used: 3 });
@@ -241,10 +241,18 @@ async fn batches_take_units_whole_or_not_at_all(open: impl Fn() -> Arc<dyn State
     assert_eq!(store.admit(&key.id, limits, 4, t + 1).await.unwrap(), Admission::QuotaExceeded { used: 7 });
     assert_eq!(store.admit(&key.id, limits, 3, t + 2).await.unwrap(), Admission::Admitted { used: 10 });
     // Units given back (invalid or failed items), never below zero.
-    store.refund(&key.id, "2026-11-22", 4).await.unwrap();
+    assert_eq!(store.refund(&key.id, "2026-11-22", 4, None).await.unwrap(), 4);
     assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![6]);
-    store.refund(&key.id, "2026-11-22", 100).await.unwrap();
+    assert_eq!(store.refund(&key.id, "2026-11-22", 100, None).await.unwrap(), 6);
     assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![0]);
+    // Failed lookups are given back up to a cap a day (issue 31); uncapped ones do not count.
+    assert!(admitted(&store.admit(&key.id, limits, 10, t + 3).await.unwrap()));
+    assert_eq!(store.refund(&key.id, "2026-11-22", 4, Some(6)).await.unwrap(), 4);
+    assert_eq!(store.refund(&key.id, "2026-11-22", 1, None).await.unwrap(), 1);
+    assert_eq!(store.refund(&key.id, "2026-11-22", 4, Some(6)).await.unwrap(), 2, "the cap: 6 a day");
+    assert_eq!(store.refund(&key.id, "2026-11-22", 1, Some(6)).await.unwrap(), 0);
+    assert_eq!(store.usage(&key.id, &["2026-11-22".into()]).await.unwrap(), vec![3]);
+    assert_eq!(store.refund(&key.id, "2026-11-22", 9, None).await.unwrap(), 3);
     // A request of no units (a batch of invalid inputs) still takes its place in the burst.
     let one = Limits { daily_quota: 10, burst_per_second: 1 };
     let (other, _) = new_key(&*store, plan("basic")).await;

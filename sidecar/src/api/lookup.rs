@@ -71,7 +71,7 @@ pub(super) async fn verdict_of(api: &Api, input: &LookupInput) -> Result<Judged,
 async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) -> ApiError {
     match api.limiter.admit(key, 1).await {
         Ok(mut grant) => {
-            api.limiter.refund(&mut grant, 1).await;
+            api.limiter.refund_invalid(&mut grant).await;
             e.headers.extend(grant.headers());
             e
         }

@@ -130,8 +130,11 @@ pub trait KeyStore: Send + Sync + 'static {
     /// Otherwise nothing is counted.
     async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError>;
     /// Gives back `units` admitted on `day` that were not answered (a failure on our side, an
-    /// invalid input); never below zero.
-    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError>;
+    /// invalid input), in one atomic step: never below zero; with a `cap`, never more than
+    /// `cap` units so given back in all on that day (issue 31: refunds of failed lookups must
+    /// not make a key's DNS work unbounded; an invalid input, which cost no DNS, is given back
+    /// without one and is not counted). Returns the units given back.
+    async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError>;
     /// Lookups counted for `key_id` on each of `days`.
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError>;
 }

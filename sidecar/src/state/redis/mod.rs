@@ -5,6 +5,7 @@
 //! Layout (prefix `ev:`): `ev:keyhash:<sha256>` → key id; `ev:keys` (zset by creation time) of
 //! ids; per key, all under the hash tag `{<id>}` so its scripts run in one Redis Cluster slot:
 //! `ev:{<id>}:key` (hash of the record), `ev:{<id>}:used:<day>` (counter, kept 40 days),
+//! `ev:{<id>}:refunded:<day>` (units given back that day, kept as long),
 //! `ev:{<id>}:burst` (zset of admission times, ms), `ev:{<id>}:seq`.
 //! Admission and refund are Lua scripts: atomic without MULTI/WATCH retries. Every step that
 //! must be atomic touches one slot; the few that span slots (creating a key: record, index,
@@ -117,11 +118,8 @@ impl RedisStore {
             target,
             conns: Mutex::default(),
             admit: Script::new(include_str!("admit.lua")),
-            // Never below zero.
-            refund: Script::new(
-                "local n = math.min(tonumber(redis.call('GET', KEYS[1]) or '0'), tonumber(ARGV[1]))
-                 if n > 0 then redis.call('DECRBY', KEYS[1], n) end return 0",
-            ),
+            // Never below zero, never more than ARGV[2] a day (KEYS[2]: what the day gave back).
+            refund: Script::new(include_str!("refund.lua")),
             // Sets fields of an existing key record only; returns 0 when there is none.
             update: Script::new(
                 "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -341,10 +339,17 @@ impl KeyStore for RedisStore {
         })
     }
 
-    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError> {
-        let counter = format!("{}:used:{day}", tag(key_id));
-        let _: i64 = self.call(async |c| self.refund.key(&counter).arg(units).invoke_async(c).await).await?;
-        Ok(())
+    async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError> {
+        // No cap: given back without counting (the script's cap -1).
+        let cap = cap.map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX));
+        let t = tag(key_id);
+        let (counter, given) = (format!("{t}:used:{day}"), format!("{t}:refunded:{day}"));
+        let n: i64 = self
+            .call(async |c| {
+                self.refund.key(&counter).key(&given).arg(units).arg(cap).arg(USAGE_TTL_SECS).invoke_async(c).await
+            })
+            .await?;
+        Ok(n.max(0) as u64)
     }
 
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {

@@ -128,6 +128,26 @@ const MIGRATIONS: &[&str] = &[
         count   INTEGER NOT NULL
     );
 ",
+    // Issue 31: the bound kept without scanning the queue. Its size is kept by triggers (every
+    // insert and delete, from any process), and the eviction order has an index of its own, so
+    // a new entry past the bound costs one indexed read and one delete, whatever the queue holds.
+    "
+    DROP INDEX review_items_by_rank;
+    CREATE INDEX review_items_by_eviction ON review_items (decided DESC, priority, last_seen, domain);
+    CREATE TABLE review_size (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        n   INTEGER NOT NULL
+    );
+    INSERT INTO review_size (id, n) SELECT 1, COUNT(*) FROM review_items;
+    CREATE TRIGGER review_items_added AFTER INSERT ON review_items
+        BEGIN UPDATE review_size SET n = n + 1 WHERE id = 1; END;
+    CREATE TRIGGER review_items_removed AFTER DELETE ON review_items
+        BEGIN UPDATE review_size SET n = n - 1 WHERE id = 1; END;
+",
+    // Issue 31: the units given back to a key in a day under the cap (`StateStore::refund`).
+    "
+    ALTER TABLE usage ADD COLUMN refunded INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// The migration that added `review_items.decided`: opening an older file sets it afterwards.
@@ -459,14 +479,26 @@ impl KeyStore for SqliteStore {
         self.in_group(move |c| admit(c, &key_id, limits, units, now_ms).map_err(unavailable)).await
     }
 
-    async fn refund(&self, key_id: &str, day: &str, units: u64) -> Result<(), StateError> {
+    async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError> {
         let (key_id, day) = (key_id.to_owned(), day.to_owned());
         let units = i64::try_from(units).unwrap_or(i64::MAX);
+        let (cap, counted) = (cap.map_or(i64::MAX, |c| i64::try_from(c).unwrap_or(i64::MAX)), i64::from(cap.is_some()));
         self.in_group(move |c| {
-            c.prepare_cached("UPDATE usage SET count = MAX(count - ?3, 0) WHERE key_id = ?1 AND day = ?2")
-                .and_then(|mut stmt| stmt.execute(params![key_id, day, units]))
+            // Inside the group transaction: read and write are one step.
+            let row: Option<(i64, i64)> = c
+                .prepare_cached("SELECT count, refunded FROM usage WHERE key_id = ?1 AND day = ?2")
+                .and_then(|mut stmt| stmt.query_row(params![key_id, day], |r| Ok((r.get(0)?, r.get(1)?))).optional())
                 .map_err(unavailable)?;
-            Ok(())
+            let Some((count, refunded)) = row else { return Ok(0) };
+            let given = units.min(cap.saturating_sub(refunded * counted)).min(count).max(0);
+            if given > 0 {
+                c.prepare_cached(
+                    "UPDATE usage SET count = count - ?3, refunded = refunded + ?3 * ?4 WHERE key_id = ?1 AND day = ?2",
+                )
+                .and_then(|mut stmt| stmt.execute(params![key_id, day, given, counted]))
+                .map_err(unavailable)?;
+            }
+            Ok(given as u64)
         })
         .await
     }

@@ -234,9 +234,14 @@ fn int(n: u64) -> i64 {
 }
 
 /// Drops entries past `capacity`: decided ones first, then the lowest priority (the oldest
-/// among equals); the undecided ones dropped are counted by reason.
+/// among equals); the undecided ones dropped are counted by reason. O(log n) per entry dropped:
+/// the size is kept (`review_size`, by triggers) and the order is an index
+/// (`review_items_by_eviction`), so the lookup path never scans or sorts the queue.
 fn bound(c: &Connection, capacity: usize) -> Result<(), StateError> {
-    let count: i64 = c.query_row("SELECT COUNT(*) FROM review_items", [], |r| r.get(0)).map_err(unavailable)?;
+    let count: i64 = c
+        .prepare_cached("SELECT n FROM review_size WHERE id = 1")
+        .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+        .map_err(unavailable)?;
     let over = count - i64::try_from(capacity).unwrap_or(i64::MAX);
     if over <= 0 {
         return Ok(());
@@ -244,7 +249,7 @@ fn bound(c: &Connection, capacity: usize) -> Result<(), StateError> {
     let victims: Vec<(String, String, bool)> = {
         let mut stmt = c
             .prepare_cached(
-                "SELECT domain, reason, decided FROM review_items
+                "SELECT domain, reason, decided FROM review_items INDEXED BY review_items_by_eviction
                  ORDER BY decided DESC, priority, last_seen, domain LIMIT ?1",
             )
             .map_err(unavailable)?;
