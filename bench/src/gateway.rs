@@ -145,7 +145,7 @@ pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<St
         Case::new("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post, vec![s.authz.pid()])
             .service(vec![s.endpoint.pid()]),
         Case::new(
-            "(diagnostic) filter, POST /signup, cached verdict, email in a header: body not buffered",
+            "(diagnostic) filter, POST /signup, cached verdict, email in a header too (the body is read all the same)",
             s.in_header.addr(),
             "/signup",
             post_header,
