@@ -111,3 +111,33 @@ fn flag_mode_without_the_hold_is_refused_by_envoy() {
             .expect("Envoy must refuse the plugin configuration");
     assert!(failure.log.contains("hold_headers: false works only with mode \"block\""), "{}", failure.log);
 }
+
+/// Issue 30: Node and Go handlers start on the headers, before the body is complete, so an
+/// address in the query is judged before the headers go upstream: a disposable one is refused
+/// while the body is still arriving, and the app never sees even the headers. A body address
+/// is judged before any byte of the body reaches the app.
+#[test]
+fn a_query_address_is_judged_before_the_headers_go_upstream() {
+    let g = block_only();
+    let mut stream = TcpStream::connect(g.envoy.addr()).expect("connect to Envoy");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = "POST /signup?email=temp%40mailinator.com HTTP/1.1\r\nHost: shop.example\r\n\
+                Content-Type: application/json\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n";
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(br#"{"name":""#).unwrap(); // and nothing more: the body never ends
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line).expect("an answer before the body ends");
+    assert!(status_line.starts_with("HTTP/1.1 403"), "{status_line}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!((g.app.count(), g.app.incomplete()), (0, 0), "the app saw nothing: {:?}", g.app.requests());
+    // A safe query address does not make a disposable body address pass.
+    let body = json!({ "name": "Ann", "contact": "x@mailinator.com" }).to_string();
+    let resp = g.envoy.send(
+        &Request::new("POST", "/signup?email=ann%40gmail.com")
+            .header("Content-Type", "application/json")
+            .body(body.as_bytes()),
+    );
+    assert_blocked(&resp, "a safe query address, a disposable one in the body");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(g.app.count(), 0, "no complete request reached the app: {:?}", g.app.requests());
+}
