@@ -7,6 +7,7 @@ pub mod extract;
 pub mod judgement;
 pub mod outcome;
 pub mod settings;
+pub mod velocity;
 
 pub use judgement::{AddressVerdict, Judged, Refusing, Settled, Worst};
 pub use outcome::{
