@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
+use email_verdict_core::signup::velocity::VelocityLimits;
 use email_verdict_core::signup::{
     BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
     Policy,
@@ -70,6 +71,15 @@ pub struct PluginConfig {
     pub max_body_bytes: u64,
     #[serde(default = "yes")]
     pub hold_headers: bool,
+    /// Signup counts and their limits (core's `velocity`); absent: nothing is counted.
+    #[serde(default)]
+    pub velocity: Option<VelocityLimits>,
+    /// The secret of the mailbox hash (`velocity`): exactly one of the value and the name of
+    /// an environment variable holding it, when `velocity` is set.
+    #[serde(default)]
+    pub mailbox_secret: Option<String>,
+    #[serde(default)]
+    pub mailbox_secret_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -267,6 +277,8 @@ pub struct FilterConfig {
     /// False: block-only, the request headers go upstream at once (`CONFIG.md`, "Without the
     /// header hold"); nothing can be added to them.
     pub hold_headers: bool,
+    /// The mailbox hash's secret; `Some` exactly when `enforce.velocity` is set.
+    pub mailbox_secret: Option<Vec<u8>>,
 }
 
 impl FilterConfig {
@@ -303,6 +315,7 @@ impl PluginConfig {
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
+            velocity: self.velocity.clone(),
         }
     }
 
@@ -321,13 +334,49 @@ impl PluginConfig {
         check_range("cache.max_entries", self.cache.max_entries, 1, MAX_ENTRIES)?;
         check_range("decision_sync_seconds", self.decision_sync_seconds, 0, MAX_DECISION_SYNC_SECONDS)?;
         check_range("max_body_bytes", self.max_body_bytes, 1, MAX_BODY_BYTES)?;
-        Ok(())
+        self.validate_mailbox_secret()
+    }
+
+    fn validate_mailbox_secret(&self) -> Result<(), ConfigError> {
+        let field = "mailbox_secret";
+        match (&self.velocity, &self.mailbox_secret, &self.mailbox_secret_env) {
+            (_, Some(_), Some(_)) => {
+                Err(ConfigError::invalid(field, "give mailbox_secret or mailbox_secret_env, not both"))
+            }
+            (Some(_), None, None) => {
+                Err(ConfigError::invalid(field, "velocity counts mailboxes by a keyed hash: set mailbox_secret_env"))
+            }
+            (_, Some(secret), None) if secret.len() < MIN_SECRET => {
+                Err(ConfigError::invalid(field, format!("must be at least {MIN_SECRET} bytes")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The mailbox hash's secret, when `velocity` is set.
+    fn mailbox_secret(&self, env: &dyn Fn(&str) -> Result<String, EnvError>) -> Result<Option<Vec<u8>>, ConfigError> {
+        if self.velocity.is_none() {
+            return Ok(None);
+        }
+        if let Some(secret) = &self.mailbox_secret {
+            return Ok(Some(secret.as_bytes().to_vec()));
+        }
+        let name = self.mailbox_secret_env.as_deref().unwrap_or_default();
+        let secret = read_env(env, "mailbox_secret_env", name)?.trim().to_owned();
+        if secret.len() < MIN_SECRET {
+            return Err(ConfigError::invalid(
+                "mailbox_secret_env",
+                format!("{name} must hold at least {MIN_SECRET} bytes"),
+            ));
+        }
+        Ok(Some(secret.into_bytes()))
     }
 
     /// Validates, then reads the API key and builds the runtime configuration.
     pub fn resolve(self, env: &dyn Fn(&str) -> Result<String, EnvError>) -> Result<FilterConfig, ConfigError> {
         self.validate()?;
         let key = self.api_key(env)?;
+        let mailbox_secret = self.mailbox_secret(env)?;
         let enforce = self.enforcement().resolve()?;
         let sidecar = Sidecar {
             authority: self.sidecar.authority.clone().unwrap_or_else(|| self.sidecar.cluster.clone()),
@@ -348,6 +397,7 @@ impl PluginConfig {
             cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             hold_headers: self.hold_headers,
+            mailbox_secret,
         })
     }
 
@@ -412,22 +462,27 @@ impl PluginConfig {
         }
         let name = self.sidecar.api_key_env.as_deref().unwrap_or_default();
         let field = "sidecar.api_key_env";
-        match env(name) {
-            // A key mounted from a file often ends with a newline.
-            Ok(value) => {
-                let key = value.trim().to_owned();
-                check_api_key(field, &key).map(|()| key)
-            }
-            Err(EnvError::NotSet) => Err(ConfigError::invalid(
-                field,
-                format!("environment variable {name} is not set in the Wasm VM (vm_config.environment_variables)"),
-            )),
-            Err(EnvError::Unsupported) => {
-                Err(ConfigError::invalid(field, "environment variables can only be read by the wasm32-wasip1 build"))
-            }
-        }
+        // A key mounted from a file often ends with a newline.
+        let key = read_env(env, field, name)?.trim().to_owned();
+        check_api_key(field, &key).map(|()| key)
     }
 }
+
+/// The environment variable `name` of the Wasm VM, for `field`.
+fn read_env(env: &dyn Fn(&str) -> Result<String, EnvError>, field: &str, name: &str) -> Result<String, ConfigError> {
+    env(name).map_err(|e| match e {
+        EnvError::NotSet => ConfigError::invalid(
+            field,
+            format!("environment variable {name} is not set in the Wasm VM (vm_config.environment_variables)"),
+        ),
+        EnvError::Unsupported => {
+            ConfigError::invalid(field, "environment variables can only be read by the wasm32-wasip1 build")
+        }
+    })
+}
+
+/// The mailbox hash's secret: as long as a SHA-256 output, so it cannot be guessed.
+const MIN_SECRET: usize = 32;
 
 fn route(r: SignupRoute) -> Route {
     let path = match (r.path, r.path_prefix) {

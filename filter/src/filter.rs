@@ -428,7 +428,7 @@ impl<H: Host> Ctx<'_, H> {
         ];
         let id = self.request_id.map(|id| ("x-request-id", id));
         let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
-        match self.host.dispatch_http_call(&sidecar.cluster, &headers, sidecar.timeout) {
+        match self.host.dispatch_http_call(&sidecar.cluster, &headers, None, sidecar.timeout) {
             Ok(token) => {
                 self.host.increment(Counter::Callouts);
                 Ok(token)

@@ -79,10 +79,14 @@ pub enum Counter {
     LocalDecisions,
     DecisionSyncs,
     DecisionSyncFailures,
+    /// Signups counted by the sidecar (`velocity`).
+    Counted,
+    /// Signups refused over a `block` velocity limit (429).
+    TooManySignups,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 14] = [
+    pub const ALL: [Counter; 16] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -97,6 +101,8 @@ impl Counter {
         Counter::LocalDecisions,
         Counter::DecisionSyncs,
         Counter::DecisionSyncFailures,
+        Counter::Counted,
+        Counter::TooManySignups,
     ];
 
     /// The metric name defined in Envoy.
@@ -116,6 +122,8 @@ impl Counter {
             Counter::LocalDecisions => "email_verdict.local_decisions",
             Counter::DecisionSyncs => "email_verdict.decision_syncs",
             Counter::DecisionSyncFailures => "email_verdict.decision_sync_failures",
+            Counter::Counted => "email_verdict.counted",
+            Counter::TooManySignups => "email_verdict.too_many_signups",
         }
     }
 
@@ -164,8 +172,12 @@ pub trait Host: SharedData {
         &mut self,
         cluster: &str,
         headers: &[(&str, &str)],
+        body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<u32, HostError>;
+    /// The downstream client's address as Envoy sees it (its trusted-proxy settings applied:
+    /// `use_remote_address`, `xff_num_trusted_hops`), when it has one.
+    fn client_address(&self) -> Option<std::net::IpAddr>;
     /// Answers the client directly; `details` is Envoy's response code details (no spaces).
     fn send_local_response(
         &mut self,

@@ -17,6 +17,7 @@ pub type Store = Rc<RefCell<HashMap<String, (Vec<u8>, u32)>>>;
 pub struct Dispatched {
     pub cluster: String,
     pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
     pub timeout: Duration,
     pub token: u32,
 }
@@ -62,6 +63,8 @@ pub struct MockHost {
     pub dispatched: Vec<Dispatched>,
     pub sent: Vec<Sent>,
     pub resumed: u32,
+    /// What `client_address` answers.
+    pub client: Option<std::net::IpAddr>,
     pub counters: HashMap<Counter, u64>,
     pub now_ms: u64,
     pub logs: RefCell<Vec<(LogLevel, String)>>,
@@ -145,14 +148,20 @@ impl Host for MockHost {
         &mut self,
         cluster: &str,
         headers: &[(&str, &str)],
+        body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<u32, HostError> {
         self.check(self.fail.dispatch, "proxy_http_call")?;
         let token = self.next_token;
         self.next_token += 1;
         let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        self.dispatched.push(Dispatched { cluster: cluster.to_owned(), headers, timeout, token });
+        let body = body.map(<[u8]>::to_vec);
+        self.dispatched.push(Dispatched { cluster: cluster.to_owned(), headers, body, timeout, token });
         Ok(token)
+    }
+
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        self.client
     }
 
     fn send_local_response(

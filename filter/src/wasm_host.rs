@@ -264,11 +264,19 @@ impl Host for WasmHost {
         &mut self,
         cluster: &str,
         headers: &[(&str, &str)],
+        body: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<u32, HostError> {
         // Through the SDK: its dispatcher must learn the token to route the answer back here.
-        proxy_wasm::hostcalls::dispatch_http_call(cluster, headers.to_vec(), None, vec![], timeout)
+        proxy_wasm::hostcalls::dispatch_http_call(cluster, headers.to_vec(), body, vec![], timeout)
             .map_err(|s: Status| HostError::new("proxy_http_call", s as u32))
+    }
+
+    fn client_address(&self) -> Option<std::net::IpAddr> {
+        // `source.address`: "ip:port", "[v6]:port" (Envoy's downstream remote address).
+        let value = proxy_wasm::hostcalls::get_property(vec!["source", "address"]).ok()??;
+        let text = std::str::from_utf8(&value).ok()?;
+        text.parse::<std::net::SocketAddr>().map(|a| a.ip()).or_else(|_| text.parse()).ok()
     }
 
     fn send_local_response(

@@ -389,12 +389,13 @@ mod tests {
     #[test]
     fn each_detail_header_can_be_switched_off_under_its_own_name() {
         let d = details("postmaster@duck.com", true);
-        let off = DetailHeaders { normalized_email: false, role_account: true, relay: false };
+        let off = DetailHeaders { normalized_email: false, relay: false, ..DetailHeaders::default() };
         assert_eq!(
             values(&d, off),
             pairs([("x-email-normalized", None), ("x-email-role", Some("true")), ("x-email-relay", None)])
         );
-        let none = DetailHeaders { normalized_email: false, role_account: false, relay: false };
+        let none =
+            DetailHeaders { normalized_email: false, role_account: false, relay: false, ..DetailHeaders::default() };
         assert!(d.headers(&FlagHeaders::default(), none).iter().all(|(_, v)| v.is_none()));
         let names = FlagHeaders { relay: "x-relay".into(), ..FlagHeaders::default() };
         assert_eq!(d.headers(&names, DetailHeaders::default())[2], ("x-relay", Some("true")));

@@ -9,6 +9,8 @@
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+
+use super::velocity::VelocityLimits;
 use serde_json::Value;
 
 /// Headers an enforcement point must never strip or overwrite: naming one as a flag header would
@@ -137,6 +139,14 @@ pub struct FlagHeaders {
     pub role_account: String,
     #[serde(default = "default_relay_header")]
     pub relay: String,
+    /// Signup counts (`velocity`): this canonical mailbox's signups in the last 24 hours, this
+    /// client's in the last hour, and the scopes whose `flag` limit the signup passed.
+    #[serde(default = "default_mailbox_signups_header")]
+    pub mailbox_signups: String,
+    #[serde(default = "default_client_signups_header")]
+    pub client_signups: String,
+    #[serde(default = "default_velocity_header")]
+    pub velocity: String,
 }
 
 impl Default for FlagHeaders {
@@ -150,13 +160,16 @@ impl Default for FlagHeaders {
             normalized_email: default_normalized_email_header(),
             role_account: default_role_account_header(),
             relay: default_relay_header(),
+            mailbox_signups: default_mailbox_signups_header(),
+            client_signups: default_client_signups_header(),
+            velocity: default_velocity_header(),
         }
     }
 }
 
 impl FlagHeaders {
     /// Every name, for stripping client copies (whether or not a detail header is sent).
-    pub fn all(&self) -> [&str; 8] {
+    pub fn all(&self) -> [&str; 11] {
         self.named().map(|(_, name)| name)
     }
 
@@ -166,7 +179,7 @@ impl FlagHeaders {
     }
 
     /// Each name with its field, in `CONFIG.md` order.
-    fn named(&self) -> [(&'static str, &str); 8] {
+    fn named(&self) -> [(&'static str, &str); 11] {
         [
             ("verdict", &self.verdict),
             ("domain", &self.domain),
@@ -176,10 +189,13 @@ impl FlagHeaders {
             ("normalized_email", &self.normalized_email),
             ("role_account", &self.role_account),
             ("relay", &self.relay),
+            ("mailbox_signups", &self.mailbox_signups),
+            ("client_signups", &self.client_signups),
+            ("velocity", &self.velocity),
         ]
     }
 
-    fn each_mut(&mut self) -> [&mut String; 8] {
+    fn each_mut(&mut self) -> [&mut String; 11] {
         [
             &mut self.verdict,
             &mut self.domain,
@@ -189,6 +205,9 @@ impl FlagHeaders {
             &mut self.normalized_email,
             &mut self.role_account,
             &mut self.relay,
+            &mut self.mailbox_signups,
+            &mut self.client_signups,
+            &mut self.velocity,
         ]
     }
 }
@@ -205,11 +224,16 @@ pub struct DetailHeaders {
     pub role_account: bool,
     #[serde(default = "yes")]
     pub relay: bool,
+    /// The signup counts' headers (with `velocity` configured).
+    #[serde(default = "yes")]
+    pub mailbox_signups: bool,
+    #[serde(default = "yes")]
+    pub client_signups: bool,
 }
 
 impl Default for DetailHeaders {
     fn default() -> Self {
-        Self { normalized_email: true, role_account: true, relay: true }
+        Self { normalized_email: true, role_account: true, relay: true, mailbox_signups: true, client_signups: true }
     }
 }
 
@@ -237,6 +261,9 @@ pub struct EnforcementConfig {
     pub on_invalid_email: Policy,
     #[serde(default = "Policy::deny")]
     pub on_unreadable_body: Policy,
+    /// Signup counts and their limits (`velocity.rs`); absent: nothing is counted.
+    #[serde(default)]
+    pub velocity: Option<VelocityLimits>,
 }
 
 impl Default for EnforcementConfig {
@@ -250,6 +277,7 @@ impl Default for EnforcementConfig {
             on_missing_email: Policy::allow(),
             on_invalid_email: Policy::deny(),
             on_unreadable_body: Policy::deny(),
+            velocity: None,
         }
     }
 }
@@ -264,6 +292,9 @@ impl EnforcementConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_email()?;
         self.validate_headers()?;
+        if let Some(velocity) = &self.velocity {
+            velocity.validate().map_err(|(field, message)| ConfigError::invalid(field, message))?;
+        }
         check_status("block_response.status", self.block_response.status)
     }
 
@@ -287,6 +318,7 @@ impl EnforcementConfig {
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
+            velocity: self.velocity,
         })
     }
 
@@ -352,6 +384,7 @@ pub struct Enforcement {
     pub on_missing_email: Policy,
     pub on_invalid_email: Policy,
     pub on_unreadable_body: Policy,
+    pub velocity: Option<VelocityLimits>,
 }
 
 /// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is
@@ -449,6 +482,15 @@ fn default_role_account_header() -> String {
 fn default_relay_header() -> String {
     "x-email-relay".to_owned()
 }
+fn default_mailbox_signups_header() -> String {
+    "x-email-mailbox-signups".to_owned()
+}
+fn default_client_signups_header() -> String {
+    "x-email-client-signups".to_owned()
+}
+fn default_velocity_header() -> String {
+    "x-email-velocity".to_owned()
+}
 
 #[cfg(test)]
 mod tests {
@@ -470,10 +512,14 @@ mod tests {
                 "x-email-suggestion",
                 "x-email-normalized",
                 "x-email-role",
-                "x-email-relay"
+                "x-email-relay",
+                "x-email-mailbox-signups",
+                "x-email-client-signups",
+                "x-email-velocity"
             ]
         );
-        assert_eq!(e.detail_headers, DetailHeaders { normalized_email: true, role_account: true, relay: true });
+        assert_eq!(e.detail_headers, DetailHeaders::default());
+        assert!(e.detail_headers.mailbox_signups && e.detail_headers.client_signups && e.velocity.is_none());
         assert_eq!(
             (e.on_missing_email, e.on_invalid_email, e.on_unreadable_body),
             (Policy::Allow, Policy::Deny, Policy::Deny)

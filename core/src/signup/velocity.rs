@@ -171,16 +171,14 @@ impl VelocityLimits {
         }
     }
 
-    /// A limit given both or neither window, named for the operator.
-    pub fn validate(&self) -> Result<(), String> {
+    /// A limit given both or neither window: `(field, message)` for the operator.
+    pub fn validate(&self) -> Result<(), (String, String)> {
         for scope in Scope::ALL {
             if let Some(limit) = self.limit(scope)
                 && limit.bound().is_none_or(|(_, n)| n == 0)
             {
-                return Err(format!(
-                    "velocity.{}: give exactly one of per_hour and per_day, at least 1",
-                    scope.as_str()
-                ));
+                let message = "give exactly one of per_hour and per_day, at least 1".to_owned();
+                return Err((format!("velocity.{}", scope.as_str()), message));
             }
         }
         Ok(())
@@ -295,7 +293,7 @@ mod tests {
         assert!(limits.passed(&Counts::default()).is_empty());
         let both: VelocityLimits =
             serde_json::from_str(r#"{"client":{"per_hour":3,"per_day":9,"action":"block"}}"#).unwrap();
-        assert!(both.validate().unwrap_err().contains("velocity.client"));
+        assert_eq!(both.validate().unwrap_err().0, "velocity.client");
         let zero: VelocityLimits = serde_json::from_str(r#"{"client":{"per_hour":0,"action":"block"}}"#).unwrap();
         assert!(zero.validate().is_err());
     }

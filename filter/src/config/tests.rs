@@ -74,7 +74,10 @@ fn minimal_config_gets_the_contract_defaults() {
             "x-email-suggestion",
             "x-email-normalized",
             "x-email-role",
-            "x-email-relay"
+            "x-email-relay",
+            "x-email-mailbox-signups",
+            "x-email-client-signups",
+            "x-email-velocity"
         ]
     );
     assert_eq!(c.enforce.detail_headers, DetailHeaders::default(), "every detail header is sent by default");
@@ -233,7 +236,7 @@ fn values_are_normalized() {
     assert_eq!(c.enforce.flag_headers.relay, "x-relay-service");
     assert_eq!(
         c.enforce.detail_headers,
-        DetailHeaders { normalized_email: false, role_account: true, relay: true },
+        DetailHeaders { normalized_email: false, ..DetailHeaders::default() },
         "unlisted details keep their default"
     );
     assert_eq!(c.enforce.block_body, b"null");

@@ -9,7 +9,7 @@ use super::*;
 use crate::config::EnvError;
 use crate::mock_host::{MockHost, Sent, Store, error_response, lookup_response, lookup_response_suggesting};
 
-const FLAG_HEADERS: [&str; 8] = [
+const FLAG_HEADERS: [&str; 11] = [
     "x-email-verdict",
     "x-email-domain",
     "x-email-flags",
@@ -18,6 +18,9 @@ const FLAG_HEADERS: [&str; 8] = [
     "x-email-normalized",
     "x-email-role",
     "x-email-relay",
+    "x-email-mailbox-signups",
+    "x-email-client-signups",
+    "x-email-velocity",
 ];
 /// The verdict's three and the three detail headers: what a signup with a verdict gets.
 const WITH_A_VERDICT: [&str; 6] =
@@ -546,7 +549,7 @@ fn failed_host_calls_never_hang_or_panic() {
     host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
     host.fail.read_header = true;
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
-    assert_eq!(host.header_removals, 8);
+    assert_eq!(host.header_removals, FLAG_HEADERS.len() as u32);
     assert_no_flag_headers_but(&host, &[]);
     assert!(host.dispatched.is_empty());
     // Reading the body fails.

@@ -290,7 +290,13 @@ fn verdict_answer(
         (names.domain.as_str(), verdict.domain.as_str()),
         (names.flags.as_str(), verdict.flags.as_str()),
     ];
-    let mut remove = vec![names.bypass.as_str()];
+    // Signup counts are not sent by ext_authz yet: a client's copies are removed.
+    let mut remove = vec![
+        names.bypass.as_str(),
+        names.mailbox_signups.as_str(),
+        names.client_signups.as_str(),
+        names.velocity.as_str(),
+    ];
     match &verdict.suggestion {
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
@@ -419,20 +425,23 @@ mod tests {
         assert_eq!(header(&r, "x-email-normalized"), Some("john@gmail.com"));
         assert_eq!(header(&r, "x-email-role"), Some("false"));
         assert_eq!(header(&r, "x-email-relay"), Some("false"));
-        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion"]);
+        let counts = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];
+        assert_eq!(removed(&r), [&["x-email-verdict-bypass"][..], &counts, &["x-email-suggestion"]].concat());
         let r = safe(&config("{}"), "postmaster@duck.com", true);
         assert_eq!((header(&r, "x-email-role"), header(&r, "x-email-relay")), (Some("true"), Some("true")));
         // Without a header value (a non-ASCII local part), or switched off: removed, never left
         // to the client's copy.
         let r = safe(&config("{}"), "josé@gmail.com", false);
         assert_eq!(header(&r, "x-email-normalized"), None);
-        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion", "x-email-normalized"]);
+        let expected =
+            [&["x-email-verdict-bypass"][..], &counts, &["x-email-suggestion", "x-email-normalized"]].concat();
+        assert_eq!(removed(&r), expected);
         let off = config(r#"{"detail_headers":{"normalized_email":false,"role_account":false,"relay":false}}"#);
         let r = safe(&off, "ann@gmail.com", false);
         for name in ["x-email-normalized", "x-email-role", "x-email-relay"] {
             assert_eq!(header(&r, name), None, "{name}");
         }
-        assert_eq!(removed(&r).len(), 5, "{:?}", removed(&r));
+        assert_eq!(removed(&r).len(), 8, "{:?}", removed(&r));
         assert_eq!(header(&r, "x-email-verdict"), Some("safe"));
         // Renamed.
         let renamed = config(r#"{"flag_headers":{"role_account":"X-Role"}}"#);
@@ -451,6 +460,9 @@ mod tests {
             "x-email-normalized",
             "x-email-role",
             "x-email-relay",
+            "x-email-mailbox-signups",
+            "x-email-client-signups",
+            "x-email-velocity",
         ];
         assert_eq!(removed(&r), expected);
     }
