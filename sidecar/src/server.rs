@@ -66,7 +66,8 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let plans = Arc::new(PlanBook::new(Plans::clone(&config.plans)));
     let verdicts =
-        Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone());
+        Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone())
+            .with_dns_deadline(config.lookup_deadline);
     let verdicts = match &config.rdap {
         Some(rdap) => {
             tracing::info!(bootstrap_publication = %rdap.bootstrap.publication, "domain age from RDAP: on");
