@@ -51,6 +51,12 @@ pub struct LookupRecord {
     /// `null` otherwise. Absent in an answer of an older sidecar, read as `null`.
     #[serde(default)]
     pub did_you_mean: Option<String>,
+    /// Beyond the spec: `true` when the domain's MX data could not be had in time (DNS failing
+    /// or slower than the lookup's deadline) and the verdict is what is known without it (a
+    /// decision, a list: [`crate::verdict::decide_without_mx`]); `result` then carries no MX
+    /// data. Absent in an answer of an older sidecar, read as `false`.
+    #[serde(default)]
+    pub mx_unavailable: bool,
     pub result: VerdictResult,
     /// Beyond the spec, beside `result` (which it never changes): what a signup form needs next
     /// ([`crate::details`]). Absent in an answer of an older sidecar, read as the default.
@@ -209,6 +215,7 @@ mod tests {
             email: "ann@gmial.com".into(),
             domain: "gmial.com".into(),
             did_you_mean: did_you_mean.map(str::to_owned),
+            mx_unavailable: false,
             result: decide(&Signals::default(), &MxInfo::NoDomain, false),
             details: Details::default(),
         };
@@ -218,16 +225,28 @@ mod tests {
     #[test]
     fn the_record_is_flat_with_did_you_mean_beside_the_spec_fields() {
         let text = serde_json::to_string(&response(Some("ann@gmail.com"))).unwrap();
-        let keys = ["request_id", "input", "input_type", "email", "domain", "did_you_mean", "result", "details"];
+        let keys = [
+            "request_id",
+            "input",
+            "input_type",
+            "email",
+            "domain",
+            "did_you_mean",
+            "mx_unavailable",
+            "result",
+            "details",
+        ];
         let at: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(json["did_you_mean"], "ann@gmail.com");
         let none = serde_json::to_value(response(None)).unwrap();
         assert!(none["did_you_mean"].is_null(), "null, not absent");
+        assert_eq!(none["mx_unavailable"], false, "false, not absent");
         // An older sidecar's answer, without the field, still reads.
         let mut old = none.clone();
         old.as_object_mut().unwrap().remove("did_you_mean");
+        old.as_object_mut().unwrap().remove("mx_unavailable");
         let read: LookupResponse = serde_json::from_value(old).unwrap();
         assert_eq!(read, response(None));
         let round: LookupResponse = serde_json::from_value(json).unwrap();

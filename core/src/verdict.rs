@@ -183,13 +183,34 @@ impl Signals {
 
 /// Applies the rules to the signals and the DNS answer.
 pub fn decide(s: &Signals, mx: &MxInfo, cached: bool) -> VerdictResult {
+    judge(s, mx, cached, false)
+}
+
+/// The verdict when the MX answer could not be had (DNS failing, or slower than the lookup's
+/// deadline), if what is known apart from DNS fixes it: a decision (a reviewer's, or the
+/// operator's allow/block file), free webmail or a relay service (`safe`), or a strong source
+/// listing the name itself (`disposable`: a provider the lists know receives mail). `None`
+/// when the verdict needs DNS: a weak-only or parent's listing, a name no list knows. The
+/// result carries no MX data (`has_mx` and `domain_exists` false, empty MX arrays, `cached`
+/// false) and is never `review_required`; `free_provider` says what the list says.
+pub fn decide_without_mx(s: &Signals) -> Option<VerdictResult> {
+    let strong_here = s.listing.is_some_and(|l| l.strong && !l.via_parent);
+    let known = s.decision.is_some() || s.free || s.relay || strong_here;
+    // Nothing was shown to resolve: `domain_exists` false, as `has_mx`.
+    known.then(|| judge(s, &MxInfo::NoDomain, false, true))
+}
+
+/// [`decide`]; with `mail_assumed`, a domain is judged as one that receives mail although
+/// `mx` says nothing of it ([`decide_without_mx`]).
+fn judge(s: &Signals, mx: &MxInfo, cached: bool, mail_assumed: bool) -> VerdictResult {
     let has_mx = mx.has_mx();
+    let has_mail = has_mx || mail_assumed;
     let allowlisted = s.decision == Some(Decision::Allow) && !s.free;
     let blocked = s.decision == Some(Decision::Block) && !s.free;
     let known_safe = s.free || s.relay || allowlisted;
     let mx_ip_match = has_mx && s.mx_ip_match && !known_safe;
-    let disposable = blocked || (has_mx && !known_safe && (s.listing_decides() || mx_ip_match));
-    let free_provider = has_mx && s.free;
+    let disposable = blocked || (has_mail && !known_safe && (s.listing_decides() || mx_ip_match));
+    let free_provider = has_mail && s.free;
     let shared_mx = has_mx && s.shared_mx;
     let mx_records = mx.hosts().iter().map(|h| h.name.clone()).collect();
     let mx_ip_address = mx.addresses().iter().map(IpAddr::to_string).collect();

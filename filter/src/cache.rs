@@ -15,6 +15,8 @@ use email_verdict_core::signup::{Flags, VerdictSummary};
 const KEY_PREFIX: &str = "email_verdict:slot:";
 /// `ev2` added the suggestion; an `ev1` entry (a filter before it) is a miss.
 const FORMAT: &str = "ev2";
+/// How long an answer without MX data is kept at most ([`VerdictCache::briefly`]).
+pub const BRIEF_TTL_MS: u64 = 5_000;
 
 /// Why a shared-data write did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +64,12 @@ impl VerdictCache {
     pub fn new(ttl_seconds: u64, max_entries: u64) -> Option<Self> {
         (ttl_seconds > 0 && max_entries > 0)
             .then(|| Self { ttl_ms: ttl_seconds.saturating_mul(1000), slots: max_entries })
+    }
+
+    /// The same cache for an answer without MX data (the sidecar's `mx_unavailable`): kept
+    /// [`BRIEF_TTL_MS`] at most, so the full answer replaces it once DNS answers again.
+    pub fn briefly(self) -> Self {
+        Self { ttl_ms: self.ttl_ms.min(BRIEF_TTL_MS), ..self }
     }
 
     /// The shared-data key of the slot `domain` hashes to.
@@ -190,6 +198,18 @@ mod tests {
         assert_eq!(cache.lookup(&store, &domain, 1_000).unwrap(), Lookup::Hit(s.clone()));
         assert_eq!(cache.lookup(&store, &domain, 300_999).unwrap(), Lookup::Hit(s));
         assert!(matches!(cache.lookup(&store, &domain, 301_000).unwrap(), Lookup::Miss { cas: Some(1) }));
+    }
+
+    #[test]
+    fn an_answer_without_mx_data_expires_after_five_seconds() {
+        let cache = VerdictCache::new(300, 100).unwrap().briefly();
+        let mut store = Store::default();
+        let (domain, s) = (d("mailinator.com"), summary(true, &[]));
+        cache.store(&mut store, &domain, &s, 1_000, None).unwrap();
+        assert_eq!(cache.lookup(&store, &domain, 5_999).unwrap(), Lookup::Hit(s));
+        assert!(matches!(cache.lookup(&store, &domain, 6_000).unwrap(), Lookup::Miss { .. }));
+        let short = VerdictCache::new(2, 100).unwrap();
+        assert_eq!(short.briefly(), short, "a shorter ttl_seconds stays");
     }
 
     #[test]

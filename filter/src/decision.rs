@@ -10,11 +10,22 @@ use crate::host::CalloutResponse;
 /// What a sidecar answer means for the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CalloutOutcome {
-    Verdict(VerdictSummary),
+    /// A verdict, and how long it may be cached.
+    Verdict(VerdictSummary, Keep),
     /// The sidecar said `invalid_input`: handled as `on_invalid_email`.
     InvalidEmail,
     /// No verdict: handled as `failure_mode`, with this bypass value.
     Failed(Bypass),
+}
+
+/// How long a verdict may be cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The configured `cache.ttl_seconds`.
+    Ttl,
+    /// The sidecar answered without MX data (`mx_unavailable`: DNS failing or slow): briefly
+    /// ([`crate::cache::VerdictCache::briefly`]), so the full answer replaces it soon.
+    Briefly,
 }
 
 /// Envoy answers a timed-out callout with a synthetic 504 and a refused connection with 503.
@@ -24,6 +35,7 @@ pub fn classify(response: &CalloutResponse) -> CalloutOutcome {
             Ok(lookup) => CalloutOutcome::Verdict(
                 VerdictSummary::from_result(&lookup.record.result)
                     .with_suggestion(lookup.record.did_you_mean.as_deref()),
+                if lookup.record.mx_unavailable { Keep::Briefly } else { Keep::Ttl },
             ),
             Err(_) => CalloutOutcome::Failed(Bypass::SidecarError),
         },
@@ -72,7 +84,7 @@ mod tests {
         use Bypass::{SidecarError, SidecarRejected, SidecarTimeout};
         use CalloutOutcome::*;
         let verdict = |disposable, flags: &[Flag]| {
-            Verdict(VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None })
+            Verdict(VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None }, Keep::Ttl)
         };
         let cases: &[(Option<u16>, String, CalloutOutcome)] = &[
             (Some(200), lookup_body("disposable", &["has_mx"]), verdict(true, &[Flag::HasMx])),
@@ -99,6 +111,13 @@ mod tests {
         for (status, body, expected) in cases {
             assert_eq!(&classify(&response(*status, body)), expected, "{status:?} {body}");
         }
+    }
+
+    #[test]
+    fn an_answer_without_mx_data_is_kept_briefly() {
+        let body = lookup_body("disposable", &[]).replacen('{', r#"{"mx_unavailable": true, "#, 1);
+        let outcome = classify(&response(Some(200), &body));
+        assert!(matches!(outcome, CalloutOutcome::Verdict(ref s, Keep::Briefly) if s.disposable), "{outcome:?}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use email_verdict_core::signup::{
 };
 
 use crate::config::FilterConfig;
-use crate::decision::{self, CalloutOutcome};
+use crate::decision::{self, CalloutOutcome, Keep};
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 use crate::relay;
 
@@ -444,8 +444,8 @@ impl<H: Host> Ctx<'_, H> {
     fn sidecar_answered(&mut self, pending: &Pending, response: &CalloutResponse) -> Judged {
         let domain = &pending.domain;
         match decision::classify(response) {
-            CalloutOutcome::Verdict(summary) => {
-                self.remember(domain, &summary, pending.cas);
+            CalloutOutcome::Verdict(summary, keep) => {
+                self.remember(domain, &summary, pending.cas, keep);
                 verdict_of(domain, &summary)
             }
             CalloutOutcome::InvalidEmail => Judged::Invalid,
@@ -457,8 +457,9 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>) {
+    fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>, keep: Keep) {
         let Some(cache) = self.config.cache else { return };
+        let cache = if keep == Keep::Briefly { cache.briefly() } else { cache };
         let stored = self.host.now_ms().and_then(|now| cache.store(&mut *self.host, domain, summary, now, cas));
         if let Err(e) = stored {
             self.log(LogLevel::Warn, &format!("could not cache the verdict: {e}"));

@@ -34,6 +34,8 @@ const MIN_QUEUE_CAPACITY: usize = 100;
 const MAX_QUEUE_CAPACITY: usize = 1_000_000;
 /// Connections the public listener holds at once (`--max-connections`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// `--lookup-deadline-ms`.
+pub const DEFAULT_LOOKUP_DEADLINE_MS: u64 = 700;
 /// Connections one client holds at once on the public listener (`--max-connections-per-peer`).
 pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
 
@@ -60,6 +62,9 @@ pub struct ServeArgs {
     /// Per-query DNS timeout in milliseconds [default: 2000]
     #[arg(long, env = "EMAIL_VERDICT_DNS_TIMEOUT_MS", value_name = "MS")]
     pub dns_timeout_ms: Option<u64>,
+    /// Time one lookup waits for all its DNS work, in milliseconds; past it, a verdict the lists or a decision fix comes without MX data [default: 700]
+    #[arg(long, env = "EMAIL_VERDICT_LOOKUP_DEADLINE_MS", value_name = "MS")]
+    pub lookup_deadline_ms: Option<u64>,
     /// Shortest time an answer is cached, in seconds, whatever its DNS TTL [default: 60]
     #[arg(long, env = "EMAIL_VERDICT_CACHE_MIN_TTL", value_name = "SECS")]
     pub cache_min_ttl: Option<u64>,
@@ -199,6 +204,8 @@ pub struct ServeConfig {
     pub review_queue_capacity: usize,
     /// Infrastructure warm-up: domains per second; 0 = off.
     pub warmup_rate: u32,
+    /// Time one lookup waits for all its DNS work (`--lookup-deadline-ms`).
+    pub lookup_deadline: Duration,
     /// Time for a whole request header, on both listeners.
     pub header_timeout: Duration,
     /// Connections the public listener holds at once, in all and from one client.
@@ -299,6 +306,7 @@ impl ServeArgs {
             infra_threshold: merged.infra_threshold.unwrap_or(2).max(1),
             review_queue_capacity,
             warmup_rate: merged.warmup_rate.unwrap_or(5),
+            lookup_deadline: lookup_deadline(merged.lookup_deadline_ms)?,
             header_timeout,
             max_connections,
             max_connections_per_peer,
@@ -328,6 +336,7 @@ impl ServeArgs {
             dns: vec(self.dns, lower.dns),
             config: self.config,
             dns_timeout_ms: self.dns_timeout_ms.or(lower.dns_timeout_ms),
+            lookup_deadline_ms: self.lookup_deadline_ms.or(lower.lookup_deadline_ms),
             cache_min_ttl: self.cache_min_ttl.or(lower.cache_min_ttl),
             cache_max_ttl: self.cache_max_ttl.or(lower.cache_max_ttl),
             cache_stale_ttl: self.cache_stale_ttl.or(lower.cache_stale_ttl),
@@ -367,6 +376,15 @@ impl ServeArgs {
 }
 
 /// The public pages' settings; a reverse lookup gets one DNS timeout.
+/// `--lookup-deadline-ms`: by default well inside the gateway's callout timeout (1 s in the
+/// shipped configurations), so a DNS outage gives an answer rather than a timeout.
+fn lookup_deadline(ms: Option<u64>) -> anyhow::Result<Duration> {
+    match ms.unwrap_or(DEFAULT_LOOKUP_DEADLINE_MS) {
+        0 => Err(usage_error("--lookup-deadline-ms must be at least 1")),
+        ms => Ok(Duration::from_millis(ms)),
+    }
+}
+
 fn page_settings(merged: &ServeArgs, dns_timeout: Duration) -> anyhow::Result<PageSettings> {
     let public_url = merged.public_url.clone().unwrap_or_default().trim_end_matches('/').to_owned();
     if !(public_url.is_empty() || public_url.starts_with("https://") || public_url.starts_with("http://")) {

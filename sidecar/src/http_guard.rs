@@ -9,7 +9,9 @@
 //!   own line would carry up to 2 KiB of the raw request, keys, tokens, cookies and emails included;
 //! - a request target over [`MAX_TARGET`] bytes gets 414 before any handler sees it;
 //! - a request header must arrive whole within `--header-timeout` (Pingora only bounds each
-//!   single read, so a client sending a byte a minute held a connection forever): 408, closed.
+//!   single read, so a client sending a byte a minute held a connection forever): 408, closed;
+//! - on the public listener a share of the connections is kept for requests with a valid API
+//!   key ([`reserve`]): anonymous clients cannot starve the gateway's checks.
 //!
 //! Everything after the header is Pingora's default loop, unchanged (bodies are read by the
 //! handlers that take one, bounded in time: `api::body`).
@@ -36,11 +38,25 @@ pub const MAX_TARGET: usize = 8 * 1024;
 /// Idle time between requests on a kept-alive connection (Pingora's per-read keepalive).
 const KEEPALIVE_SECS: u64 = 60;
 
+mod reserve;
+
+pub use reserve::{KEY_HOLDER_SHARE, KeyCheck};
+use reserve::{Probation, Reserve};
+
+tokio::task_local! {
+    /// For a connection in the reserved share ([`reserve`]): its listener's budget and its
+    /// probation, set by [`Capped`] around the connection's whole life.
+    static ON_PROBATION: Option<(Arc<ConnectionBudget>, Arc<Probation>)>;
+}
+
 /// A `ServeHttp` app behind the guarded connection loop.
 pub struct Guarded<A> {
     pub app: A,
     /// Time for a whole request header, from the connection's start or the previous answer.
     pub header_timeout: Duration,
+    /// Which requests carry a valid key, for connections in the reserved share (`None`: the
+    /// listener reserves nothing, or every such connection is refused).
+    pub keys: Option<Arc<dyn KeyCheck>>,
 }
 
 #[async_trait]
@@ -50,7 +66,18 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
         mut http: ServerSession,
         shutdown: &ShutdownWatch,
     ) -> Option<ReusedHttpStream> {
-        match tokio::time::timeout(self.header_timeout, http.read_request()).await {
+        let probation = ON_PROBATION.try_with(Clone::clone).ok().flatten();
+        let evicted = async {
+            match &probation {
+                Some((_, p)) => p.evicted().await,
+                None => std::future::pending().await,
+            }
+        };
+        let read = tokio::select! {
+            read = tokio::time::timeout(self.header_timeout, http.read_request()) => read,
+            () = evicted => return reserved_for_keys(http, probation.as_ref()).await,
+        };
+        match read {
             Ok(Ok(true)) => {}
             Ok(Ok(false)) => return None, // closed between requests
             Ok(Err(e)) => {
@@ -62,6 +89,11 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
         }
         if http.req_header().raw_path().len() > MAX_TARGET {
             return refuse(http, Refusal::TargetTooLong).await;
+        }
+        if let Some((budget, p)) = &probation
+            && !self.prove(&http, budget, p).await
+        {
+            return reserved_for_keys(http, probation.as_ref()).await;
         }
         http.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE_SECS) });
         let response = self.app.response(&mut http).await;
@@ -88,6 +120,33 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
     }
 }
 
+impl<A> Guarded<A> {
+    /// Whether the request of a connection on probation carries a valid key; if so, the
+    /// connection keeps its place in the reserved share.
+    async fn prove(&self, http: &ServerSession, budget: &ConnectionBudget, p: &Probation) -> bool {
+        let valid = match &self.keys {
+            Some(keys) => keys.valid_key(http).await,
+            None => false,
+        };
+        if valid {
+            budget.lock().reserve.proven(p);
+        }
+        valid
+    }
+}
+
+/// `503` for a connection in the reserved share without a valid key, counted (and logged at
+/// most once a second) with the connections turned away: a flood must not flood the log.
+async fn reserved_for_keys(
+    http: ServerSession,
+    place: Option<&(Arc<ConnectionBudget>, Arc<Probation>)>,
+) -> Option<ReusedHttpStream> {
+    if let Some((budget, _)) = place {
+        budget.refused(Full::Reserved);
+    }
+    refuse(http, Refusal::ReservedForKeys).await
+}
+
 /// Why a request header was refused before any handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
@@ -97,6 +156,9 @@ enum Refusal {
     HeaderTooLarge,
     TargetTooLong,
     Timeout,
+    /// The listener is full but for the share kept for requests with a valid API key, and this
+    /// connection's request has none (or a newcomer took its place before it sent one).
+    ReservedForKeys,
     /// The client went away or the read failed: nothing to answer.
     Gone,
 }
@@ -120,6 +182,7 @@ impl Refusal {
             Self::HeaderTooLarge => Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
             Self::TargetTooLong => Some(StatusCode::URI_TOO_LONG),
             Self::Timeout => Some(StatusCode::REQUEST_TIMEOUT),
+            Self::ReservedForKeys => Some(StatusCode::SERVICE_UNAVAILABLE),
             Self::Gone => None,
         }
     }
@@ -130,6 +193,7 @@ impl Refusal {
             Self::HeaderTooLarge => "request header too large",
             Self::TargetTooLong => "request target too long",
             Self::Timeout => "request header not received in time",
+            Self::ReservedForKeys => "listener full but for requests with an API key",
             Self::Gone => "connection closed before a whole request header",
         }
     }
@@ -150,13 +214,16 @@ fn target_too_long(e: &pingora::Error) -> bool {
 /// Answers `why` (when there is anyone to answer) and closes the connection. The log line
 /// names the kind only: never the bytes received.
 async fn refuse(mut http: ServerSession, why: Refusal) -> Option<ReusedHttpStream> {
-    let peer = http.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-    tracing::info!(peer = ?peer, reason = why.as_str(), "request refused before routing");
+    if why != Refusal::ReservedForKeys {
+        let peer = http.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+        tracing::info!(peer = ?peer, reason = why.as_str(), "request refused before routing");
+    }
     let status = why.status()?;
     let body = format!("{}\n", status.canonical_reason().unwrap_or("refused"));
     http.set_keepalive(None);
     let Ok(mut header) = ResponseHeader::build(status, Some(3)) else { return None };
-    let headers = [("content-type", "text/plain"), ("connection", "close")];
+    let retry = if why == Refusal::ReservedForKeys { Some(("retry-after", "1")) } else { None };
+    let headers = [("content-type", "text/plain"), ("connection", "close")].into_iter().chain(retry);
     for (name, value) in headers {
         let _ = header.insert_header(name, value);
     }
@@ -211,12 +278,16 @@ pub struct ConnectionBudget {
 struct Open {
     total: usize,
     per_peer: HashMap<IpAddr, usize>,
+    /// The share kept for requests with a valid API key (counted in `total` too).
+    reserve: Reserve,
 }
 
 /// One connection's place in its listener's budget, given back when dropped.
 pub struct Slot {
     budget: Arc<ConnectionBudget>,
     peer: Option<IpAddr>,
+    /// In the reserved share.
+    probation: Option<Arc<Probation>>,
 }
 
 /// Why a connection was turned away.
@@ -224,11 +295,16 @@ pub struct Slot {
 pub enum Full {
     Listener,
     Peer,
+    /// Let into the reserved share, without a valid key.
+    Reserved,
 }
 
 impl ConnectionBudget {
-    pub fn new(listener: &'static str, caps: ConnectionCaps, exempt: Vec<ipnet::IpNet>) -> Arc<Self> {
-        let (open, refusals, lingering) = (Mutex::default(), Mutex::default(), Default::default());
+    /// `reserved` of the `caps.total` places are kept for requests with a valid API key
+    /// ([`reserve`]; the listener's app then needs a [`KeyCheck`]).
+    pub fn new(listener: &'static str, caps: ConnectionCaps, reserved: usize, exempt: Vec<ipnet::IpNet>) -> Arc<Self> {
+        let open = Mutex::new(Open { reserve: Reserve::new(reserved.min(caps.total)), ..Open::default() });
+        let (refusals, lingering) = (Mutex::default(), Default::default());
         Arc::new(Self { listener, caps, exempt, open, refusals, lingering })
     }
 
@@ -240,18 +316,22 @@ impl ConnectionBudget {
     pub fn take(self: &Arc<Self>, peer: Option<IpAddr>) -> Result<Slot, Full> {
         let key = peer.filter(|ip| !self.exempt.iter().any(|net| net.contains(ip))).map(peer_key);
         let mut open = self.lock();
-        if open.total >= self.caps.total {
+        let general = open.total - open.reserve.held.min(open.total);
+        let reserved_only = general >= self.caps.total - open.reserve.places;
+        if reserved_only && !open.reserve.has_room() {
             return Err(Full::Listener);
         }
+        if let Some(key) = key
+            && open.per_peer.get(&key).is_some_and(|mine| *mine >= self.caps.per_peer)
+        {
+            return Err(Full::Peer);
+        }
+        let probation = if reserved_only { open.reserve.admit() } else { None };
         if let Some(key) = key {
-            let mine = open.per_peer.entry(key).or_default();
-            if *mine >= self.caps.per_peer {
-                return Err(Full::Peer);
-            }
-            *mine += 1;
+            *open.per_peer.entry(key).or_default() += 1;
         }
         open.total += 1;
-        Ok(Slot { budget: self.clone(), peer: key })
+        Ok(Slot { budget: self.clone(), peer: key, probation })
     }
 
     /// Connections held now.
@@ -276,6 +356,7 @@ impl ConnectionBudget {
         let reason = match why {
             Full::Listener => "listener full",
             Full::Peer => "too many connections from one client",
+            Full::Reserved => "listener full but for requests with an API key",
         };
         tracing::warn!(
             listener = self.listener,
@@ -293,6 +374,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.budget.lock();
         open.total = open.total.saturating_sub(1);
+        if let Some(p) = &self.probation {
+            open.reserve.release(p);
+        }
         if let Some(key) = self.peer
             && let Some(mine) = open.per_peer.get_mut(&key)
         {
@@ -328,7 +412,12 @@ impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
         let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
         match self.budget.take(peer) {
-            Ok(_slot) => ServerApp::process_new(&self.app, stream, shutdown).await,
+            Ok(slot) => {
+                let place = slot.probation.clone().map(|p| (self.budget.clone(), p));
+                let reused = ON_PROBATION.scope(place, ServerApp::process_new(&self.app, stream, shutdown)).await;
+                drop(slot);
+                reused
+            }
             Err(why) => {
                 self.budget.refused(why);
                 let lingering = Lingering::enter(&self.budget.lingering);
@@ -402,7 +491,7 @@ mod tests {
 
     #[test]
     fn a_listener_holds_its_caps_in_all_and_per_client() {
-        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 5, per_peer: 2 }, Vec::new());
+        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 5, per_peer: 2 }, 0, Vec::new());
         let a1 = budget.take(ip("192.0.2.1")).unwrap();
         let _a2 = budget.take(ip("192.0.2.1")).unwrap();
         assert_eq!(budget.take(ip("192.0.2.1")).err(), Some(Full::Peer));
@@ -420,9 +509,26 @@ mod tests {
     }
 
     #[test]
+    fn past_the_general_share_connections_come_in_on_probation_and_newcomers_displace_them() {
+        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 4, per_peer: 4 }, 2, Vec::new());
+        let general: Vec<_> = (0..2).map(|_| budget.take(ip("192.0.2.1")).unwrap()).collect();
+        assert!(general.iter().all(|s| s.probation.is_none()));
+        let (a, b) = (budget.take(ip("192.0.2.2")).unwrap(), budget.take(ip("192.0.2.2")).unwrap());
+        assert!(a.probation.is_some() && b.probation.is_some());
+        budget.lock().reserve.proven(b.probation.as_ref().unwrap());
+        let c = budget.take(ip("192.0.2.3")).unwrap(); // takes a's place, not b's
+        assert!(c.probation.is_some());
+        budget.lock().reserve.proven(c.probation.as_ref().unwrap());
+        assert_eq!(budget.take(ip("192.0.2.4")).err(), Some(Full::Listener), "every reserved place proven");
+        drop((a, general));
+        assert_eq!(budget.open(), 2);
+        assert!(budget.take(ip("192.0.2.4")).unwrap().probation.is_none(), "the general share has room again");
+    }
+
+    #[test]
     fn exempt_proxies_count_only_in_all() {
         let proxy = "10.0.0.0/8".parse().unwrap();
-        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 3, per_peer: 1 }, vec![proxy]);
+        let budget = ConnectionBudget::new("test", ConnectionCaps { total: 3, per_peer: 1 }, 0, vec![proxy]);
         let held: Vec<_> = (0..3).map(|_| budget.take(ip("10.1.2.3")).unwrap()).collect();
         assert_eq!(budget.take(ip("10.1.2.3")).err(), Some(Full::Listener));
         drop(held);

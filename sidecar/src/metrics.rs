@@ -269,7 +269,8 @@ impl Metrics {
         r.register("dns_queries", "DNS queries sent, by record type", self.dns_queries.clone());
         r.register("dns_errors", "DNS queries that failed, by record type and kind", self.dns_errors.clone());
         r.register("verdicts", "Verdicts reached (API and pages), by verdict", self.verdicts.clone());
-        let decided_help = "Verdicts a decision fixed, answered without MX data because DNS was slow or failing";
+        let decided_help =
+            "Verdicts a decision or a list fixes, answered without MX data because DNS was slow or failing";
         r.register("decided_without_dns", decided_help, self.decided_without_dns.clone());
         r.register("store_errors", "State store calls that failed", self.store_errors.clone());
         let warmup_help = "Strong-listed domains the infrastructure warm-up resolved, by outcome";

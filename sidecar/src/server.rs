@@ -23,7 +23,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::PlanReloader;
 use crate::config::ServeConfig;
 use crate::dns::{HickoryResolver, MxCache};
-use crate::http_guard::{ADMIN_CAPS, Capped, ConnectionBudget, ConnectionCaps, Guarded};
+use crate::http_guard::{ADMIN_CAPS, Capped, ConnectionBudget, ConnectionCaps, Guarded, KEY_HOLDER_SHARE, KeyCheck};
 use crate::limits::Limiter;
 use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
 use crate::metrics::Metrics;
@@ -66,7 +66,8 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let pages = Pages::new(config.pages.clone(), templates.clone(), resolver, store.clone(), clock.clone())?;
     let plans = Arc::new(PlanBook::new(Plans::clone(&config.plans)));
     let verdicts =
-        Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone());
+        Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone())
+            .with_dns_deadline(config.lookup_deadline);
     let verdicts = match &config.rdap {
         Some(rdap) => {
             tracing::info!(bootstrap_publication = %rdap.bootstrap.publication, "domain age from RDAP: on");
@@ -117,16 +118,19 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     server.bootstrap();
     let header_timeout = config.header_timeout;
     // Each listener its own budget: a flood of the public one leaves the admin one reachable.
-    let public_budget = ConnectionBudget::new("api", public_caps, config.trusted_proxies.clone());
-    let admin_budget = ConnectionBudget::new("admin", ADMIN_CAPS, Vec::new());
-    let public_app = Guarded { app: ApiApp(api), header_timeout };
+    // A share of the public one is kept for requests with a valid key: the gateway's checks.
+    let reserved = public_caps.total / KEY_HOLDER_SHARE;
+    let public_budget = ConnectionBudget::new("api", public_caps, reserved, config.trusted_proxies.clone());
+    let admin_budget = ConnectionBudget::new("admin", ADMIN_CAPS, 0, Vec::new());
+    let keys: Arc<dyn KeyCheck> = Arc::new(ApiKeys(api.clone()));
+    let public_app = Guarded { app: ApiApp(api), header_timeout, keys: Some(keys) };
     let mut public = Service::with_listeners(
         "api".into(),
         listeners(config.listen),
         Capped { app: Arc::new(public_app), budget: public_budget },
     );
     public.threads = Some(config.threads);
-    let admin_app = Guarded { app: AdminApp(admin), header_timeout };
+    let admin_app = Guarded { app: AdminApp(admin), header_timeout, keys: None };
     let mut admin = Service::with_listeners(
         "admin".into(),
         listeners(config.admin_listen),
@@ -167,6 +171,9 @@ fn server_conf(config: &ServeConfig) -> ServerConf {
 /// Files kept for everything but client connections: the admin listener's budget, the state
 /// store, lists, logs, and DNS sockets for lookups under way.
 const FILES_RESERVED: u64 = 256;
+
+mod key_check;
+use key_check::ApiKeys;
 
 /// The public listener's caps: `--max-connections` and `--max-connections-per-peer`, lowered
 /// so that client connections take at most half of the open files left after

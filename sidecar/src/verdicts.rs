@@ -20,10 +20,12 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::time::Instant as Deadline;
+
 use lru::LruCache;
 
 use email_verdict_core::suggest::did_you_mean;
-use email_verdict_core::verdict::decide;
+use email_verdict_core::verdict::{decide, decide_without_mx};
 use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult};
 
 use crate::clock::Clock;
@@ -56,6 +58,8 @@ pub struct Verdicts {
     feeds_store: bool,
     /// Domain ages from RDAP, when `--rdap` is on.
     ages: Option<Arc<DomainAges>>,
+    /// How long one lookup waits for all its DNS work ([`Self::with_dns_deadline`]).
+    dns_deadline: Duration,
 }
 
 /// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
@@ -66,6 +70,8 @@ pub struct Judged {
     pub suggestion: Option<Domain>,
     /// The registered domain's age, when RDAP already told it (`details.domain_age_days`).
     pub age: Option<DomainAge>,
+    /// The MX data could not be had in time: the verdict is what is known without it.
+    pub mx_unavailable: bool,
 }
 
 /// A verdict with what it was reached from.
@@ -78,6 +84,7 @@ struct Decided {
     /// What the domain's own mail servers weigh (`verdicts/infra.rs`).
     infra: InfraJudgement,
     age: Option<DomainAge>,
+    mx_unavailable: bool,
 }
 
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
@@ -90,6 +97,8 @@ pub struct Explained {
     pub catalog: Arc<Catalog>,
     /// The registered domain's age, when known.
     pub age: Option<DomainAge>,
+    /// The MX data could not be had in time (`mx` is then empty).
+    pub mx_unavailable: bool,
 }
 
 /// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
@@ -110,7 +119,18 @@ impl Verdicts {
         metrics: Arc<Metrics>,
     ) -> Self {
         let learned = Mutex::new(LruCache::new(NonZeroUsize::new(LEARNED_FACTS).unwrap_or(NonZeroUsize::MIN)));
-        Self { catalog, mx, store, clock, threshold: threshold.max(1), metrics, learned, feeds_store: true, ages: None }
+        let dns_deadline = mx.lookup_timeout();
+        let (threshold, feeds_store, ages) = (threshold.max(1), true, None);
+        Self { catalog, mx, store, clock, threshold, metrics, learned, feeds_store, ages, dns_deadline }
+    }
+
+    /// One lookup waits at most `deadline` for all its DNS work (the domain's MX, a listed
+    /// parent's, the owners of hosts that reached the bar); by default the resolution's own
+    /// bound. Past it, a verdict that needs no DNS comes without MX data (`mx_unavailable`),
+    /// any other is a DNS failure. The resolutions go on and fill the cache.
+    pub fn with_dns_deadline(mut self, deadline: Duration) -> Self {
+        self.dns_deadline = deadline;
+        self
     }
 
     /// Verdicts carry the registered domain's age when RDAP already told it (`--rdap`).
@@ -148,7 +168,7 @@ impl Verdicts {
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
     pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Judged, LookupError> {
         let d = self.decided(input, decision).await?;
-        Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age })
+        Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age, mx_unavailable: d.mx_unavailable })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
@@ -166,20 +186,23 @@ impl Verdicts {
         let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
-        Ok(Explained { result: d.result, suggestion: d.suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age })
+        let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
+        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable })
     }
 
     async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
         let domain = input.domain();
         // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
         let catalog = self.catalog.current();
-        let Some(lookup) = self.mx_for(&catalog, domain, decision).await? else {
-            return Ok(self.decided_without_dns(catalog, domain, decision));
+        let deadline = Deadline::now() + self.dns_deadline;
+        let lookup = match self.mx_for(&catalog, domain, decision, deadline).await {
+            Ok(lookup) => lookup,
+            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure),
         };
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
-            signals.parent_mail = self.mail_goes_to_parent(&catalog, domain, &infra).await?;
+            signals.parent_mail = self.mail_goes_to_parent(&catalog, domain, &infra, deadline).await?;
         }
         let mut judged = InfraJudgement::default();
         if needs_infra_check(&signals) && !infra.is_empty() {
@@ -192,7 +215,7 @@ impl Verdicts {
                 .map_err(|e| self.store_failed(e))?;
             judged = infra::judge(&catalog, registrable, &infra, &evidence, self.threshold);
             for (host, owner) in judged.counted_hosts() {
-                if self.receives_its_mail_on(&owner, &host).await {
+                if self.receives_its_mail_on(&owner, &host, deadline).await {
                     judged.owned_by_a_mail_domain(&host);
                 }
             }
@@ -206,43 +229,48 @@ impl Verdicts {
         let age = if lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
         self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
-        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age })
+        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age, mx_unavailable: false })
     }
 
-    /// The MX answer for `domain`; `None` when a decision (a reviewer's, or the operator's
-    /// allow/block file) already fixes the verdict and DNS did not answer within
-    /// [`DECIDED_DNS_WAIT`] (slow, failing): such a verdict never waits for, nor fails with, DNS,
-    /// which the domain's owner controls. The resolution goes on in the background and fills
-    /// the cache for the next lookup.
+    /// The MX answer for `domain`, by `deadline`; a verdict that a decision already fixes (a
+    /// reviewer's, or the operator's allow/block file) waits [`DECIDED_DNS_WAIT`] at most: such
+    /// a verdict never waits for DNS, which the domain's owner controls. The resolution goes on
+    /// in the background and fills the cache for the next lookup.
     async fn mx_for(
         &self,
         catalog: &Catalog,
         domain: &Domain,
         decision: Option<Decision>,
-    ) -> Result<Option<crate::dns::Lookup>, LookupError> {
-        if !catalog.decision_fixes_verdict(domain, decision) {
-            return Ok(Some(self.mx.lookup(domain).await?));
-        }
-        match tokio::time::timeout(DECIDED_DNS_WAIT, self.mx.lookup(domain)).await {
-            Ok(Ok(lookup)) => Ok(Some(lookup)),
-            Ok(Err(e)) => {
-                tracing::debug!(domain = %domain, error = %e, "DNS failed; the decision stands without MX data");
-                Ok(None)
-            }
-            Err(_) => Ok(None),
-        }
+        deadline: Deadline,
+    ) -> Result<crate::dns::Lookup, DnsFailure> {
+        let deadline = if catalog.decision_fixes_verdict(domain, decision) {
+            deadline.min(Deadline::now() + DECIDED_DNS_WAIT)
+        } else {
+            deadline
+        };
+        self.mx.lookup_within(domain, deadline).await
     }
 
-    /// The verdict a decision fixes, without MX data (`has_mx` false, empty `mx_records`):
-    /// nothing is learned from it and nothing is queued.
-    fn decided_without_dns(&self, catalog: Arc<Catalog>, domain: &Domain, decision: Option<Decision>) -> Decided {
+    /// No MX answer by the deadline: the verdict that needs no DNS (`decide_without_mx`: a
+    /// decision, free webmail, a relay, a strong listing of the name itself), without MX data
+    /// and saying so; nothing is learned from it and nothing is queued. Any other verdict
+    /// needs DNS: the failure.
+    fn decided_without_dns(
+        &self,
+        catalog: Arc<Catalog>,
+        domain: &Domain,
+        decision: Option<Decision>,
+        failure: DnsFailure,
+    ) -> Result<Decided, LookupError> {
         let mx = Arc::new(MxInfo::NoMx);
         let signals = catalog.signals(domain, &mx, decision);
-        let result = decide(&signals, &mx, false);
+        let Some(result) = decide_without_mx(&signals) else { return Err(failure.into()) };
+        tracing::debug!(domain = %domain, error = %failure, "no MX data in time; the verdict stands without it");
         self.metrics.verdict(result.verdict);
         self.metrics.decided_without_dns();
         let age = self.age_of(domain);
-        Decided { result, catalog, suggestion: None, mx, signals, infra: InfraJudgement::default(), age }
+        let infra = InfraJudgement::default();
+        Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -274,9 +302,9 @@ impl Verdicts {
 
     /// Whether `owner` (a registrable domain) has `host` among its own MX hosts. A DNS failure
     /// says no: the evidence then counts, as it did before it was asked.
-    async fn receives_its_mail_on(&self, owner: &str, host: &str) -> bool {
+    async fn receives_its_mail_on(&self, owner: &str, host: &str, deadline: Deadline) -> bool {
         let Ok(owner) = Domain::parse(owner) else { return false };
-        match self.mx.lookup(&owner).await {
+        match self.mx.lookup_within(&owner, deadline).await {
             Ok(lookup) => lookup.mx.hosts().iter().any(|h| h.name.trim_end_matches('.').eq_ignore_ascii_case(host)),
             Err(_) => false,
         }
@@ -290,11 +318,12 @@ impl Verdicts {
         catalog: &Catalog,
         domain: &Domain,
         infra: &OwnInfra,
+        deadline: Deadline,
     ) -> Result<bool, LookupError> {
         let Some(parent) = catalog.disposable_listing(domain).and_then(|l| Domain::parse(l.entry).ok()) else {
             return Ok(false);
         };
-        let parent = OwnInfra::of(catalog, &self.mx.lookup(&parent).await?.mx);
+        let parent = OwnInfra::of(catalog, &self.mx.lookup_within(&parent, deadline).await?.mx);
         Ok(infra.hosts.iter().any(|h| parent.hosts.contains(h)) || infra.ips.iter().any(|ip| parent.ips.contains(ip)))
     }
 

@@ -66,6 +66,14 @@ impl Request {
         read_response(&mut BufReader::new(&mut stream), &self.method, true)
     }
 
+    /// Sends on a connection the caller opened (e.g. from a chosen source address).
+    pub fn send_on(&self, stream: &mut TcpStream) -> Response {
+        let addr = stream.peer_addr().expect("a connected stream");
+        let sent = stream.write_all(&self.encode(addr, true));
+        let resp = sent.and_then(|()| read_response(&mut BufReader::new(&mut *stream), &self.method, true));
+        resp.unwrap_or_else(|e| panic!("{} {} to {addr}: {e}", self.method, self.target))
+    }
+
     /// Sends without `Connection: close` and returns the still-open connection too.
     pub fn send_keep_alive(&self, addr: SocketAddr) -> io::Result<(Response, TcpStream)> {
         let mut stream = self.connect(addr)?;

@@ -97,6 +97,9 @@ pub fn shape_problems(v: &Value) -> Vec<String> {
     if !v.get("did_you_mean").is_some_and(|d| d.is_null() || d.is_string()) {
         p.push(format!("did_you_mean is not null or a string: {:?}", v.get("did_you_mean")));
     }
+    if !v.get("mx_unavailable").is_some_and(Value::is_boolean) {
+        p.push(format!("mx_unavailable is not a boolean: {:?}", v.get("mx_unavailable")));
+    }
     let Some(r) = v.get("result").filter(|r| r.is_object()) else {
         p.push("result is not an object".into());
         return p;

@@ -354,3 +354,29 @@ fn a_cut_answer_never_vouches_for_a_domain() {
         assert!(!r.business_email && r.shared_mx && r.review_required && !r.disposable, "{cut:?}");
     }
 }
+
+/// Issue 31: without MX data, only what needs no DNS gives a verdict; the rest needs DNS.
+#[test]
+fn without_mx_data_only_what_needs_no_dns_is_decided() {
+    let known = |name: &str, s: Signals, disposable: bool| {
+        let r = decide_without_mx(&s).unwrap_or_else(|| panic!("{name}: decided without DNS"));
+        assert_eq!((r.disposable, r.safe, r.verdict == Verdict::Disposable), (disposable, !disposable, disposable));
+        assert!(!r.has_mx && !r.domain_exists && r.mx_records.is_empty() && !r.cached, "{name}: no MX data");
+        assert!(!r.review_required && !r.mx_ip_match && !r.business_email, "{name}");
+        r
+    };
+    let s = Signals::default;
+    assert!(known("strong", Signals { listing: strong(), ..s() }, true).level == Level::Critical);
+    assert!(known("free", Signals { free: true, ..s() }, false).free_provider);
+    known("relay", Signals { relay: true, ..s() }, false);
+    assert!(known("blocked", Signals { listing: weak(), decision: Some(Decision::Block), ..s() }, true).blocked);
+    assert!(known("allowed", Signals { listing: strong(), decision: Some(Decision::Allow), ..s() }, false).allowlisted);
+    assert!(!known("free, blocked", Signals { free: true, decision: Some(Decision::Block), ..s() }, false).blocked);
+    for (name, needs_dns) in [
+        ("unknown", s()),
+        ("weak", Signals { listing: weak(), ..s() }),
+        ("strong parent", Signals { listing: via_parent(strong()), ..s() }),
+    ] {
+        assert_eq!(decide_without_mx(&needs_dns), None, "{name}");
+    }
+}

@@ -28,7 +28,8 @@ pub struct CacheConfig {
     pub max_ttl: Duration,
     /// How long past freshness an answer is kept to serve when DNS fails.
     pub stale_ttl: Duration,
-    /// Upper bound on one resolution (all its queries), so no caller waits forever.
+    /// Upper bound on one resolution (all its queries), so no caller waits forever. A lookup
+    /// may wait less ([`MxCache::lookup_within`]); the resolution still runs to this bound.
     pub lookup_timeout: Duration,
 }
 
@@ -63,7 +64,15 @@ impl MxCache {
         Arc::new(Self { resolver, config, entries, flights: Mutex::default(), metrics })
     }
 
+    /// The answer for `domain`, waiting at most the resolution's own bound (`lookup_timeout`).
     pub async fn lookup(self: &Arc<Self>, domain: &Domain) -> Result<Lookup, DnsFailure> {
+        self.lookup_within(domain, Instant::now() + self.config.lookup_timeout).await
+    }
+
+    /// The answer for `domain`, waiting for a resolution until `deadline` at most: past it, the
+    /// last good answer if there is one, else a failure. The resolution goes on in the
+    /// background and fills the cache for the next lookup.
+    pub async fn lookup_within(self: &Arc<Self>, domain: &Domain, deadline: Instant) -> Result<Lookup, DnsFailure> {
         let now = Instant::now();
         let known = self.entry(domain);
         if let Some(entry) = &known
@@ -73,7 +82,10 @@ impl MxCache {
             return Ok(Lookup { mx: entry.mx.clone(), cached: true });
         }
         self.metrics.cache.misses.inc();
-        match self.flight(domain).await {
+        let resolved = tokio::time::timeout_at(deadline, self.flight(domain))
+            .await
+            .unwrap_or_else(|_| Err(DnsFailure("no answer within the lookup's deadline".into())));
+        match resolved {
             Ok(mx) => Ok(Lookup { mx, cached: false }),
             Err(failure) => match known {
                 Some(entry) if Instant::now() < entry.stale_until => {
@@ -84,6 +96,11 @@ impl MxCache {
                 _ => Err(failure),
             },
         }
+    }
+
+    /// The bound on one resolution (all its queries).
+    pub fn lookup_timeout(&self) -> Duration {
+        self.config.lookup_timeout
     }
 
     /// Makes a domain's answer stale, so the next lookup resolves afresh. The answer is kept

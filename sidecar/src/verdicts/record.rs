@@ -9,7 +9,8 @@ use super::Judged;
 /// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
 /// provider for a bare domain, and for an email the same local part at it. `details` is read
 /// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts, and its
-/// `domain_age_days` from the verdict's RDAP age when known.
+/// `domain_age_days` from the verdict's RDAP age when known. `mx_unavailable` says the verdict
+/// came without MX data (DNS failing or too slow: `Verdicts::with_dns_deadline`).
 pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
     let did_you_mean = judged.suggestion.map(|domain| match input {
         LookupInput::Domain(_) => domain.to_string(),
@@ -24,6 +25,7 @@ pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged)
         email: input.email_string(),
         domain: input.domain().to_string(),
         did_you_mean,
+        mx_unavailable: judged.mx_unavailable,
         result: judged.result,
         details,
     }
@@ -38,7 +40,7 @@ mod tests {
 
     fn judged(suggestion: Option<&str>) -> Judged {
         let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
-        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()), age: None }
+        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()), age: None, mx_unavailable: false }
     }
 
     #[test]

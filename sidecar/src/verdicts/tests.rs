@@ -86,7 +86,15 @@ async fn check(v: &Verdicts, name: &str, expected: Outcome) {
     let mut signals = catalog.signals(domain.domain(), &lookup.mx, None);
     if signals.listing.is_some_and(|l| l.via_parent) {
         let infra = OwnInfra::of(&catalog, &lookup.mx);
-        signals.parent_mail = v.mail_goes_to_parent(&catalog, domain.domain(), &infra).await.unwrap();
+        signals.parent_mail = v
+            .mail_goes_to_parent(
+                &catalog,
+                domain.domain(),
+                &infra,
+                tokio::time::Instant::now() + Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
     }
     let result = v.verdict(&domain, None).await.unwrap().result;
     let infra = OwnInfra::of(&catalog, &lookup.mx);

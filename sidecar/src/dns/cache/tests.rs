@@ -134,3 +134,36 @@ async fn slow_resolver_is_bounded_by_the_lookup_timeout() {
     assert!(c.lookup(&domain("slow.example")).await.is_err());
     assert_eq!(started.elapsed(), Duration::from_secs(3));
 }
+
+/// Issue 31: a lookup's deadline cuts its wait, not the resolution: past it, the last good
+/// answer if any, else a failure; the resolution goes on and the next lookup has its answer.
+#[tokio::test(start_paused = true)]
+async fn a_lookup_waits_until_its_deadline_and_the_resolution_goes_on() {
+    let resolver = Arc::new(Scripted {
+        calls: AtomicUsize::new(0),
+        script: Mutex::new(vec![answer("old.example", 1), answer("new.example", 60), answer("late.example", 60)]),
+        delay: Duration::from_secs(2),
+    });
+    let config = CacheConfig {
+        capacity: NonZeroUsize::new(8).unwrap(),
+        min_ttl: Duration::from_secs(1),
+        max_ttl: Duration::from_secs(60),
+        stale_ttl: Duration::from_secs(3600),
+        lookup_timeout: Duration::from_secs(5),
+    };
+    let c = MxCache::new(resolver.clone(), config, Arc::new(Metrics::new()));
+    let (known, unknown) = (domain("known.example"), domain("unknown.example"));
+    c.lookup(&known).await.unwrap();
+    tokio::time::advance(Duration::from_secs(2)).await; // old.example's answer is stale now
+    let started = Instant::now();
+    let stale = c.lookup_within(&known, started + Duration::from_millis(500)).await.unwrap();
+    assert_eq!((stale.cached, started.elapsed()), (true, Duration::from_millis(500)));
+    assert_eq!(stale.mx.hosts()[0].name, "old.example");
+    let started = Instant::now();
+    let failed = c.lookup_within(&unknown, started + Duration::from_millis(500)).await;
+    assert!(failed.is_err() && started.elapsed() == Duration::from_millis(500), "{failed:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(c.lookup(&known).await.unwrap().mx.hosts()[0].name, "new.example");
+    assert_eq!(c.lookup(&unknown).await.unwrap().mx.hosts()[0].name, "late.example");
+    assert_eq!(resolver.calls.load(Ordering::SeqCst), 3);
+}
