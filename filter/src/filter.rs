@@ -26,7 +26,8 @@
 
 use std::rc::Rc;
 
-use email_verdict_core::{Decision, Domain};
+use email_verdict_core::signup::velocity::{Action as LimitAction, Counts, too_many_signups};
+use email_verdict_core::{Decision, Domain, EmailAddress};
 
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Problem, Unusable};
@@ -36,6 +37,7 @@ use email_verdict_core::signup::{
 };
 
 use crate::config::FilterConfig;
+use crate::counting::{self, Velocity};
 use crate::decision::{self, CalloutOutcome, Keep};
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 use crate::relay;
@@ -70,14 +72,24 @@ struct Judging {
     /// Every domain judged or being judged.
     judged: Vec<Domain>,
     pending: Vec<Pending>,
+    /// The signup's counts (`velocity`), once the sidecar answered; `None` when not counted.
+    counts: Option<Result<Counts, Bypass>>,
 }
 
 /// A callout in flight.
 #[derive(Debug)]
 struct Pending {
     token: u32,
-    domain: Domain,
-    cas: Option<u32>,
+    what: Waiting,
+}
+
+/// What a callout asks.
+#[derive(Debug)]
+enum Waiting {
+    /// A domain's verdict (`cas`: the cache slot's compare-and-swap token).
+    Verdict { domain: Domain, cas: Option<u32> },
+    /// The signup's counts.
+    Count,
 }
 
 /// What follows the last verdict.
@@ -191,8 +203,13 @@ impl RequestFilter {
         };
         let config = Rc::clone(&self.config);
         let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
-        let judged = ctx.sidecar_answered(&pending, response);
-        judging.worst.add(judged);
+        match &pending.what {
+            Waiting::Verdict { domain, cas } => {
+                let judged = ctx.sidecar_answered(domain, *cas, response);
+                judging.worst.add(judged);
+            }
+            Waiting::Count => judging.counts = Some(ctx.counted(response)),
+        }
         let step = ctx.next(judging, then);
         let resumes = matches!(step, Step::Proceed | Step::AwaitBody { .. });
         if self.settle(step) == Action::Continue
@@ -322,7 +339,10 @@ impl<H: Host> Ctx<'_, H> {
         let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, relay::is_relay(email.domain())));
         let mut judging = judging;
         judging.worst.set_primary(whole.primary.as_ref().map(|e| e.domain()));
-        let judging = self.judge(&whole.domains, judging);
+        let mut judging = self.judge(&whole.domains, judging);
+        if let (Some(secret), Some(email)) = (&self.config.mailbox_secret, &whole.primary) {
+            self.count(secret, email, &mut judging);
+        }
         self.next(judging, Then::Answer(Answer { details, problem }))
     }
 
@@ -370,7 +390,9 @@ impl<H: Host> Ctx<'_, H> {
             match self.cached(domain) {
                 Ok(judged) => judging.worst.add(judged),
                 Err(cas) => match self.call_sidecar(domain) {
-                    Ok(token) => judging.pending.push(Pending { token, domain: domain.clone(), cas }),
+                    Ok(token) => {
+                        judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
+                    }
                     Err(bypass) => {
                         let judged = self.no_verdict(domain, bypass);
                         judging.worst.add(judged);
@@ -388,14 +410,23 @@ impl<H: Host> Ctx<'_, H> {
             block: config.enforce.mode == Mode::Block,
             denies: |b| config.failure_mode.for_reason(b) == Policy::Deny,
         };
+        if let Some(Err(bypass)) = judging.counts
+            && (by.denies)(bypass)
+        {
+            return self.fail(bypass); // counting fails closed, whatever the verdicts
+        }
         let refuses = judging.worst.refuses(&by);
         if !judging.pending.is_empty() && !refuses {
             return Step::AwaitVerdicts { judging, then };
         }
         match then {
             Then::ReadBody { kind, early } if !refuses => Step::AwaitBody { kind, early, judging },
-            Then::ReadBody { .. } => self.answer(judging.worst.settle(None, &by), None),
-            Then::Answer(answer) => self.answer(judging.worst.settle(answer.problem, &by), answer.details.as_ref()),
+            Then::ReadBody { .. } => self.answer(judging.worst.settle(None, &by), None, None),
+            Then::Answer(answer) => {
+                let counts = judging.counts;
+                let settled = judging.worst.settle(answer.problem, &by);
+                self.answer(settled, answer.details.as_ref(), counts)
+            }
         }
     }
 
@@ -441,11 +472,10 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    fn sidecar_answered(&mut self, pending: &Pending, response: &CalloutResponse) -> Judged {
-        let domain = &pending.domain;
+    fn sidecar_answered(&mut self, domain: &Domain, cas: Option<u32>, response: &CalloutResponse) -> Judged {
         match decision::classify(response) {
             CalloutOutcome::Verdict(summary, keep) => {
-                self.remember(domain, &summary, pending.cas, keep);
+                self.remember(domain, &summary, cas, keep);
                 verdict_of(domain, &summary)
             }
             CalloutOutcome::InvalidEmail => Judged::Invalid,
@@ -455,6 +485,67 @@ impl<H: Host> Ctx<'_, H> {
                 self.no_verdict(domain, bypass)
             }
         }
+    }
+
+    /// Asks the sidecar to count the signup (`POST /api/v1/signups`, with the verdicts'
+    /// callouts); a failed dispatch is a count that failed.
+    fn count(&mut self, secret: &[u8], email: &EmailAddress, judging: &mut Judging) {
+        let sidecar = &self.config.sidecar;
+        let body = counting::event_body(secret, email, self.host.client_address());
+        let headers = [
+            (":method", "POST"),
+            (":path", counting::SIGNUPS_PATH),
+            (":authority", sidecar.authority.as_str()),
+            ("authorization", sidecar.authorization.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+        ];
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
+        match self.host.dispatch_http_call(&sidecar.cluster, &headers, Some(&body), sidecar.timeout) {
+            Ok(token) => judging.pending.push(Pending { token, what: Waiting::Count }),
+            Err(e) => {
+                self.log(LogLevel::Warn, &format!("signup count callout to cluster {} failed: {e}", sidecar.cluster));
+                judging.counts = Some(Err(Bypass::SidecarError));
+            }
+        }
+    }
+
+    fn counted(&mut self, response: &CalloutResponse) -> Result<Counts, Bypass> {
+        let counts = counting::classify(response);
+        match &counts {
+            Ok(_) => self.host.increment(Counter::Counted),
+            Err(bypass) => {
+                let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
+                self.log(
+                    LogLevel::Warn,
+                    &format!("sidecar answered {status} to the signup count: {}", bypass.as_str()),
+                );
+            }
+        }
+        counts
+    }
+
+    /// The counts against the limits: a `block` limit passed refuses (`Err`, the step), a
+    /// failed count follows `failure_mode` (allowed: on without counts).
+    fn velocity(&mut self, counts: Option<Result<Counts, Bypass>>) -> Result<Option<Velocity>, Step> {
+        let counts = match counts {
+            None => return Ok(None),
+            Some(Ok(counts)) => counts,
+            Some(Err(bypass)) if self.config.failure_mode.for_reason(bypass) == Policy::Deny => {
+                return Err(self.fail(bypass));
+            }
+            Some(Err(_)) => return Ok(None),
+        };
+        let limits = self.config.enforce.velocity.as_ref();
+        let passed = limits.map(|l| l.passed(&counts)).unwrap_or_default();
+        if let Some(block) = passed.iter().find(|p| p.action == LimitAction::Block) {
+            self.host.increment(Counter::TooManySignups);
+            let body = too_many_signups(block, None);
+            let reply = LocalReply { status: 429, details: "email_verdict_too_many_signups", body: &body };
+            return Err(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())]));
+        }
+        Ok(Some(Velocity { counts, flagged: passed.iter().map(|p| p.scope).collect() }))
     }
 
     fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>, keep: Keep) {
@@ -485,10 +576,19 @@ impl<H: Host> Ctx<'_, H> {
         Judged::Verdict(AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None })
     }
 
-    /// The worst outcome of the signup, answered.
-    fn answer(&mut self, settled: Settled, details: Option<&AddressDetails>) -> Step {
+    /// The worst outcome of the signup, answered; then its counts' limits (`velocity`).
+    fn answer(
+        &mut self,
+        settled: Settled,
+        details: Option<&AddressDetails>,
+        counts: Option<Result<Counts, Bypass>>,
+    ) -> Step {
         match settled {
-            Settled::Disposable(v) | Settled::Safe(v) => self.judged(&v, details),
+            Settled::Disposable(v) if self.config.enforce.mode == Mode::Block => self.judged(&v, details, None),
+            Settled::Disposable(v) | Settled::Safe(v) => match self.velocity(counts) {
+                Ok(velocity) => self.judged(&v, details, velocity.as_ref()),
+                Err(refused) => refused,
+            },
             Settled::Failed(bypass) => self.fail(bypass),
             Settled::Invalid => self.invalid_because(None),
             Settled::Bypass(bypass) => self.bypass(bypass),
@@ -498,7 +598,12 @@ impl<H: Host> Ctx<'_, H> {
     /// A verdict reached: block, or add the verdict headers (and the suggested provider domain
     /// of a probable typo, never the email's local part, and the detail headers `detail_headers`
     /// sends for the signup's own address) and go on.
-    fn judged(&mut self, verdict: &AddressVerdict, details: Option<&AddressDetails>) -> Step {
+    fn judged(
+        &mut self,
+        verdict: &AddressVerdict,
+        details: Option<&AddressDetails>,
+        velocity: Option<&Velocity>,
+    ) -> Step {
         self.host.increment(Counter::Checked);
         let enforce = &self.config.enforce;
         if verdict.disposable && enforce.mode == Mode::Block {
@@ -515,6 +620,7 @@ impl<H: Host> Ctx<'_, H> {
             .into_iter()
             .flat_map(|d| d.headers(names, enforce.detail_headers))
             .filter_map(|(n, v)| Some((n, v?)));
+        let counted = velocity.map(|v| v.headers(names, enforce.detail_headers)).unwrap_or_default();
         let set = [
             (names.verdict.as_str(), name),
             (names.domain.as_str(), verdict.domain.as_str()),
@@ -523,6 +629,7 @@ impl<H: Host> Ctx<'_, H> {
         .into_iter()
         .chain(suggested)
         .chain(detailed)
+        .chain(counted.iter().map(|(n, v)| (*n, v.as_str())))
         .try_for_each(|(name, value)| self.host.set_request_header(name, value));
         match set {
             Ok(()) => {
@@ -574,8 +681,13 @@ impl<H: Host> Ctx<'_, H> {
     /// Answers the client. If even that fails there is no way to hold the request without
     /// hanging it, so it goes on (logged at error level).
     fn respond(&mut self, reply: &LocalReply<'_>) -> Step {
+        self.respond_with(reply, &[])
+    }
+
+    fn respond_with(&mut self, reply: &LocalReply<'_>, extra: &[(&str, &str)]) -> Step {
         let id = self.request_id.map(|id| ("x-request-id", id));
-        let headers: Vec<(&str, &str)> = [("content-type", "application/json")].into_iter().chain(id).collect();
+        let headers: Vec<(&str, &str)> =
+            [("content-type", "application/json")].into_iter().chain(id).chain(extra.iter().copied()).collect();
         let body = self.request_id.map_or_else(|| reply.body.to_vec(), |id| with_request_id(reply.body, id));
         match self.host.send_local_response(reply.status, reply.details, &headers, &body) {
             Ok(()) => Step::Responded,

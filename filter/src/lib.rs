@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod cache;
 pub mod config;
+pub mod counting;
 pub mod decided;
 pub mod decision;
 pub mod fallback;

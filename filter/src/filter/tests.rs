@@ -648,3 +648,4 @@ fn international_domains_are_normalized_before_the_callout() {
 mod details;
 mod email;
 mod header_hold;
+mod velocity;
