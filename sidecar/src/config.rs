@@ -17,6 +17,7 @@ use email_verdict_core::signup::{Enforcement, EnforcementConfig};
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::{ListRole, ListSettings, ListSpec};
 pub use crate::logging::LogFormat;
+use crate::outbound::Reach;
 use crate::pages::PageSettings;
 use crate::pages::ipdata::IpDataSettings;
 use crate::plans::{PlanDef, Plans};
@@ -181,6 +182,12 @@ pub struct ServeArgs {
     /// Most time one RDAP request may take, in milliseconds [default: 3000]
     #[arg(long, env = "EMAIL_VERDICT_RDAP_TIMEOUT_MS", value_name = "MS")]
     pub rdap_timeout_ms: Option<u64>,
+    /// Let outbound requests (RDAP, URL lists) reach loopback, private, link-local and other
+    /// non-public addresses (a list server on the operator's own network); `--allow-private-outbound`
+    /// alone means true. Redirects stay within their origin either way [default: false]
+    #[arg(long, env = "EMAIL_VERDICT_ALLOW_PRIVATE_OUTBOUND", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_private_outbound: Option<bool>,
     /// Graceful upgrade: take the listeners over from the `serve` running with the same --listen,
     /// then send that one SIGQUIT (it drains and exits)
     #[arg(long, env = "EMAIL_VERDICT_UPGRADE", value_parser = clap::builder::BoolishValueParser::new())]
@@ -224,6 +231,8 @@ pub struct ServeConfig {
     pub upgrade: bool,
     /// Domain age from RDAP (`--rdap`); `None` when off.
     pub rdap: Option<RdapSettings>,
+    /// Which addresses outbound requests may reach (`--allow-private-outbound`).
+    pub outbound: Reach,
 }
 
 impl ServeArgs {
@@ -234,10 +243,11 @@ impl ServeArgs {
             None => ServeArgs::default(),
         };
         let merged = self.over(file);
+        let outbound = if merged.allow_private_outbound.unwrap_or(false) { Reach::Any } else { Reach::Public };
         let pages = page_settings(&merged, Duration::from_millis(merged.dns_timeout_ms.unwrap_or(2000).max(1)))?;
         let state = merged.state.clone().unwrap_or_else(|| DEFAULT_STATE.to_owned());
-        let lists = list_settings(&merged, &state)?;
-        let rdap = rdap_settings(&merged)?;
+        let lists = ListSettings { reach: outbound, ..list_settings(&merged, &state)? };
+        let rdap = rdap_settings(&merged)?.map(|rdap| RdapSettings { reach: outbound, ..rdap });
         let nameservers = merged
             .dns
             .iter()
@@ -321,6 +331,7 @@ impl ServeArgs {
             config_file: merged.config.clone(),
             upgrade: merged.upgrade,
             rdap,
+            outbound,
         })
     }
 
@@ -370,6 +381,7 @@ impl ServeArgs {
             rdap: self.rdap.or(lower.rdap),
             rdap_bootstrap: self.rdap_bootstrap.or(lower.rdap_bootstrap),
             rdap_timeout_ms: self.rdap_timeout_ms.or(lower.rdap_timeout_ms),
+            allow_private_outbound: self.allow_private_outbound.or(lower.allow_private_outbound),
             upgrade: self.upgrade,
         }
     }
@@ -427,7 +439,8 @@ fn list_settings(merged: &ServeArgs, state: &str) -> anyhow::Result<ListSettings
     }
     let sqlite = state.strip_prefix("sqlite://").or_else(|| state.strip_prefix("sqlite:"));
     let kept_dir = merged.list_cache_dir.clone().or_else(|| sqlite.map(|path| PathBuf::from(format!("{path}.lists"))));
-    Ok(ListSettings { specs, refresh: Duration::from_secs(merged.list_refresh.unwrap_or(3600)), max_shrink, kept_dir })
+    let refresh = Duration::from_secs(merged.list_refresh.unwrap_or(3600));
+    Ok(ListSettings { specs, refresh, max_shrink, kept_dir, ..ListSettings::default() })
 }
 
 /// RDAP's settings when `--rdap` is on. A `--rdap-bootstrap` file is read and checked even when
@@ -456,7 +469,7 @@ fn rdap_settings(merged: &ServeArgs) -> anyhow::Result<Option<RdapSettings>> {
         Some(b) => b,
         None => Bootstrap::shipped().map_err(|e| anyhow::anyhow!("the shipped RDAP bootstrap registry: {e}"))?,
     };
-    Ok(Some(RdapSettings { bootstrap: Arc::new(bootstrap), timeout }))
+    Ok(Some(RdapSettings { bootstrap: Arc::new(bootstrap), timeout, reach: Reach::Public }))
 }
 
 /// The plans of a settings file (the built-in ones and its `[plans]`), for a reload.
@@ -587,6 +600,15 @@ mod tests {
         let broken = ServeArgs { rdap_bootstrap: Some(bad), ..Default::default() };
         assert!(broken.resolve().unwrap_err().to_string().contains("--rdap-bootstrap"));
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn outbound_requests_reach_public_addresses_unless_allowed() {
+        let c = ServeArgs { rdap: Some(true), ..Default::default() }.resolve().unwrap();
+        assert_eq!((c.outbound, c.lists.reach, c.rdap.unwrap().reach), (Reach::Public, Reach::Public, Reach::Public));
+        let file: ServeArgs = toml::from_str("rdap = true\nallow-private-outbound = true\n").unwrap();
+        let c = file.resolve().unwrap();
+        assert_eq!((c.outbound, c.lists.reach, c.rdap.unwrap().reach), (Reach::Any, Reach::Any, Reach::Any));
     }
 
     #[test]

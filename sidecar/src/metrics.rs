@@ -189,8 +189,16 @@ struct CheckLabels {
 }
 
 /// What one RDAP request came to (`rdap::Outcome`, without its details).
-pub const RDAP_OUTCOMES: [&str; 6] =
-    ["registered", "no_registration", "not_found", "rate_limited", "unavailable", "unusable"];
+pub const RDAP_OUTCOMES: [&str; 7] =
+    ["registered", "no_registration", "not_found", "rate_limited", "unavailable", "unusable", "refused"];
+
+/// An outbound request not made, or a redirect not followed (`outbound::Refusal`): for what
+/// (`rdap`, `list`) and why (`address`, `redirect`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RefusedLabels {
+    purpose: &'static str,
+    reason: &'static str,
+}
 
 /// The MX cache's counters (see `dns::MxCache`): hit ratio = hits / (hits + misses).
 #[derive(Debug, Clone, Default)]
@@ -222,6 +230,7 @@ pub struct Metrics {
     ext_authz: Family<CheckLabels, Counter>,
     rdap_requests: Family<CheckLabels, Counter>,
     rdap_not_queued: Counter,
+    outbound_refused: Family<RefusedLabels, Counter>,
     lists: lists::ListMetrics,
 }
 
@@ -248,6 +257,7 @@ impl Metrics {
             ext_authz: Family::default(),
             rdap_requests: Family::default(),
             rdap_not_queued: Counter::default(),
+            outbound_refused: Family::default(),
             lists: lists::ListMetrics::default(),
         };
         metrics.register();
@@ -283,6 +293,9 @@ impl Metrics {
         r.register("rdap_requests", rdap_help, self.rdap_requests.clone());
         let not_queued_help = "Domain ages not asked for because the RDAP queue was full (asked on a later lookup)";
         r.register("rdap_not_queued", not_queued_help, self.rdap_not_queued.clone());
+        let refused_help = "Outbound requests (RDAP, URL lists) not made to a non-public address, or redirects \
+            not followed out of their origin, by purpose and reason";
+        r.register("outbound_refused", refused_help, self.outbound_refused.clone());
         self.lists.register(r);
     }
 
@@ -308,6 +321,11 @@ impl Metrics {
         }
         for outcome in RDAP_OUTCOMES {
             self.rdap_requests.get_or_create_owned(&CheckLabels { outcome });
+        }
+        for purpose in ["rdap", "list"] {
+            for reason in ["address", "redirect"] {
+                self.outbound_refused.get_or_create_owned(&RefusedLabels { purpose, reason });
+            }
         }
         for outcome in WarmupOutcome::ALL {
             self.warmup.get_or_create_owned(&WarmupLabels { outcome: outcome.as_str() });
@@ -372,6 +390,12 @@ impl Metrics {
     /// One RDAP request ended; `outcome` is one of [`RDAP_OUTCOMES`].
     pub fn rdap_request(&self, outcome: &'static str) {
         self.rdap_requests.get_or_create(&CheckLabels { outcome }).inc();
+    }
+
+    /// An outbound request for `purpose` (`rdap`, `list`) refused for `reason` (`address`,
+    /// `redirect`).
+    pub fn outbound_refused(&self, purpose: &'static str, reason: &'static str) {
+        self.outbound_refused.get_or_create(&RefusedLabels { purpose, reason }).inc();
     }
 
     /// A domain age not asked for: the RDAP queue was full.
@@ -512,7 +536,7 @@ mod tests {
         m.list_known(0, "disposable"); // the list families show once a list exists
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 19, "{text}");
+        assert_eq!(families.len(), 20, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

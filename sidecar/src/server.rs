@@ -68,6 +68,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let verdicts =
         Verdicts::new(catalog.clone(), mx, store.clone(), clock.clone(), config.infra_threshold, metrics.clone())
             .with_dns_deadline(config.lookup_deadline);
+    if config.outbound == crate::outbound::Reach::Any {
+        tracing::warn!("outbound requests (RDAP, URL lists) may reach private addresses: --allow-private-outbound");
+    }
     let verdicts = match &config.rdap {
         Some(rdap) => {
             tracing::info!(bootstrap_publication = %rdap.bootstrap.publication, "domain age from RDAP: on");

@@ -14,6 +14,9 @@ use email_verdict_tests::{
 };
 use serde_json::Value;
 
+/// The list server is on loopback: outbound requests may go there only with this flag.
+const LOOPBACK: &str = "--allow-private-outbound";
+
 /// A reload (signal or interval) shows in the answers within this.
 const RELOAD: Duration = Duration::from_secs(15);
 
@@ -62,7 +65,7 @@ fn a_url_list_is_fetched_again_on_sighup_by_the_same_process() {
     let server = ListServer::start();
     server.serve("/disposable.txt", Served::List("ownmail.example\n".into()));
     let url = format!("http://ana:s3cret-pass@{}/disposable.txt?token=t0ken-value-1", server.addr());
-    let (mut sc, _nsd) = start_with(|b| b.args(&["--disposable-list", &url]));
+    let (mut sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--disposable-list", &url]));
     let pid = sc.pid();
     assert_eq!(verdict(&sc, "ownmail.example"), "disposable");
     assert_eq!(verdict(&sc, "shopco.example"), "safe");
@@ -104,7 +107,7 @@ fn a_url_list_is_fetched_again_on_its_interval() {
     let server = ListServer::start();
     server.serve("/d.txt", Served::List("ownmail.example\n".into()));
     let url = server.url("/d.txt");
-    let (sc, _nsd) = start_with(|b| b.args(&["--disposable-list", &url, "--list-refresh", "1"]));
+    let (sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--disposable-list", &url, "--list-refresh", "1"]));
     assert_eq!(verdict(&sc, "shopco.example"), "safe");
     server.serve("/d.txt", Served::List("ownmail.example\nshopco.example\n".into()));
     wait_verdict(&sc, "shopco.example", "disposable", "without a signal, --list-refresh 1");
@@ -117,7 +120,7 @@ fn a_weak_url_list_only_asks_for_review_and_a_blocklist_url_blocks() {
     server.serve("/weak.txt", Served::List("ownmail.example\n".into()));
     server.serve("/block.txt", Served::List("shopco.example\n".into()));
     let (weak, block) = (format!("weak:{}", server.url("/weak.txt")), server.url("/block.txt"));
-    let (sc, _nsd) = start_with(|b| b.args(&["--disposable-list", &weak, "--blocklist", &block]));
+    let (sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--disposable-list", &weak, "--blocklist", &block]));
     let r = result(&sc, "ownmail.example");
     assert_eq!((&r["verdict"], &r["review_required"]), (&"safe".into(), &true.into()), "weak only: {r:#}");
     let r = result(&sc, "shopco.example");
@@ -153,7 +156,7 @@ fn a_broken_copy_keeps_the_last_good_one_and_shows_the_error() {
     let good = "ownmail.example\nshopco.example\nbroken-a.example\nbroken-b.example\n";
     server.serve("/b.txt", Served::List(good.into()));
     let url = server.url("/b.txt");
-    let (mut sc, _nsd) = start_with(|b| b.args(&["--blocklist", &url]));
+    let (mut sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--blocklist", &url]));
     assert_eq!(result(&sc, "shopco.example")["blocked"], true);
     let failures = r#"email_verdict_list_failures_total{list="0",kind="blocklist"}"#;
     assert_eq!(metric(&sc, failures), Some(0.0));
@@ -194,7 +197,7 @@ fn a_restart_with_the_server_down_starts_from_the_kept_copy() {
     let mut server = ListServer::start();
     server.serve("/d.txt", Served::List("ownmail.example\n".into()));
     let url = server.url("/d.txt");
-    let (mut sc, _nsd) = start_with(|b| b.args(&["--disposable-list", &url]));
+    let (mut sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--disposable-list", &url]));
     assert_eq!(verdict(&sc, "ownmail.example"), "disposable");
     let kept = sc.dir().join("state.db.lists");
     let files = std::fs::read_dir(&kept).map(|d| d.count()).unwrap_or(0);
@@ -208,7 +211,7 @@ fn a_restart_with_the_server_down_starts_from_the_kept_copy() {
     assert_eq!((&l["entries"], &l["from_kept_copy"]), (&1.into(), &true.into()), "{l:#}");
 
     // Never fetched and no copy: it starts all the same, without the list, saying why.
-    let (other, _nsd2) = start_with(|b| b.args(&["--blocklist", &url]));
+    let (other, _nsd2) = start_with(|b| b.args(&[LOOPBACK, "--blocklist", &url]));
     let l = list(&other, 0);
     assert_eq!(l["entries"], 0, "{l:#}");
     assert!(l["last_error"]["message"].as_str().is_some_and(|m| m.contains("fetch failed")), "{l:#}");
@@ -220,7 +223,7 @@ fn a_hung_fetch_holds_up_neither_lookups_nor_shutdown() {
     let server = ListServer::start();
     server.serve("/b.txt", Served::List("ownmail.example\n".into()));
     let url = server.url("/b.txt");
-    let (mut sc, _nsd) = start_with(|b| b.args(&["--blocklist", &url]));
+    let (mut sc, _nsd) = start_with(|b| b.args(&[LOOPBACK, "--blocklist", &url]));
     server.serve("/b.txt", Served::Hang);
     let before = server.seen().len();
     sighup(&mut sc);
@@ -244,8 +247,9 @@ fn lookups_under_load_all_succeed_while_lists_are_swapped() {
     let base = "ownmail.example\nnomx.example\nxn--bcher-kva.example\n";
     server.serve("/d.txt", Served::List(base.into()));
     let url = server.url("/d.txt");
-    let (mut sc, _nsd) =
-        start_with(|b| b.keys(&["pro", "pro", "pro"]).args(&["--disposable-list", &url, "--list-refresh", "1"]));
+    let (mut sc, _nsd) = start_with(|b| {
+        b.keys(&["pro", "pro", "pro"]).args(&[LOOPBACK, "--disposable-list", &url, "--list-refresh", "1"])
+    });
     let (addr, keys) = (sc.addr(), sc.keys().to_vec());
     let segments = ["ownmail.example", "gmail.com", "shopco.example"];
     let load = Load::start(3, Duration::from_millis(30), move |w, _| {

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use email_verdict_tests::{ListServer, Nsd, Request, Served, Sidecar, start_with, wait_for};
+use email_verdict_tests::{ListServer, Nsd, Request, Served, Sidecar, TestDir, start_with, wait_for};
 use serde_json::{Value, json};
 
 /// Seconds of the current Unix time.
@@ -49,7 +49,8 @@ fn status(status: u16, headers: &[(&str, &str)]) -> Served {
 }
 
 /// NSD, the RDAP server (serving `paths` under `/rdap/`) and a sidecar whose bootstrap file
-/// sends `.example` to it, started with `args` (`--rdap` or not).
+/// sends `.example` to it, started with `args` (`--rdap` or not) and `--allow-private-outbound`
+/// (the RDAP server is on loopback).
 fn setup(paths: Vec<(&str, Served)>, args: &[&str]) -> (Sidecar, Nsd, ListServer) {
     let rdap = ListServer::start();
     for (domain, served) in paths {
@@ -59,11 +60,9 @@ fn setup(paths: Vec<(&str, Served)>, args: &[&str]) -> (Sidecar, Nsd, ListServer
         "description": "test", "publication": "2026-11-25T00:00:00Z", "version": "1.0",
         "services": [[["example"], [rdap.url("/rdap/")]]],
     });
-    let file =
-        std::env::temp_dir().join(format!("ev-rdap-bootstrap-{}-{}.json", std::process::id(), rdap.addr().port()));
-    std::fs::write(&file, bootstrap.to_string()).expect("write the bootstrap file");
-    let file = file.display().to_string();
-    let mut all = vec!["--rdap-bootstrap", &file];
+    let dir = TestDir::new("rdap-bootstrap");
+    let file = dir.write("dns.json", &bootstrap.to_string()).display().to_string();
+    let mut all = vec!["--rdap-bootstrap", &file, "--allow-private-outbound"];
     all.extend_from_slice(args);
     let (sc, nsd) = start_with(|b| b.args(&all));
     (sc, nsd, rdap)

@@ -5,6 +5,8 @@
 
 use email_verdict_core::lists::ParsedList;
 
+use crate::outbound::Refusal;
+
 /// Why a list's new copy was refused; the copy in use stays.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ListError {
@@ -12,6 +14,9 @@ pub enum ListError {
     Read(String),
     #[error("fetch failed: {0}")]
     Fetch(String),
+    /// The request was not made, or its redirect not followed (`outbound`).
+    #[error("{0}")]
+    Refused(Refusal),
     #[error("HTTP status {0}")]
     Status(u16),
     #[error("an HTML page, not a list")]

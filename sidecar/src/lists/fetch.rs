@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use super::ListError;
 use super::source::ListUrl;
+use crate::outbound::{self, Client, Reach};
 
 /// The largest list body accepted.
 pub const MAX_BYTES: u64 = 32 * 1024 * 1024;
 /// The most one fetch may take, from connecting to the body's last byte (redirects included).
 pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// Redirects followed (within the URL's origin: `outbound`).
+const MAX_REDIRECTS: u32 = 5;
 
 /// What lets the server answer "not modified": from the last good copy's response.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,30 +32,28 @@ pub enum Fetched {
 }
 
 pub struct Fetcher {
-    agent: ureq::Agent,
+    client: Client,
     max_bytes: u64,
 }
 
 impl Fetcher {
-    pub fn new(timeout: Duration, max_bytes: u64) -> Self {
-        Self { agent: crate::outbound::agent(timeout, 5), max_bytes }
+    /// `reach`: which addresses a list URL may lead to (`--allow-private-outbound`).
+    pub fn new(timeout: Duration, max_bytes: u64, reach: Reach) -> Self {
+        Self { client: Client::new(timeout, MAX_REDIRECTS, reach), max_bytes }
     }
 
     /// GETs `url`; `have` are the validators of the copy in hand (none: ask unconditionally).
     pub fn fetch(&self, url: &ListUrl, have: Option<&Validators>) -> Result<Fetched, ListError> {
-        let mut request = self.agent.get(url.request()).header("accept", "text/plain, */*;q=0.1");
+        let mut headers = vec![("accept", "text/plain, */*;q=0.1".to_owned())];
         if let Some((user, password)) = url.basic() {
-            request = request.header("authorization", basic_auth(user, password));
+            headers.push(("authorization", basic_auth(user, password)));
         }
         if let Some(have) = have {
-            if let Some(etag) = &have.etag {
-                request = request.header("if-none-match", etag);
-            }
-            if let Some(date) = &have.last_modified {
-                request = request.header("if-modified-since", date);
-            }
+            headers.extend(have.etag.clone().map(|etag| ("if-none-match", etag)));
+            headers.extend(have.last_modified.clone().map(|date| ("if-modified-since", date)));
         }
-        let response = request.call().map_err(failure)?;
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let response = self.client.get(url.request(), &headers).map_err(ListError::from)?;
         let status = response.status().as_u16();
         if status == 304 && have.is_some() {
             return Ok(Fetched::NotModified);
@@ -65,19 +66,24 @@ impl Fetcher {
             return Err(ListError::Html);
         }
         let validators = Validators { etag: header("etag"), last_modified: header("last-modified") };
-        let bytes = response.into_body().with_config().limit(self.max_bytes).read_to_vec().map_err(failure)?;
+        let body = response.into_body().with_config().limit(self.max_bytes).read_to_vec();
+        let bytes = body.map_err(|e| ListError::Fetch(outbound::failure(e)))?;
         Ok(Fetched::Body { bytes, validators })
+    }
+}
+
+impl From<outbound::Failure> for ListError {
+    fn from(failure: outbound::Failure) -> Self {
+        match failure {
+            outbound::Failure::Refused(refusal) => ListError::Refused(refusal),
+            outbound::Failure::Failed(why) => ListError::Fetch(why),
+        }
     }
 }
 
 fn is_html_type(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     essence == "text/html" || essence == "application/xhtml+xml"
-}
-
-/// A transport failure, in words that never carry the URL.
-fn failure(e: ureq::Error) -> ListError {
-    ListError::Fetch(crate::outbound::failure(e))
 }
 
 fn basic_auth(user: &str, password: &str) -> String {
@@ -110,11 +116,11 @@ mod tests {
     fn a_fetch_is_bounded_in_time_and_size() {
         let slow = server(Duration::from_secs(5), b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\na.example\n");
         let started = std::time::Instant::now();
-        let got = Fetcher::new(Duration::from_millis(300), MAX_BYTES).fetch(&slow, None).map(|_| ());
+        let got = Fetcher::new(Duration::from_millis(300), MAX_BYTES, Reach::Any).fetch(&slow, None).map(|_| ());
         assert_eq!(got.err(), Some(ListError::Fetch("timed out".into())));
         assert!(started.elapsed() < Duration::from_secs(3));
         let big = server(Duration::ZERO, b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\na.example\nb.example\n");
-        let got = Fetcher::new(TIMEOUT, 15).fetch(&big, None).map(|_| ());
+        let got = Fetcher::new(TIMEOUT, 15, Reach::Any).fetch(&big, None).map(|_| ());
         assert_eq!(got.err(), Some(ListError::Fetch("body larger than 15 bytes".into())));
     }
 

@@ -21,6 +21,8 @@ use email_verdict_core::catalog::Tier;
 use email_verdict_core::lists::ParsedList;
 use email_verdict_core::{Catalog, ListKind};
 
+use crate::outbound::Reach;
+
 pub use check::ListError;
 pub use live::{ListStatus, LiveCatalog, ReloadSettings, ShippedStatus};
 pub use reload::Lists;
@@ -73,11 +75,19 @@ pub struct ListSettings {
     pub max_shrink: f64,
     /// Where the last good copies of URL lists are kept; `None`: not kept.
     pub kept_dir: Option<PathBuf>,
+    /// Which addresses a list URL may lead to (`--allow-private-outbound`).
+    pub reach: Reach,
 }
 
 impl Default for ListSettings {
     fn default() -> Self {
-        Self { specs: Vec::new(), refresh: Duration::from_secs(3600), max_shrink: 0.5, kept_dir: None }
+        Self {
+            specs: Vec::new(),
+            refresh: Duration::from_secs(3600),
+            max_shrink: 0.5,
+            kept_dir: None,
+            reach: Reach::Public,
+        }
     }
 }
 

@@ -85,7 +85,7 @@ impl Lists {
         };
         let statuses = states.iter().map(|s| s.status.clone()).collect();
         let live = Arc::new(LiveCatalog::new(catalog, statuses, shipped, view));
-        let fetcher = Arc::new(Fetcher::new(fetch::TIMEOUT, fetch::MAX_BYTES));
+        let fetcher = Arc::new(Fetcher::new(fetch::TIMEOUT, fetch::MAX_BYTES, settings.reach));
         let mut lists = Self { base, states, settings, fetcher, kept, live, metrics };
         if network {
             lists.first_fetches();
@@ -176,6 +176,9 @@ impl Lists {
             Err(e) => {
                 tracing::warn!(list = i, kind, source, error = %e, "list reload failed; the last good copy stays");
                 self.metrics.list_failed(i, kind);
+                if let ListError::Refused(refusal) = e {
+                    self.metrics.outbound_refused("list", refusal.as_str());
+                }
                 st.status.last_error = Some((e.to_string(), now));
                 st.schedule(refresh.min(RETRY_AFTER_FAILURE));
                 false

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use crate::outbound::Refusal;
+
 /// How long a registration date is used before it is asked again (it is still served while
 /// the new answer comes: registrations rarely change).
 pub const ANSWER_TTL: Duration = Duration::from_secs(7 * 86_400);
@@ -44,6 +46,9 @@ pub enum Outcome {
     Unavailable(String),
     /// An answer that says nothing usable: another status, a body that is not a domain object.
     Unusable(String),
+    /// Not asked, or a redirect not followed: the server has no public address, or redirected
+    /// out of its origin (`outbound`).
+    Refused(Refusal),
 }
 
 impl Outcome {
@@ -56,6 +61,7 @@ impl Outcome {
             Outcome::RateLimited(_) => "rate_limited",
             Outcome::Unavailable(_) => "unavailable",
             Outcome::Unusable(_) => "unusable",
+            Outcome::Refused(_) => "refused",
         }
     }
 }
@@ -155,7 +161,7 @@ impl Book {
         self.pending.remove(domain);
         let backoff = match outcome {
             Outcome::RateLimited(wait) => Some(wait.unwrap_or(RATE_LIMIT_BACKOFF).min(MAX_BACKOFF)),
-            Outcome::Unavailable(_) => Some(UNAVAILABLE_BACKOFF),
+            Outcome::Unavailable(_) | Outcome::Refused(_) => Some(UNAVAILABLE_BACKOFF),
             _ => None,
         };
         if let Some(s) = self.servers.get_mut(server) {
@@ -171,7 +177,7 @@ impl Book {
             Outcome::NotFound => (None, NOT_FOUND_TTL),
             // Asked again once the server allows it (the next lookup after its wait).
             Outcome::RateLimited(_) => return,
-            Outcome::Unavailable(_) | Outcome::Unusable(_) => (known, FAILURE_TTL),
+            Outcome::Unavailable(_) | Outcome::Unusable(_) | Outcome::Refused(_) => (known, FAILURE_TTL),
         };
         self.entries.put(domain.into(), Entry { registered, expires: now + ttl });
     }

@@ -7,27 +7,31 @@ use std::time::Duration;
 use super::book::Outcome;
 use super::response::{Unusable, registration, retry_after};
 use crate::clock::unix_now;
-use crate::outbound::{self, failure};
+use crate::outbound::{self, Failure, Reach};
 
 /// The largest answer read (a domain object with its entities is a few kilobytes).
 const MAX_BODY: u64 = 1024 * 1024;
+/// Redirects followed (within the server's origin: `outbound`).
+const MAX_REDIRECTS: u32 = 3;
 
 pub struct Client {
-    agent: ureq::Agent,
+    client: outbound::Client,
 }
 
 impl Client {
-    /// Every request is bounded by `timeout`, from connecting to the body's last byte.
-    pub fn new(timeout: Duration) -> Self {
-        Self { agent: outbound::agent(timeout, 3) }
+    /// Every request is bounded by `timeout`, from connecting to the body's last byte; `reach`:
+    /// which addresses an RDAP server may have (`--allow-private-outbound`).
+    pub fn new(timeout: Duration, reach: Reach) -> Self {
+        Self { client: outbound::Client::new(timeout, MAX_REDIRECTS, reach) }
     }
 
     /// Asks the RDAP service at `base` (ending with `/`) about `domain` (normalized ASCII).
     pub fn fetch(&self, base: &str, domain: &str) -> Outcome {
         let url = format!("{base}domain/{domain}");
-        let response = match self.agent.get(&url).header("accept", "application/rdap+json, application/json").call() {
+        let response = match self.client.get(&url, &[("accept", "application/rdap+json, application/json")]) {
             Ok(r) => r,
-            Err(e) => return Outcome::Unavailable(failure(e)),
+            Err(Failure::Refused(refusal)) => return Outcome::Refused(refusal),
+            Err(Failure::Failed(why)) => return Outcome::Unavailable(why),
         };
         let status = response.status().as_u16();
         let wait = response
@@ -46,7 +50,7 @@ impl Client {
         }
         let body = match response.into_body().with_config().limit(MAX_BODY).read_to_vec() {
             Ok(body) => body,
-            Err(e) => return Outcome::Unavailable(failure(e)),
+            Err(e) => return Outcome::Unavailable(outbound::failure(e)),
         };
         match registration(&body) {
             Ok(Some(t)) => Outcome::Registered(t),

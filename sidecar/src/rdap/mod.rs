@@ -37,6 +37,7 @@ pub use bootstrap::{Bootstrap, BootstrapError};
 use client::Client;
 
 use crate::metrics::Metrics;
+use crate::outbound::Reach;
 
 /// Domains waiting for a worker; past this, lookups do not queue more.
 pub const QUEUE: usize = 256;
@@ -53,6 +54,8 @@ pub struct RdapSettings {
     pub bootstrap: Arc<Bootstrap>,
     /// The most one request may take.
     pub timeout: Duration,
+    /// Which addresses an RDAP server may have (`--allow-private-outbound`).
+    pub reach: Reach,
 }
 
 /// When a registered domain was registered, and how many whole days ago.
@@ -99,7 +102,7 @@ impl DomainAges {
             book: Mutex::new(Book::new(capacity)),
             freed: Condvar::new(),
             bootstrap: settings.bootstrap.clone(),
-            client: Client::new(settings.timeout),
+            client: Client::new(settings.timeout, settings.reach),
             metrics,
         });
         let (jobs, queue) = sync_channel(QUEUE);
@@ -180,6 +183,10 @@ fn work(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
             ),
             Outcome::Unavailable(why) => {
                 tracing::info!(server = host, domain = %job.domain, error = %why, "RDAP server unavailable; left alone 30 s")
+            }
+            Outcome::Refused(refusal) => {
+                shared.metrics.outbound_refused("rdap", refusal.as_str());
+                tracing::warn!(server = host, error = %refusal, "RDAP request refused; left alone 30 s");
             }
             outcome => tracing::debug!(server = host, domain = %job.domain, ?outcome, "RDAP"),
         }

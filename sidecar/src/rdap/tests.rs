@@ -67,7 +67,7 @@ fn answer(path: &str) -> Option<String> {
 
 fn ages(base: &str, timeout: Duration) -> Arc<DomainAges> {
     let text = format!(r#"{{"services": [[["example", "test"], ["{base}"]]]}}"#);
-    let settings = RdapSettings { bootstrap: Arc::new(Bootstrap::parse(&text).unwrap()), timeout };
+    let settings = RdapSettings { bootstrap: Arc::new(Bootstrap::parse(&text).unwrap()), timeout, reach: Reach::Any };
     DomainAges::start(&settings, Arc::new(Metrics::new())).unwrap()
 }
 

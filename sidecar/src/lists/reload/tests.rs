@@ -8,6 +8,7 @@ use email_verdict_core::Domain;
 
 use super::*;
 use crate::lists::ListRole;
+use crate::outbound::Reach;
 
 fn dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ev-reload-{name}-{}", std::process::id()));
@@ -18,7 +19,8 @@ fn dir(name: &str) -> PathBuf {
 
 fn start(specs: &[(ListRole, String)], kept: Option<PathBuf>) -> Lists {
     let specs = specs.iter().map(|(role, v)| ListSpec::parse(*role, v).unwrap()).collect();
-    let settings = ListSettings { specs, refresh: Duration::from_secs(3600), max_shrink: 0.5, kept_dir: kept };
+    let settings =
+        ListSettings { specs, refresh: Duration::from_secs(3600), max_shrink: 0.5, kept_dir: kept, reach: Reach::Any };
     Lists::start(settings, Arc::new(Metrics::new()), true).unwrap()
 }
 
@@ -151,6 +153,7 @@ async fn a_url_is_fetched_conditionally_checked_and_kept() {
     let settings = ListSettings {
         specs: specs.iter().map(|(r, v)| ListSpec::parse(*r, v).unwrap()).collect(),
         kept_dir: Some(kept),
+        reach: Reach::Any,
         ..ListSettings::default()
     };
     let mut lists = Lists::start(settings, Arc::new(Metrics::new()), false).unwrap();
