@@ -333,7 +333,7 @@ impl<H: Host> Ctx<'_, H> {
             Some(Problem::TooManyDomains) => return self.too_many(),
             Some(problem) => match self.problem(problem) {
                 Ok(bypass) => Some(bypass),
-                Err(refused) => return refused,
+                Err(refused) => return *refused,
             },
         };
         let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, relay::is_relay(email.domain())));
@@ -347,7 +347,7 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     /// A problem of the signup: refused (`Err`, the step) or let through with its bypass value.
-    fn problem(&mut self, problem: Problem) -> Result<Bypass, Step> {
+    fn problem(&mut self, problem: Problem) -> Result<Bypass, Box<Step>> {
         let (counter, policy, bypass) = match problem {
             Problem::Unreadable(why) => {
                 self.log(LogLevel::Debug, &format!("the body is {}", why.as_str()));
@@ -363,14 +363,14 @@ impl<H: Host> Ctx<'_, H> {
                 (Counter::InvalidEmail, self.config.enforce.on_invalid_email, Bypass::InvalidEmail)
             }
             Problem::Missing => (Counter::NoEmail, self.config.enforce.on_missing_email, Bypass::NoEmail),
-            Problem::TooManyDomains => return Err(self.too_many()),
+            Problem::TooManyDomains => return Err(Box::new(self.too_many())),
         };
         self.host.increment(counter);
         match (policy, problem) {
             (Policy::Allow, _) => Ok(bypass),
-            (Policy::Deny, Problem::Unreadable(_)) => Err(self.respond(&LocalReply::UNREADABLE_BODY)),
-            (Policy::Deny, Problem::Invalid(why)) => Err(self.respond(&LocalReply::invalid(why))),
-            (Policy::Deny, _) => Err(self.respond(&LocalReply::MISSING_EMAIL)),
+            (Policy::Deny, Problem::Unreadable(_)) => Err(Box::new(self.respond(&LocalReply::UNREADABLE_BODY))),
+            (Policy::Deny, Problem::Invalid(why)) => Err(Box::new(self.respond(&LocalReply::invalid(why)))),
+            (Policy::Deny, _) => Err(Box::new(self.respond(&LocalReply::MISSING_EMAIL))),
         }
     }
 
@@ -528,12 +528,12 @@ impl<H: Host> Ctx<'_, H> {
 
     /// The counts against the limits: a `block` limit passed refuses (`Err`, the step), a
     /// failed count follows `failure_mode` (allowed: on without counts).
-    fn velocity(&mut self, counts: Option<Result<Counts, Bypass>>) -> Result<Option<Velocity>, Step> {
+    fn velocity(&mut self, counts: Option<Result<Counts, Bypass>>) -> Result<Option<Velocity>, Box<Step>> {
         let counts = match counts {
             None => return Ok(None),
             Some(Ok(counts)) => counts,
             Some(Err(bypass)) if self.config.failure_mode.for_reason(bypass) == Policy::Deny => {
-                return Err(self.fail(bypass));
+                return Err(Box::new(self.fail(bypass)));
             }
             Some(Err(_)) => return Ok(None),
         };
@@ -543,7 +543,7 @@ impl<H: Host> Ctx<'_, H> {
             self.host.increment(Counter::TooManySignups);
             let body = too_many_signups(block, None);
             let reply = LocalReply { status: 429, details: "email_verdict_too_many_signups", body: &body };
-            return Err(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())]));
+            return Err(Box::new(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())])));
         }
         Ok(Some(Velocity { counts, flagged: passed.iter().map(|p| p.scope).collect() }))
     }
@@ -587,7 +587,7 @@ impl<H: Host> Ctx<'_, H> {
             Settled::Disposable(v) if self.config.enforce.mode == Mode::Block => self.judged(&v, details, None),
             Settled::Disposable(v) | Settled::Safe(v) => match self.velocity(counts) {
                 Ok(velocity) => self.judged(&v, details, velocity.as_ref()),
-                Err(refused) => refused,
+                Err(refused) => *refused,
             },
             Settled::Failed(bypass) => self.fail(bypass),
             Settled::Invalid => self.invalid_because(None),

@@ -125,7 +125,8 @@ fn email_in_a_header_or_query_is_judged_with_the_body() {
 fn a_body_that_cannot_be_read_is_refused_even_with_an_address_in_the_query() {
     let h = Harness::new(json!({ "email": { "query_params": ["email"] } }));
     let utf16: Vec<u8> = r#"{"email":"x@mailinator.com"}"#.encode_utf16().flat_map(u16::to_le_bytes).collect();
-    let cases: [(&[(&str, &str)], Vec<u8>); 4] = [
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Headers, Vec<u8>); 4] = [
         (&[("content-type", "application/json")], utf16),
         (&[("content-type", "application/json"), ("content-encoding", "gzip")], b"\x1f\x8b\x08\x00".to_vec()),
         (&[("content-type", "text/plain")], br#"{"email":"x@mailinator.com"}"#.to_vec()),
