@@ -22,11 +22,14 @@ Outputs (format contract: lines starting with '#' and blank lines are ignored):
   data/relay.txt        one ASCII lowercase domain per line
   data/shared_mx.tsv    MX_HOST_SUFFIX<TAB>Provider name
   data/popular.txt      popular mail providers, the targets of typo suggestions
-  data/roles.txt        role local parts (postmaster, abuse, info, ...), lowercase, one per line
+  data/roles.txt        role local parts (postmaster, abuse, info, ...), lowercase, one per line,
+                        measured against common names (scripts/roles_data.py, which also writes
+                        core/tests/fixtures/common-names.txt)
   data/README.md, data/licenses/<package>.txt
   data/ipdb/             IP -> country / ASN databases for the public pages (scripts/ipdb_data.py)
   data/rdap/             the IANA RDAP bootstrap registry for DNS (scripts/rdap_data.py)
-Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt}
+Hand-curated inputs (CC0-1.0): data/curated/{relay.txt,free.txt,shared_mx.tsv,shared_mx_exclude.txt,
+  roles.txt}
 """
 
 import argparse
@@ -43,6 +46,8 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+
+import roles_data  # scripts/roles_data.py, next to this file
 
 # --------------------------------------------------------------------------------------
 # Pinned sources. Change version AND sha256 together; the sha256 is of the archive the
@@ -118,21 +123,7 @@ PACKAGES = {
         upstream="https://github.com/ZooTools/mail-spell-checker",
         license_file="package/LICENSE",
         used_for="popular"),
-    "role-based-email-addresses": dict(
-        registry="npm", name="role-based-email-addresses", version="3.1.0",
-        sha256="bbe4571a9aff4ef1cd2037c34e90427f1f850cf86b1487adc23a8c9eed311f3e",
-        licence="MIT",
-        upstream="https://github.com/mixmaxhq/role-based-email-addresses",
-        license_file="package/LICENSE",
-        used_for="roles"),
 }
-
-# The arrays of role-based-email-addresses (src/index.js), all used.
-ROLE_ARRAYS = ("MARKETING", "NOTIFICATION", "MEETING", "OTHER")
-# RFC 2142 (Mailbox Names for Common Services, Roles and Functions), sections 3-5: every one
-# must be in data/roles.txt (the build fails otherwise).
-RFC2142_ROLES = ("info", "marketing", "sales", "support", "abuse", "noc", "security",
-                 "postmaster", "hostmaster", "usenet", "news", "webmaster", "www", "uucp", "ftp")
 
 # The disposable sources, each written to data/disposable/<key>.txt, with what is used.
 DISPOSABLE_SOURCES = (
@@ -490,21 +481,6 @@ def extract_email_spell_checker(arc):
                     r"const\s+POPULAR_DOMAINS\s*=\s*\[(.*?)\]", "email-spell-checker POPULAR_DOMAINS")
 
 
-def extract_roles(arc):
-    """The string literals of the four arrays of src/index.js, lowercased; names with
-    characters outside [a-z0-9._-], and names of digits only (years such as 2019, 123: a
-    person's choice, not a function), are dropped (returned second)."""
-    text = arc.text("package/src/index.js")
-    names, dropped = set(), set()
-    for array in ROLE_ARRAYS:
-        for n in js_array(text, r"const\s+%s\s*=\s*\[(.*?)\]" % array,
-                          "role-based-email-addresses " + array):
-            n = n.strip().lower()
-            role = re.fullmatch(r"[a-z0-9][a-z0-9._-]*", n) and not n.isdigit()
-            (names if role else dropped).add(n)
-    return names, dropped
-
-
 # The packages read as lists of names, each with what takes the list from its archive.
 NAME_LISTS = {
     "disposable-email-domains": extract_disposable_email_domains,
@@ -797,8 +773,8 @@ def run(tmp, archive_dir):
     if len(popular) > MAX_POPULAR:
         die("data/popular.txt would hold %d names, over the bound of %d" % (len(popular), MAX_POPULAR))
 
-    # ---- roles (role_account in the lookup's details) --------------------------------
-    roles, roles_dropped = extract_roles(arcs["role-based-email-addresses"])
+    # ---- roles (role_account in the lookup's details), measured against common names --
+    roles = roles_data.build(fetch, Archive, die, archive_dir, ROOT, REGEN)
 
     # ---- sanity ----------------------------------------------------------------------
     problems = []
@@ -829,8 +805,6 @@ def run(tmp, archive_dir):
          "output lists overlap")
     for s in shared:
         need(not psl.suffix_section(s), "shared_mx suffix %s is a public suffix" % s)
-    for r in RFC2142_ROLES:
-        need(r in roles, "RFC 2142 role %s missing from roles.txt" % r)
     if problems:
         die("sanity checks failed:\n  " + "\n  ".join(problems))
 
@@ -882,13 +856,6 @@ def run(tmp, archive_dir):
                 "#   data/curated/relay.txt (this project, CC0-1.0, service named per line)"],
                ["Addresses here forward to a permanent inbox; never treat them as disposable."],
                sorted(relay))
-    write_list(os.path.join(DATA, "roles.txt"),
-               "data/roles.txt: role local parts (a function, not a person), one per line.",
-               [src_line("role-based-email-addresses") + " (src/index.js, arrays %s)"
-                % ", ".join(ROLE_ARRAYS)],
-               ["Lowercase; core/src/details.rs compares the local part before any +tag,",
-                "case-insensitively. Includes every mailbox name of RFC 2142 (sections 3-5)."],
-               sorted(roles))
     mx_lines = ["%s\t%s" % (s, shared[s][0]) for s in sorted(shared)]
     write_list(os.path.join(DATA, "shared_mx.tsv"),
                "data/shared_mx.tsv: shared multi-tenant inbound mail infrastructure.",
@@ -918,7 +885,7 @@ def run(tmp, archive_dir):
             os.remove(os.path.join(lic_dir, fn))
 
     counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared), popular=len(popular),
-                  roles=len(roles))
+                  roles=roles["roles"])
     for k, _ in DISPOSABLE_SOURCES:
         counts["disposable/" + k] = len(per_source[k])
     write_readme(locals())
@@ -944,7 +911,8 @@ def run(tmp, archive_dir):
     print("update-data: data/relay.txt      %d" % len(relay))
     print("update-data: data/shared_mx.tsv  %d" % len(shared))
     print("update-data: data/popular.txt    %d" % len(popular))
-    print("update-data: data/roles.txt      %d" % len(roles))
+    print("update-data: data/roles.txt      %d (common names checked %d, roles among them %d)"
+          % (roles["roles"], roles["checked"], roles["flagged"]))
     print("update-data: data/ total %d bytes; sanity checks passed" % total)
 
 
@@ -1167,16 +1135,31 @@ def write_readme(v):
     a("## roles.txt")
     a("")
     a("Role local parts (`role_account` in a lookup's `details`): a mailbox of a function or a")
-    a("group (postmaster, abuse, info, sales, support, noreply, ...), not of a person.")
+    a("group, never of one person. From `curated/roles.txt` only (this project, CC0-1.0,")
+    a("provenance per line): every mailbox name of RFC 2142 sections 3-5 (%s), the"
+      % ", ".join("`%s`" % r for r in roles_data.RFC2142))
+    a("system senders of mail software (`mailer-daemon`, `noreply`, `bounce`, ...) and the common")
+    a("team and department mailboxes (`admin`, `billing`, `contact`, `hello`, `hr`, `jobs`, `press`,")
+    a("`privacy`, `legal`, `team`, ...; a few in other languages: `kontakt`, `soporte`, ...).")
     a("")
-    a(hdr)
-    a(row("role-based-email-addresses", "arrays %s of `src/index.js`, lowercased: %d names"
-          % (", ".join("`%s`" % x for x in ROLE_ARRAYS), v["counts"]["roles"])))
+    a("Entries: **%d**. The npm package `role-based-email-addresses` (3.1.0), the source until" % v["counts"]["roles"])
+    a("2026-11, is no longer used: it lists person names and places (`sydney`, `alexa`, `paris`,")
+    a("`alla`, `gardner`, `house`, `coach`, `mayor`, `chef`, ...), so a person whose address is")
+    a("their name was called a role account.")
     a("")
-    a("Entries: **%d**. Every mailbox name of RFC 2142 (sections 3-5: %s) is checked to be"
-      % (v["counts"]["roles"], ", ".join("`%s`" % r for r in RFC2142_ROLES)))
-    a("in the list (the build fails otherwise). Dropped (characters outside `[a-z0-9._-]`, or digits only, as `2019`): %s."
-      % md_names(v["roles_dropped"]))
+    a("**Measured** (`scripts/roles_data.py`; the build fails otherwise, and")
+    a("`core/tests/roles_measured.rs` repeats it in `make test`): of the common names of")
+    a("`core/tests/fixtures/common-names.txt`, generated from PyPI `%s` %s (%s, %s;"
+      % (roles_data.PACKAGE["name"], roles_data.PACKAGE["version"],
+         roles_data.PACKAGE["licence"], roles_data.PACKAGE["upstream"]))
+    a("its en_US person provider read as data: every first name it ships, %d, the US SSA's top"
+      % v["roles"]["first"])
+    a("200 per sex and decade 1960s-1990s, and the %d most common US surnames of the Census),"
+      % v["roles"]["last"])
+    a("**%d of %d are role accounts**; every RFC 2142 mailbox is one. The old npm list flagged 6"
+      % (v["roles"]["flagged"], v["roles"]["checked"]))
+    a("of them (`alexa`, `church`, `english`, `gardner`, `house`, `sydney`). Faker is used at")
+    a("`make data` time only (not shipped); its licence is `core/tests/fixtures/faker-LICENSE.txt`.")
     a("")
     a("## rdap/")
     a("")
@@ -1200,6 +1183,9 @@ def write_readme(v):
     a("Build-time tools, not shipped: PyPI `idna` %s (%s), PyPI `publicsuffixlist` %s (%s)."
       % (TOOLS["idna"]["version"], TOOLS["idna"]["licence"],
          TOOLS["publicsuffixlist"]["version"], TOOLS["publicsuffixlist"]["licence"]))
+    a("Test data, not shipped: PyPI `%s` %s (%s), the names of `core/tests/fixtures/common-names.txt`"
+      % (roles_data.PACKAGE["name"], roles_data.PACKAGE["version"], roles_data.PACKAGE["licence"]))
+    a("(its licence beside it, `faker-LICENSE.txt`).")
     a("")
     write_text(os.path.join(DATA, "README.md"), "\n".join(L))
 

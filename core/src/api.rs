@@ -70,6 +70,10 @@ pub struct Details {
     /// The address the provider delivers to, by its documented rules; an unknown domain keeps
     /// the local part as given. Empty for a bare domain input.
     pub normalized_email: String,
+    /// The provider's rule took a sub-address out of the local part (a `+tag`, Yahoo's
+    /// `-keyword`, Gmail's dots, Proton's `.` `_` `-`, Fastmail's subdomain form); `false` where
+    /// no rule applies, for case or `googlemail.com` alone, and for a bare domain input.
+    pub subaddressed: bool,
     /// The local part (before any `+tag`, case-insensitive) is a role (`data/roles.txt`).
     pub role_account: bool,
     /// The domain is a privacy relay / alias service (`data/relay.txt`).

@@ -4,6 +4,10 @@
 //! - `normalized_email`: the address a provider delivers to, by that provider's documented rules
 //!   only ([`normalize_email`]; each rule cites its source). An unknown domain keeps its local
 //!   part exactly as given (local parts are case-sensitive, RFC 5321 §2.4).
+//! - `subaddressed`: that rule took something out of the local part the provider ignores — a
+//!   `+tag` (Yahoo: a `-keyword`), Gmail's dots, Proton's `.` `_` `-` — or the address is
+//!   Fastmail's subdomain form ([`is_subaddressed`]). Case folding alone, or `googlemail.com`
+//!   becoming `gmail.com`, is not sub-addressing: the person typed their own address.
 //! - `role_account`: the local part (before any `+tag`, case-insensitive) is a role name of
 //!   `data/roles.txt` ([`is_role`]).
 //! - `relay`: the domain is on the catalog's relay list (`data/relay.txt`).
@@ -38,13 +42,14 @@ pub fn details<'a>(
     mx_hosts: impl IntoIterator<Item = &'a str>,
 ) -> Details {
     let domain = input.domain();
-    let (normalized_email, role_account) = match input {
-        LookupInput::Domain(_) => (String::new(), false),
-        LookupInput::Email(e) => (normalize_email(e.local(), domain), is_role(e.local())),
+    let ((normalized_email, subaddressed), role_account) = match input {
+        LookupInput::Domain(_) => ((String::new(), false), false),
+        LookupInput::Email(e) => (canonical(e.local(), domain), is_role(e.local())),
     };
     let (provider, _) = provider_names(catalog, domain, free_provider, mx_hosts);
     Details {
         normalized_email,
+        subaddressed,
         role_account,
         relay: catalog.relay.contains(domain),
         provider: provider.map(str::to_owned),
@@ -81,17 +86,47 @@ pub fn is_role(local: &str) -> bool {
 /// without a rule here keeps `local` as given. A quoted local part is never rewritten. When a
 /// rule would leave nothing (`+tag@gmail.com`), the local part is kept as given.
 pub fn normalize_email(local: &str, domain: &Domain) -> String {
+    canonical(local, domain).0
+}
+
+/// Whether the provider's rule took a sub-address out of `local@domain`: a `+tag` (Yahoo's
+/// `-keyword`), Gmail's dots or Proton's `.` `_` `-`, or Fastmail's subdomain form. `false` for a
+/// domain without a rule, a quoted local part, case alone, `googlemail.com` alone, and where the
+/// rule would leave nothing (`+tag@gmail.com` is kept as given). What an enforcement point asks
+/// to flag or refuse sub-addressed signups.
+pub fn is_subaddressed(local: &str, domain: &Domain) -> bool {
+    canonical(local, domain).1
+}
+
+/// `(normalized address, subaddressed)`: [`normalize_email`] and [`is_subaddressed`] at once.
+fn canonical(local: &str, domain: &Domain) -> (String, bool) {
     let name = domain.as_str();
     let rewritten = if local.starts_with('"') { None } else { rule(local, name) };
     match rewritten {
-        Some((l, d)) if !l.is_empty() => format!("{l}@{d}"),
-        _ => format!("{local}@{name}"),
+        Some(r) if !r.local.is_empty() => (format!("{}@{}", r.local, r.domain), r.subaddressed),
+        _ => (format!("{local}@{name}"), false),
     }
 }
 
-/// `(local, domain)` after the provider's rule, or `None` for a domain without one.
-fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
+/// A provider's rule applied: the local part and domain it delivers to, and whether it removed a
+/// sub-address (characters the provider ignores, or the subdomain form).
+struct Rewrite<'d> {
+    local: String,
+    domain: &'d str,
+    subaddressed: bool,
+}
+
+impl<'d> Rewrite<'d> {
+    /// `local`, to `domain`, sub-addressed when the original held any of `ignored`.
+    fn new(local: String, domain: &'d str, original: &str, ignored: &[char]) -> Self {
+        Self { local, domain, subaddressed: original.contains(ignored) }
+    }
+}
+
+/// The provider's rule for `local@domain`, or `None` for a domain without one.
+fn rule<'d>(local: &str, domain: &'d str) -> Option<Rewrite<'d>> {
     let before = |sep: char| local.split(sep).next().unwrap_or(local).to_owned();
+    let to = |l: String, d: &'d str, ignored: &[char]| Some(Rewrite::new(l, d, local, ignored));
     match domain {
         // Gmail: "Gmail doesn't recognize dots as characters within usernames, you can add or
         // remove the dots from a Gmail address without changing the actual destination address"
@@ -103,20 +138,22 @@ fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
         // username ... your.username@googlemail.com and y.o.u.r.u.s.e.r.n.a.m.e@googlemail.com are
         // delivered to the same inbox ... usernames are not case sensitive" (Google Mail Help,
         // UK), and it is the same account as gmail.com, so both normalize to gmail.com.
-        "gmail.com" | "googlemail.com" => Some((before('+').replace('.', "").to_ascii_lowercase(), "gmail.com")),
+        "gmail.com" | "googlemail.com" => {
+            to(before('+').replace('.', "").to_ascii_lowercase(), "gmail.com", &['+', '.'])
+        }
         // Outlook.com / Hotmail / Live: plus addressing, local-part+tag@domain delivered to
         // local-part@domain (Microsoft Learn, "Plus addressing in Exchange Online": "Plus
         // addressing uses the syntax: <local-part>+<tag>@<domain>. ... The original email address
         // must be valid"; Outlook.com consumer mailboxes since 2013). No case rule is documented:
         // the local part keeps its case.
-        "outlook.com" | "hotmail.com" | "live.com" => Some((before('+'), domain)),
+        "outlook.com" | "hotmail.com" | "live.com" => to(before('+'), domain, &['+']),
         // Yahoo Mail disposable addresses (AddressGuard): "Using the base name that you choose
         // when you set up AddressGuard, you can create new disposable addresses" of the form
         // basename-keyword@yahoo.com (Yahoo Help, "Using Disposable Addresses",
         // help.yahoo.com/help/uk/bt/tutorials/mail/addressguard2.html). What is left is the
         // account's base name: every disposable address of one account gives the same one. No
         // case rule documented.
-        "yahoo.com" => Some((before('-'), domain)),
+        "yahoo.com" => to(before('-'), domain, &['-']),
         // iCloud Mail (icloud.com, me.com, mac.com are one account's domains: Apple Support
         // 118230, "About your @icloud.com, @me.com, and @mac.com email addresses"): an address
         // tag username+tag@icloud.com is delivered to username@icloud.com (documented in the
@@ -124,7 +161,7 @@ fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
         // アドレス宛に送信される", and Wikipedia "Email address", Sub-addressing: "Apple's iCloud
         // (plus)"; no Apple page found). The domain is kept: which of the three an account holds
         // differs per account. No case rule documented.
-        "icloud.com" | "me.com" | "mac.com" => Some((before('+'), domain)),
+        "icloud.com" | "me.com" | "mac.com" => to(before('+'), domain, &['+']),
         // Proton Mail: "+aliases, by adding + after your username" (Proton Support, "How to
         // create and use an additional address (alias)"); "the characters '.', '_' and '-' ...
         // are treated as transparent by our service. That is, username is the same as user_name
@@ -133,12 +170,12 @@ fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
         // domain is kept (an account may hold its name on only some of them).
         "proton.me" | "protonmail.com" | "protonmail.ch" | "pm.me" => {
             let base: String = before('+').chars().filter(|c| !matches!(c, '.' | '_' | '-')).collect();
-            Some((base.to_ascii_lowercase(), domain))
+            to(base.to_ascii_lowercase(), domain, &['+', '.', '_', '-'])
         }
         // Fastmail plus addressing: "any email sent to username+whateveryoulike@domain.tld is
         // still sent to your account" (Fastmail Help 360060591053, "Plus addressing and subdomain
         // addressing"). No case rule documented.
-        "fastmail.com" | "fastmail.fm" => Some((before('+'), domain)),
+        "fastmail.com" | "fastmail.fm" => to(before('+'), domain, &['+']),
         _ => fastmail_subdomain(domain),
     }
 }
@@ -149,11 +186,12 @@ fn rule<'d>(local: &str, domain: &'d str) -> Option<(String, &'d str)> {
 /// joecitizen+anything@fastmail.fm and delivered to your account" (Fastmail blog, 2008-01-24,
 /// "Two address resolving additions"). So x@user.fastmail.com is user@fastmail.com. Only one
 /// label under fastmail.com / fastmail.fm; the blog's `-` for `_` workaround is not reversed (a
-/// `-` in the label may be the user's own).
-fn fastmail_subdomain(domain: &str) -> Option<(String, &str)> {
+/// `-` in the label may be the user's own). Always a sub-address: the local part is the tag.
+fn fastmail_subdomain(domain: &str) -> Option<Rewrite<'_>> {
     ["fastmail.com", "fastmail.fm"].into_iter().find_map(|base| {
         let user = domain.strip_suffix(base)?.strip_suffix('.')?;
-        (!user.is_empty() && !user.contains('.')).then(|| (user.to_owned(), base))
+        let rewrite = Rewrite { local: user.to_owned(), domain: base, subaddressed: true };
+        (!user.is_empty() && !user.contains('.')).then_some(rewrite)
     })
 }
 

@@ -311,7 +311,8 @@ enum Output {
     Csv(Box<csv::Writer<std::io::Stdout>>),
 }
 
-const CSV_HEADER: [&str; 23] = [
+/// The CSV columns. New columns go at the end, so that a reader by position keeps working.
+const CSV_HEADER: [&str; 24] = [
     "input",
     "input_type",
     "email",
@@ -335,7 +336,11 @@ const CSV_HEADER: [&str; 23] = [
     "domain_age_days",
     "error",
     "error_message",
+    "subaddressed",
 ];
+
+/// Where `error` stands in [`CSV_HEADER`] (`error_message` follows it).
+const ERROR_COLUMN: usize = 21;
 
 impl Output {
     fn new(format: Format) -> anyhow::Result<Self> {
@@ -390,8 +395,8 @@ fn csv_row(item: &BatchItem) -> Vec<String> {
         BatchItem::Error { input, error } => {
             let mut row = vec![String::new(); CSV_HEADER.len()];
             row[0] = input.clone();
-            row[CSV_HEADER.len() - 2] = error.code.as_str().to_owned();
-            row[CSV_HEADER.len() - 1] = error.message.clone();
+            row[ERROR_COLUMN] = error.code.as_str().to_owned();
+            row[ERROR_COLUMN + 1] = error.message.clone();
             row
         }
     }
@@ -426,6 +431,7 @@ fn record_row(r: &LookupRecord) -> Vec<String> {
         r.details.domain_age_days.map(|d| d.to_string()).unwrap_or_default(),
         String::new(),
         String::new(),
+        b(r.details.subaddressed),
     ]
 }
 
@@ -434,6 +440,12 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+
+    #[test]
+    fn error_columns_are_where_the_header_says_and_new_columns_come_last() {
+        assert_eq!(&CSV_HEADER[ERROR_COLUMN..ERROR_COLUMN + 2], ["error", "error_message"]);
+        assert_eq!(CSV_HEADER.last(), Some(&"subaddressed"));
+    }
 
     #[test]
     fn the_temporary_store_is_new_private_and_removed() {

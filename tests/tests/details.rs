@@ -11,24 +11,38 @@ fn expected() -> Vec<(&'static str, Value)> {
     vec![
         (
             "J.O.H.N+x@GoogleMail.com",
-            json!({"normalized_email": "john@gmail.com", "role_account": false, "relay": false, "provider": "googlemail.com"}),
+            json!({"normalized_email": "john@gmail.com", "subaddressed": true, "role_account": false, "relay": false, "provider": "googlemail.com"}),
         ),
         (
             "Postmaster+x@gmail.com",
-            json!({"normalized_email": "postmaster@gmail.com", "role_account": true, "relay": false, "provider": "gmail.com"}),
+            json!({"normalized_email": "postmaster@gmail.com", "subaddressed": true, "role_account": true, "relay": false, "provider": "gmail.com"}),
+        ),
+        // Issue 32: one mailbox, three spellings; only the first two are sub-addresses.
+        (
+            "J.o.h.n+1@gmail.com",
+            json!({"normalized_email": "john@gmail.com", "subaddressed": true, "role_account": false, "relay": false, "provider": "gmail.com"}),
         ),
         (
-            "ann@shopco.example",
-            json!({"normalized_email": "ann@shopco.example", "role_account": false, "relay": false, "provider": "Microsoft 365"}),
+            "john+2@googlemail.com",
+            json!({"normalized_email": "john@gmail.com", "subaddressed": true, "role_account": false, "relay": false, "provider": "googlemail.com"}),
+        ),
+        (
+            "JOHN@gmail.com",
+            json!({"normalized_email": "john@gmail.com", "subaddressed": false, "role_account": false, "relay": false, "provider": "gmail.com"}),
+        ),
+        // A person's name is not a role (issue 32: the old list called sydney@ one).
+        (
+            "sydney@shopco.example",
+            json!({"normalized_email": "sydney@shopco.example", "subaddressed": false, "role_account": false, "relay": false, "provider": "Microsoft 365"}),
         ),
         (
             "J.O.H.N+x@ownmail.example",
-            json!({"normalized_email": "J.O.H.N+x@ownmail.example", "role_account": false, "relay": false, "provider": null}),
+            json!({"normalized_email": "J.O.H.N+x@ownmail.example", "subaddressed": false, "role_account": false, "relay": false, "provider": null}),
         ),
         // mx.duck.com is on data/shared_mx.tsv.
         (
             "duck.com",
-            json!({"normalized_email": "", "role_account": false, "relay": true, "provider": "DuckDuckGo Email Protection"}),
+            json!({"normalized_email": "", "subaddressed": false, "role_account": false, "relay": true, "provider": "DuckDuckGo Email Protection"}),
         ),
     ]
 }
@@ -110,7 +124,9 @@ fn check_prints_the_same_details_as_json_lines_and_csv_columns() {
         assert_eq!(cell("role_account"), details["role_account"].to_string(), "{input}");
         assert_eq!(cell("relay"), details["relay"].to_string(), "{input}");
         assert_eq!(cell("provider"), details["provider"].as_str().unwrap_or(""), "{input}");
+        assert_eq!(cell("subaddressed"), details["subaddressed"].to_string(), "{input}");
     }
+    assert_eq!(header.last().map(String::as_str), Some("subaddressed"), "new columns come last");
 }
 
 /// `email-verdict check` over `stdin` with NSD as its resolver: its standard output.

@@ -11,13 +11,14 @@ fn catalog() -> Catalog {
 }
 
 /// The details of `input` with MX hosts `mx` (`free` as the verdict would say) against
-/// `(normalized_email, role_account, relay, provider)`.
+/// `(normalized_email, role_account, relay, provider)`; `subaddressed` is checked by [`norm`].
 fn check(input: &str, free: bool, mx: &[&str], expected: (&str, bool, bool, Option<&str>)) {
     let parsed = LookupInput::parse(input).unwrap();
     let got = details(&catalog(), &parsed, free, mx.iter().copied());
     let (normalized_email, role_account, relay, provider) = expected;
     let want = Details {
         normalized_email: normalized_email.to_owned(),
+        subaddressed: got.subaddressed,
         role_account,
         relay,
         provider: provider.map(str::to_owned),
@@ -26,95 +27,111 @@ fn check(input: &str, free: bool, mx: &[&str], expected: (&str, bool, bool, Opti
     assert_eq!(got, want, "{input}");
 }
 
-/// Only the normalized address (no MX, not free).
-fn norm(input: &str, expected: &str) {
+/// Only the normalized address and whether the rule took a sub-address out (no MX, not free);
+/// `is_subaddressed`, the gateway's question, agrees with `details`.
+fn norm(input: &str, expected: &str, subaddressed: bool) {
     let parsed = LookupInput::parse(input).unwrap();
     let got = details(&catalog(), &parsed, false, []);
-    assert_eq!(got.normalized_email, expected, "{input}");
+    assert_eq!((got.normalized_email.as_str(), got.subaddressed), (expected, subaddressed), "{input}");
+    if let LookupInput::Email(e) = &parsed {
+        assert_eq!(is_subaddressed(e.local(), e.domain()), subaddressed, "{input}");
+    }
 }
 
 #[test]
 fn gmail_ignores_dots_tags_and_case_and_googlemail_is_gmail() {
-    for (input, expected) in [
-        ("J.O.H.N+x@GoogleMail.com", "john@gmail.com"),
-        ("john@gmail.com", "john@gmail.com"),
-        ("Homer.J.Simpson@gmail.com", "homerjsimpson@gmail.com"),
-        ("HOMERJSIMPSON@gmail.com", "homerjsimpson@gmail.com"),
-        ("a.b+c+d@gmail.com", "ab@gmail.com"),
-        ("john@googlemail.com", "john@gmail.com"),
-        // Nothing left before the tag: kept as given.
-        ("+tag@gmail.com", "+tag@gmail.com"),
+    for (input, expected, subaddressed) in [
+        ("J.O.H.N+x@GoogleMail.com", "john@gmail.com", true),
+        ("john@gmail.com", "john@gmail.com", false),
+        ("Homer.J.Simpson@gmail.com", "homerjsimpson@gmail.com", true),
+        ("john+2@gmail.com", "john@gmail.com", true),
+        // Case alone and googlemail.com alone are the person's own address, not a sub-address.
+        ("HOMERJSIMPSON@gmail.com", "homerjsimpson@gmail.com", false),
+        ("a.b+c+d@gmail.com", "ab@gmail.com", true),
+        ("john@googlemail.com", "john@gmail.com", false),
+        ("JOHN@GoogleMail.com", "john@gmail.com", false),
+        // Nothing left before the tag: kept as given, nothing removed.
+        ("+tag@gmail.com", "+tag@gmail.com", false),
     ] {
-        norm(input, expected);
+        norm(input, expected, subaddressed);
     }
 }
 
 #[test]
 fn microsoft_consumer_domains_drop_the_plus_tag_and_keep_case() {
-    for (input, expected) in [
-        ("Mork+newsletter@outlook.com", "Mork@outlook.com"),
-        ("mork+a@hotmail.com", "mork@hotmail.com"),
-        ("mork+a@live.com", "mork@live.com"),
+    for (input, expected, subaddressed) in [
+        ("Mork+newsletter@outlook.com", "Mork@outlook.com", true),
+        ("mork+a@hotmail.com", "mork@hotmail.com", true),
+        ("mork+a@live.com", "mork@live.com", true),
+        ("mork@live.com", "mork@live.com", false),
         // Dots are not Microsoft's to ignore.
-        ("m.ork@outlook.com", "m.ork@outlook.com"),
+        ("m.ork@outlook.com", "m.ork@outlook.com", false),
     ] {
-        norm(input, expected);
+        norm(input, expected, subaddressed);
     }
 }
 
 #[test]
 fn yahoo_disposable_addresses_give_the_base_name() {
-    norm("base-keyword@yahoo.com", "base@yahoo.com");
-    norm("Base@yahoo.com", "Base@yahoo.com");
+    norm("base-keyword@yahoo.com", "base@yahoo.com", true);
+    norm("Base@yahoo.com", "Base@yahoo.com", false);
     // A `+` is not Yahoo's separator.
-    norm("base+x@yahoo.com", "base+x@yahoo.com");
+    norm("base+x@yahoo.com", "base+x@yahoo.com", false);
 }
 
 #[test]
 fn icloud_domains_drop_the_plus_tag_and_keep_their_domain() {
-    for (input, expected) in
-        [("ann+shop@icloud.com", "ann@icloud.com"), ("ann+x@me.com", "ann@me.com"), ("Ann+x@mac.com", "Ann@mac.com")]
-    {
-        norm(input, expected);
+    for (input, expected, subaddressed) in [
+        ("ann+shop@icloud.com", "ann@icloud.com", true),
+        ("ann+x@me.com", "ann@me.com", true),
+        ("Ann+x@mac.com", "Ann@mac.com", true),
+        ("ann.lee@icloud.com", "ann.lee@icloud.com", false),
+    ] {
+        norm(input, expected, subaddressed);
     }
 }
 
 #[test]
 fn proton_drops_the_tag_and_its_transparent_characters_and_folds_case() {
-    for (input, expected) in [
-        ("Alice.User+news@proton.me", "aliceuser@proton.me"),
-        ("alice_user@protonmail.com", "aliceuser@protonmail.com"),
-        ("alice-user@pm.me", "aliceuser@pm.me"),
-        ("alice+x@protonmail.ch", "alice@protonmail.ch"),
+    for (input, expected, subaddressed) in [
+        ("Alice.User+news@proton.me", "aliceuser@proton.me", true),
+        ("alice_user@protonmail.com", "aliceuser@protonmail.com", true),
+        ("alice-user@pm.me", "aliceuser@pm.me", true),
+        ("alice+x@protonmail.ch", "alice@protonmail.ch", true),
+        ("Alice@proton.me", "alice@proton.me", false),
     ] {
-        norm(input, expected);
+        norm(input, expected, subaddressed);
     }
 }
 
 #[test]
 fn fastmail_plus_and_subdomain_addressing() {
-    for (input, expected) in [
-        ("joe+hiking@fastmail.com", "joe@fastmail.com"),
-        ("joe+hiking@fastmail.fm", "joe@fastmail.fm"),
-        ("hiking@joe.fastmail.com", "joe@fastmail.com"),
-        ("shop@joecitizen.fastmail.fm", "joecitizen@fastmail.fm"),
+    for (input, expected, subaddressed) in [
+        ("joe+hiking@fastmail.com", "joe@fastmail.com", true),
+        ("joe+hiking@fastmail.fm", "joe@fastmail.fm", true),
+        ("joe@fastmail.com", "joe@fastmail.com", false),
+        ("hiking@joe.fastmail.com", "joe@fastmail.com", true),
+        ("shop@joecitizen.fastmail.fm", "joecitizen@fastmail.fm", true),
+        // The subdomain form is a sub-address even when the tag is the user's name.
+        ("joe@joe.fastmail.com", "joe@fastmail.com", true),
         // Deeper names are not a documented form: kept.
-        ("x@a.b.fastmail.com", "x@a.b.fastmail.com"),
-        ("x@notfastmail.com", "x@notfastmail.com"),
+        ("x@a.b.fastmail.com", "x@a.b.fastmail.com", false),
+        ("x@notfastmail.com", "x@notfastmail.com", false),
     ] {
-        norm(input, expected);
+        norm(input, expected, subaddressed);
     }
 }
 
 #[test]
 fn unknown_domains_keep_the_local_part_as_given_and_the_domain_normalized() {
+    // No rule applies: nothing is called a sub-address, `+` or not.
     for (input, expected) in [
         ("J.O.H.N+x@Example.COM", "J.O.H.N+x@example.com"),
         ("john-x@yahoo.co.uk", "john-x@yahoo.co.uk"),
-        ("\"j.o\"@gmail.com", "\"j.o\"@gmail.com"),
+        ("\"j.o+x\"@gmail.com", "\"j.o+x\"@gmail.com"),
         ("user@bücher.example", "user@xn--bcher-kva.example"),
     ] {
-        norm(input, expected);
+        norm(input, expected, false);
     }
 }
 
@@ -162,8 +179,9 @@ fn relay_and_provider() {
         ("ann@corp.example", false, false, Some("Microsoft 365")),
     );
     check("ann@corp.example", false, &["mx.corp.example"], ("ann@corp.example", false, false, None));
-    // A bare domain: no address, no role.
+    // A bare domain: no address, no role, no sub-address.
     check("duck.com", false, &[], ("", false, true, None));
+    assert!(!details(&catalog(), &LookupInput::parse("gmail.com").unwrap(), true, []).subaddressed);
     let c = catalog();
     let (provider, infrastructure) =
         provider_names(&c, &Domain::parse("gmail.com").unwrap(), true, ["alt1.aspmx.l.google.com"]);
