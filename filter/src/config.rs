@@ -13,7 +13,7 @@ use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, 
 use email_verdict_core::signup::velocity::VelocityLimits;
 use email_verdict_core::signup::{
     BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
-    Policy,
+    Policy, Subaddressed,
 };
 
 use crate::cache::VerdictCache;
@@ -74,6 +74,8 @@ pub struct PluginConfig {
     /// Signup counts and their limits (core's `velocity`); absent: nothing is counted.
     #[serde(default)]
     pub velocity: Option<VelocityLimits>,
+    #[serde(default)]
+    pub on_subaddressed: Subaddressed,
     /// The secret of the mailbox hash (`velocity`): exactly one of the value and the name of
     /// an environment variable holding it, when `velocity` is set.
     #[serde(default)]
@@ -316,6 +318,7 @@ impl PluginConfig {
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity.clone(),
+            on_subaddressed: self.on_subaddressed,
         }
     }
 

@@ -27,13 +27,13 @@
 use std::rc::Rc;
 
 use email_verdict_core::signup::velocity::{Action as LimitAction, Counts, too_many_signups};
-use email_verdict_core::{Decision, Domain, EmailAddress};
+use email_verdict_core::{Decision, Domain, EmailAddress, details};
 
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Problem, Unusable};
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Refusing, Settled,
-    VerdictSummary, Worst,
+    Subaddressed, VerdictSummary, Worst,
 };
 
 use crate::config::FilterConfig;
@@ -43,6 +43,8 @@ use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, R
 use crate::relay;
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
+/// The flags header's name for a sub-addressed signup (`on_subaddressed: flag`).
+const SUBADDRESSED: &str = "subaddressed";
 
 #[derive(Debug)]
 enum State {
@@ -108,6 +110,8 @@ struct Answer {
     details: Option<AddressDetails>,
     /// A problem of the signup that its policy let through: the bypass header, unless worse.
     problem: Option<Bypass>,
+    /// `on_subaddressed: flag` and the address is sub-addressed: `subaddressed` in the flags.
+    flag_subaddressed: bool,
 }
 
 /// Where a step of the logic leaves the request.
@@ -336,6 +340,13 @@ impl<H: Host> Ctx<'_, H> {
                 Err(refused) => return *refused,
             },
         };
+        let subaddressed = whole.primary.as_ref().is_some_and(|e| details::is_subaddressed(e.local(), e.domain()));
+        let policy = self.config.enforce.on_subaddressed;
+        if subaddressed && policy == Subaddressed::Deny {
+            self.host.increment(Counter::InvalidEmail);
+            return self.respond(&LocalReply::SUBADDRESSED);
+        }
+        let flag_subaddressed = subaddressed && policy == Subaddressed::Flag;
         let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, relay::is_relay(email.domain())));
         let mut judging = judging;
         judging.worst.set_primary(whole.primary.as_ref().map(|e| e.domain()));
@@ -343,7 +354,7 @@ impl<H: Host> Ctx<'_, H> {
         if let (Some(secret), Some(email)) = (&self.config.mailbox_secret, &whole.primary) {
             self.count(secret, email, &mut judging);
         }
-        self.next(judging, Then::Answer(Answer { details, problem }))
+        self.next(judging, Then::Answer(Answer { details, problem, flag_subaddressed }))
     }
 
     /// A problem of the signup: refused (`Err`, the step) or let through with its bypass value.
@@ -421,11 +432,14 @@ impl<H: Host> Ctx<'_, H> {
         }
         match then {
             Then::ReadBody { kind, early } if !refuses => Step::AwaitBody { kind, early, judging },
-            Then::ReadBody { .. } => self.answer(judging.worst.settle(None, &by), None, None),
+            Then::ReadBody { .. } => {
+                let answer = Answer { details: None, problem: None, flag_subaddressed: false };
+                self.answer(judging.worst.settle(None, &by), &answer, None)
+            }
             Then::Answer(answer) => {
                 let counts = judging.counts;
                 let settled = judging.worst.settle(answer.problem, &by);
-                self.answer(settled, answer.details.as_ref(), counts)
+                self.answer(settled, &answer, counts)
             }
         }
     }
@@ -577,12 +591,17 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     /// The worst outcome of the signup, answered; then its counts' limits (`velocity`).
-    fn answer(
-        &mut self,
-        settled: Settled,
-        details: Option<&AddressDetails>,
-        counts: Option<Result<Counts, Bypass>>,
-    ) -> Step {
+    fn answer(&mut self, settled: Settled, answer: &Answer, counts: Option<Result<Counts, Bypass>>) -> Step {
+        let details = answer.details.as_ref();
+        let settled = match settled {
+            Settled::Disposable(v) | Settled::Safe(v) if answer.flag_subaddressed => {
+                let flags =
+                    if v.flags.is_empty() { SUBADDRESSED.to_owned() } else { format!("{},{SUBADDRESSED}", v.flags) };
+                let flagged = AddressVerdict { flags, ..v };
+                if flagged.disposable { Settled::Disposable(flagged) } else { Settled::Safe(flagged) }
+            }
+            other => other,
+        };
         match settled {
             Settled::Disposable(v) if self.config.enforce.mode == Mode::Block => self.judged(&v, details, None),
             Settled::Disposable(v) | Settled::Safe(v) => match self.velocity(counts) {

@@ -16,4 +16,5 @@ pub use outcome::{
 };
 pub use settings::{
     BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
+    Subaddressed,
 };

@@ -265,6 +265,12 @@ impl LocalReply<'static> {
         details: "email_verdict_too_many_addresses",
         body: br#"{"error":"too_many_addresses","message":"The request carries too many email addresses."}"#,
     };
+    /// `on_subaddressed: deny`.
+    pub const SUBADDRESSED: Self = Self {
+        status: 400,
+        details: "email_verdict_subaddressed",
+        body: br#"{"error":"subaddressed_email","message":"Please sign up with your address without a +tag or extra dots."}"#,
+    };
     pub const BODY_TOO_LARGE: Self = Self {
         status: 413,
         details: "email_verdict_body_too_large",

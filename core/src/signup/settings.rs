@@ -76,6 +76,17 @@ impl Policy {
     }
 }
 
+/// What to do with a sub-addressed signup (`details::is_subaddressed`: a `+tag` or provider
+/// dots the provider ignores): let it through, add `subaddressed` to the flags header, or refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subaddressed {
+    #[default]
+    Allow,
+    Flag,
+    Deny,
+}
+
 /// Where the email is; every source is read and they must agree (`extract`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,6 +275,8 @@ pub struct EnforcementConfig {
     /// Signup counts and their limits (`velocity.rs`); absent: nothing is counted.
     #[serde(default)]
     pub velocity: Option<VelocityLimits>,
+    #[serde(default)]
+    pub on_subaddressed: Subaddressed,
 }
 
 impl Default for EnforcementConfig {
@@ -278,6 +291,7 @@ impl Default for EnforcementConfig {
             on_invalid_email: Policy::deny(),
             on_unreadable_body: Policy::deny(),
             velocity: None,
+            on_subaddressed: Subaddressed::default(),
         }
     }
 }
@@ -319,6 +333,7 @@ impl EnforcementConfig {
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity,
+            on_subaddressed: self.on_subaddressed,
         })
     }
 
@@ -385,6 +400,7 @@ pub struct Enforcement {
     pub on_invalid_email: Policy,
     pub on_unreadable_body: Policy,
     pub velocity: Option<VelocityLimits>,
+    pub on_subaddressed: Subaddressed,
 }
 
 /// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is

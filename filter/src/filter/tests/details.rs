@@ -206,3 +206,26 @@ fn no_log_line_holds_the_local_part() {
         assert!(!lower.contains("secret") && !lower.contains("person"), "{line}");
     }
 }
+
+/// Issue 32: `on_subaddressed` flags or refuses a `+tag` or provider dots; a plain address passes.
+#[test]
+fn subaddressed_signups_are_flagged_or_refused() {
+    let h = Harness::new(json!({ "on_subaddressed": "flag", "cache": { "ttl_seconds": 0 } }));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "j.o.h.n+1@gmail.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
+    assert_eq!(host.header("x-email-flags").as_deref(), Some("free_provider,subaddressed"));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "john@gmail.com");
+    send(&mut f, &mut host);
+    answer(&mut f, &mut host, lookup_response("gmail.com", "safe", &["free_provider"]));
+    assert_eq!(host.header("x-email-flags").as_deref(), Some("free_provider"));
+
+    let h = Harness::new(json!({ "on_subaddressed": "deny" }));
+    let mut host = json_signup(&h, "john+promo@gmail.com");
+    send(&mut h.filter(), &mut host);
+    assert!(host.dispatched.is_empty());
+    let sent = only_sent(&host);
+    assert_eq!((sent.status, sent.json()["error"].as_str()), (400, Some("subaddressed_email")));
+}
