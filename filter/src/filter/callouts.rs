@@ -1,0 +1,175 @@
+//! The callouts of a signup: each domain's verdict (the cache, else the sidecar, else the local
+//! decision) and the signup's count (`velocity`), and what their answers mean.
+
+use super::*;
+
+impl<H: Host> Ctx<'_, H> {
+    /// Starts judging every domain of `domains` not judged yet: the cache, else a callout.
+    pub(super) fn judge(&mut self, domains: &[Domain], mut judging: Judging) -> Judging {
+        for domain in domains {
+            if judging.judged.contains(domain) {
+                continue;
+            }
+            judging.judged.push(domain.clone());
+            match self.cached(domain) {
+                Ok(judged) => judging.worst.add(judged),
+                Err(cas) => match self.call_sidecar(domain) {
+                    Ok(token) => {
+                        judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
+                    }
+                    Err(bypass) => {
+                        let judged = self.no_verdict(domain, bypass);
+                        judging.worst.add(judged);
+                    }
+                },
+            }
+        }
+        judging
+    }
+
+    /// The verdict in the cache, or the cache's compare-and-swap token for the miss.
+    pub(super) fn cached(&mut self, domain: &Domain) -> Result<Judged, Option<u32>> {
+        let Some(cache) = self.config.cache else { return Err(None) };
+        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, domain, now));
+        match lookup {
+            Ok(Lookup::Hit(summary)) => {
+                self.host.increment(Counter::CacheHits);
+                Ok(verdict_of(domain, &summary))
+            }
+            Ok(Lookup::Miss { cas }) => Err(cas),
+            Err(e) => {
+                self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}"));
+                Err(None)
+            }
+        }
+    }
+
+    pub(super) fn call_sidecar(&mut self, domain: &Domain) -> Result<u32, Bypass> {
+        let sidecar = &self.config.sidecar;
+        let path = decision::lookup_path(domain);
+        let headers = [
+            (":method", "GET"),
+            (":path", path.as_str()),
+            (":authority", sidecar.authority.as_str()),
+            ("authorization", sidecar.authorization.as_str()),
+            ("accept", "application/json"),
+        ];
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
+        match self.host.dispatch_http_call(&sidecar.cluster, &headers, None, sidecar.timeout) {
+            Ok(token) => {
+                self.host.increment(Counter::Callouts);
+                Ok(token)
+            }
+            Err(e) => {
+                let message = format!("callout to cluster {} failed for {domain}: {e}", sidecar.cluster);
+                self.log(LogLevel::Warn, &message);
+                Err(Bypass::SidecarError)
+            }
+        }
+    }
+
+    pub(super) fn sidecar_answered(&mut self, domain: &Domain, cas: Option<u32>, response: &CalloutResponse) -> Judged {
+        match decision::classify(response) {
+            CalloutOutcome::Verdict(summary, keep) => {
+                self.remember(domain, &summary, cas, keep);
+                verdict_of(domain, &summary)
+            }
+            CalloutOutcome::InvalidEmail => Judged::Invalid,
+            CalloutOutcome::Failed(bypass) => {
+                let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
+                self.log(LogLevel::Warn, &format!("sidecar answered {status} for {domain}: {}", bypass.as_str()));
+                self.no_verdict(domain, bypass)
+            }
+        }
+    }
+
+    /// Asks the sidecar to count the signup (`POST /api/v1/signups`, with the verdicts'
+    /// callouts); a failed dispatch is a count that failed.
+    pub(super) fn count(&mut self, secret: &[u8], email: &EmailAddress, judging: &mut Judging) {
+        let sidecar = &self.config.sidecar;
+        let body = counting::event_body(secret, email, self.host.client_address());
+        let headers = [
+            (":method", "POST"),
+            (":path", counting::SIGNUPS_PATH),
+            (":authority", sidecar.authority.as_str()),
+            ("authorization", sidecar.authorization.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+        ];
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
+        match self.host.dispatch_http_call(&sidecar.cluster, &headers, Some(&body), sidecar.timeout) {
+            Ok(token) => judging.pending.push(Pending { token, what: Waiting::Count }),
+            Err(e) => {
+                self.log(LogLevel::Warn, &format!("signup count callout to cluster {} failed: {e}", sidecar.cluster));
+                judging.counts = Some(Err(Bypass::SidecarError));
+            }
+        }
+    }
+
+    pub(super) fn counted(&mut self, response: &CalloutResponse) -> Result<Counts, Bypass> {
+        let counts = counting::classify(response);
+        match &counts {
+            Ok(_) => self.host.increment(Counter::Counted),
+            Err(bypass) => {
+                let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
+                self.log(
+                    LogLevel::Warn,
+                    &format!("sidecar answered {status} to the signup count: {}", bypass.as_str()),
+                );
+            }
+        }
+        counts
+    }
+
+    /// The counts against the limits: a `block` limit passed refuses (`Err`, the step), a
+    /// failed count follows `failure_mode` (allowed: on without counts).
+    pub(super) fn velocity(&mut self, counts: Option<Result<Counts, Bypass>>) -> Result<Option<Velocity>, Box<Step>> {
+        let counts = match counts {
+            None => return Ok(None),
+            Some(Ok(counts)) => counts,
+            Some(Err(bypass)) if self.config.failure_mode.for_reason(bypass) == Policy::Deny => {
+                return Err(Box::new(self.fail(bypass)));
+            }
+            Some(Err(_)) => return Ok(None),
+        };
+        let limits = self.config.enforce.velocity.as_ref();
+        let passed = limits.map(|l| l.passed(&counts)).unwrap_or_default();
+        if let Some(block) = passed.iter().find(|p| p.action == LimitAction::Block) {
+            self.host.increment(Counter::TooManySignups);
+            let body = too_many_signups(block, None);
+            let reply = LocalReply { status: 429, details: "email_verdict_too_many_signups", body: &body };
+            return Err(Box::new(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())])));
+        }
+        Ok(Some(Velocity { counts, flagged: passed.iter().map(|p| p.scope).collect() }))
+    }
+
+    pub(super) fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>, keep: Keep) {
+        let Some(cache) = self.config.cache else { return };
+        let cache = if keep == Keep::Briefly { cache.briefly() } else { cache };
+        let stored = self.host.now_ms().and_then(|now| cache.store(&mut *self.host, domain, summary, now, cas));
+        if let Err(e) = stored {
+            self.log(LogLevel::Warn, &format!("could not cache the verdict: {e}"));
+        }
+    }
+
+    /// The sidecar gave no verdict: a name the sidecar's decisions block, or on the embedded
+    /// strong lists, is disposable all the same (flagged `local_fallback`, never cached); any
+    /// other goes to `failure_mode`.
+    pub(super) fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Judged {
+        let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
+        let why = match decided {
+            Some(Decision::Block) => "is blocked by a decision of the sidecar's",
+            Some(Decision::Allow) => return Judged::Failed(bypass), // vouched for: never blocked by the lists
+            None if self.config.local_lists.is_some_and(|lists| lists.is_listed(domain)) => {
+                "is on the embedded strong lists"
+            }
+            None => return Judged::Failed(bypass),
+        };
+        self.host.increment(Counter::LocalDecisions);
+        self.log(LogLevel::Info, &format!("{domain} {why}: disposable without the sidecar"));
+        let flags = LOCAL_FALLBACK_FLAG.to_owned();
+        Judged::Verdict(AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None })
+    }
+}
