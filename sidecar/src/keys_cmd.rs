@@ -8,7 +8,7 @@ use crate::config::{DEFAULT_STATE, ServeArgs};
 use crate::keys::{ApiKey, new_key_id};
 use crate::lists::ListSettings;
 use crate::plans::Plans;
-use crate::state::{self, KeyRecord};
+use crate::state::{self, KeyRecord, Replication};
 use crate::usage_error;
 
 pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
@@ -27,7 +27,7 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
                 created_at: unix_now(),
                 revoked: false,
             };
-            store.insert_key(record.clone(), key.hash()).await?;
+            let replication = store.insert_key(record.clone(), key.hash()).await?;
             // Which store: a key created in another store than the server's is refused as
             // `api_key_invalid`, and this line is where the operator can see it.
             let where_ = crate::lists::source::redact(&settings.state);
@@ -37,6 +37,9 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
                 record.id, record.plan
             )?;
             writeln!(out, "{}", key.expose())?;
+            if replication == Replication::Pending {
+                eprintln!("{NOT_REPLICATED}");
+            }
         }
         KeysCommand::List => {
             writeln!(out, "ID\tNAME\tPLAN\tSTATUS\tUSED_TODAY")?;
@@ -55,6 +58,10 @@ pub async fn run(store: StoreArgs, command: KeysCommand) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// On stderr when Redis has replicas and none had the key within the wait (issue 31).
+const NOT_REPLICATED: &str = "warning: the key is stored but not yet on a replica: \
+     a failover of the Redis primary now could lose it (check with `keys list` after a while)";
 
 /// What the operator commands take from `--state` and the `--config` file.
 pub struct StoreSettings {

@@ -183,6 +183,14 @@ impl RedisCluster {
         format!("redis+cluster://{}", nodes.join(","))
     }
 
+    /// `redis+cluster://` with the primaries of now as the only seeds (a client that must not
+    /// touch a stopped replica).
+    pub fn primaries_url(&self) -> String {
+        let nodes: Vec<String> =
+            self.primaries().iter().map(|&i| format!("127.0.0.1:{}", self.nodes[i].port)).collect();
+        format!("redis+cluster://{}", nodes.join(","))
+    }
+
     /// Waits until every node says `cluster_state:ok` and sees all slots served, and every
     /// replica (half the nodes) is in sync with its primary: a replica that never synced refuses
     /// to take over, so a primary killed before that would leave its slots unserved for good.
@@ -211,6 +219,24 @@ impl RedisCluster {
     /// Kills node `i` at once (SIGKILL).
     pub fn kill(&mut self, i: usize) {
         self.nodes[i].process = None;
+    }
+
+    /// The running primary that holds a key matching `pattern` (`KEYS` on each), if any.
+    pub fn primary_holding(&self, pattern: &str) -> Option<usize> {
+        self.primaries().into_iter().find(|&i| !self.nodes[i].cli(&["keys", pattern]).trim().is_empty())
+    }
+
+    /// The replicas running now (every node that is not a primary).
+    pub fn replicas(&self) -> Vec<usize> {
+        let primaries = self.primaries();
+        (0..self.nodes.len()).filter(|i| self.nodes[*i].process.is_some() && !primaries.contains(i)).collect()
+    }
+
+    /// Stops node `i` (SIGSTOP) or lets it go on (SIGCONT): a replica that does not answer.
+    pub fn signal(&self, i: usize, signal: &str) {
+        let pid = self.nodes[i].process.as_ref().map(ChildProcess::pid).expect("a running node");
+        let status = Command::new("kill").args([signal, &pid.to_string()]).status().expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
     }
 
     /// Starts node `i` again on its port and directory (it rejoins with its `nodes.conf`).

@@ -3,7 +3,7 @@
 //! | method | path | body | answer |
 //! |---|---|---|---|
 //! | GET | `/admin/v1/keys` | | `{"keys": [key...]}` |
-//! | POST | `/admin/v1/keys` | `{"plan", "name"?, "allow_ips"?}` | 201 key + `"key"` (shown once) |
+//! | POST | `/admin/v1/keys` | `{"plan", "name"?, "allow_ips"?}` | 201 key + `"key"` (shown once), `"replicated"` |
 //! | GET | `/admin/v1/keys/{id}` | | key |
 //! | PATCH | `/admin/v1/keys/{id}` | `{"plan"?, "name"?, "allow_ips"?}` | key |
 //! | POST | `/admin/v1/keys/{id}/revoke` (or DELETE `/admin/v1/keys/{id}`) | | key |
@@ -18,7 +18,7 @@ use super::{Admin, AdminError, AdminResult, Json};
 use crate::clock::utc_day;
 use crate::keys::{ApiKey, new_key_id};
 use crate::plans::PlanName;
-use crate::state::{KeyChange, KeyRecord};
+use crate::state::{KeyChange, KeyRecord, Replication};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,19 +45,19 @@ fn parse(body: &[u8]) -> Result<KeyFields, AdminError> {
 }
 
 /// Makes and stores a new key (the admin API and the dashboard alike): the record, and the
-/// secret, which exists nowhere else and must be shown once.
+/// secret, which exists nowhere else and must be shown once; and whether it is on a replica yet.
 pub(crate) async fn create_key(
     admin: &Admin,
     plan: PlanName,
     name: String,
     allow_ips: Vec<IpNet>,
-) -> Result<(KeyRecord, ApiKey), AdminError> {
+) -> Result<(KeyRecord, ApiKey, Replication), AdminError> {
     let secret = ApiKey::generate().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
     let id = new_key_id().map_err(|e| AdminError::bad_request(format!("no randomness: {e}")))?;
     let created_at = admin.clock.now_ms().div_euclid(1000);
     let key = KeyRecord { id, name, plan, allow_ips, created_at, revoked: false };
-    admin.store.insert_key(key.clone(), secret.hash()).await?;
-    Ok((key, secret))
+    let replication = admin.store.insert_key(key.clone(), secret.hash()).await?;
+    Ok((key, secret, replication))
 }
 
 /// A plan keys may take: built in or defined by the `--config` file.
@@ -105,9 +105,11 @@ async fn list(admin: &Admin) -> AdminResult {
 async fn create(admin: &Admin, fields: KeyFields) -> AdminResult {
     let plan = plan(admin, fields.plan.as_deref().ok_or_else(|| AdminError::bad_request("\"plan\" is required"))?)?;
     let allow_ips = networks(&fields.allow_ips.unwrap_or_default())?;
-    let (key, secret) = create_key(admin, plan, fields.name.unwrap_or_default(), allow_ips).await?;
+    let (key, secret, replication) = create_key(admin, plan, fields.name.unwrap_or_default(), allow_ips).await?;
     let mut body = key_json(admin, &key, 0);
     body["key"] = Value::String(secret.expose().to_owned());
+    // false: Redis has replicas and none had the key within the wait; a failover now loses it.
+    body["replicated"] = Value::Bool(replication != Replication::Pending);
     Ok(Json(StatusCode::CREATED, body))
 }
 

@@ -64,6 +64,29 @@ pub struct KeyChange {
     pub allow_ips: Option<Vec<IpNet>>,
 }
 
+/// Whether an acknowledged write is on a replica too (issue 31): Redis with replicas waits for
+/// one, bounded (`state::redis::replicas`); a failover may lose a write that is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replication {
+    /// Nothing to wait for: SQLite, or a Redis node with no replica connected.
+    NoReplicas,
+    /// A replica acknowledged it.
+    Replicated,
+    /// Replicas exist and none acknowledged it in time: a failover now could lose it.
+    Pending,
+}
+
+impl Replication {
+    /// Both writes together: pending if either is.
+    pub fn and(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Pending, _) | (_, Self::Pending) => Self::Pending,
+            (Self::Replicated, _) | (_, Self::Replicated) => Self::Replicated,
+            _ => Self::NoReplicas,
+        }
+    }
+}
+
 /// The outcome of [`KeyStore::admit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -113,8 +136,10 @@ pub trait KeyStore: Send + Sync + 'static {
     fn problem(&self) -> Option<String> {
         None
     }
-    /// Stores a new key under its hash; the record's id must be unique.
-    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError>;
+    /// Stores a new key under its hash; the record's id must be unique. Whether it is on a
+    /// replica yet: an owner's key lost in a failover answers 401. Revoking, changing and
+    /// [`ReviewStore::decide`] wait for a replica the same way (and log when it times out).
+    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<Replication, StateError>;
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError>;
     async fn key_by_id(&self, id: &str) -> Result<Option<KeyRecord>, StateError>;
     /// Every key, oldest first, with its usage on `day` (`YYYY-MM-DD`, UTC).

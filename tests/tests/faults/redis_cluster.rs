@@ -1,7 +1,9 @@
 //! Issue 16: two sidecars on one Redis Cluster (three primaries, three replicas): keys, quotas,
 //! bursts and review decisions shared exactly; a primary killed under load, and the whole
 //! cluster restarted: how long callers see 500 (with Retry-After), that both sidecars recover by
-//! themselves, and that no key gets more 200 answers than its plan allows.
+//! themselves, and that no key gets more 200 answers than its plan allows. Issue 31: a key
+//! acknowledged by `keys create` survives its primary killed right after; a create that no
+//! replica acknowledged in time says so.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +16,50 @@ const PLANS: [&str; 4] = ["pro", "pro", "pro", "free"];
 
 fn get(sc: &Sidecar, key: &str) -> email_verdict_tests::Response {
     sc.send(&Request::get(&api_target("ownmail.example", key)))
+}
+
+/// What `keys create` says on stderr when no replica had the key within the wait.
+const NOT_REPLICATED: &str = "not yet on a replica";
+
+#[test]
+fn an_acknowledged_key_survives_a_failover_of_its_primary() {
+    let mut cluster = RedisCluster::start(3);
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&[]).start();
+    let out = a.cli().run(&["keys", "create", "--plan", "pro", "--name", "failover"]);
+    out.expect_code(0, "keys create");
+    assert!(!out.stderr.contains(NOT_REPLICATED), "healthy replicas had the key in time\n{out}");
+    let key = out.last_line().to_owned();
+    // The primary of the hash that authenticates the key, killed as soon as it is found.
+    let owner = cluster.primary_holding("ev:keyhash:*").expect("a primary holds the key's hash");
+    cluster.kill(owner);
+    let killed = Instant::now();
+    // 500 while the cluster fails over (2 s node timeout), then 200: the replica had the key.
+    let answer = loop {
+        let r = get(&a, &key);
+        if r.status != 500 || killed.elapsed() > Duration::from_secs(30) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    check_ok(&answer, "the key after its primary failed over");
+}
+
+#[test]
+fn a_key_no_replica_acknowledged_in_time_is_created_with_a_warning() {
+    let cluster = RedisCluster::start(3);
+    let nsd = Nsd::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&cluster.primaries_url()).keys(&[]).start();
+    let replicas = cluster.replicas();
+    replicas.iter().for_each(|&i| cluster.signal(i, "-STOP"));
+    let started = Instant::now();
+    let out = a.cli().run(&["keys", "create", "--plan", "pro", "--name", "unreplicated"]);
+    let took = started.elapsed();
+    replicas.iter().for_each(|&i| cluster.signal(i, "-CONT"));
+    out.expect_code(0, "keys create with the replicas stopped");
+    assert!(out.stderr.contains(NOT_REPLICATED), "the answer says the key is not on a replica\n{out}");
+    assert!(!out.stderr.contains(out.last_line()), "no key on stderr\n{out}");
+    assert!(took < Duration::from_secs(3), "the wait is bounded: {took:?}");
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub async fn create_key(admin: &Admin, request: &DashRequest, sess: &Session) ->
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
     let flash = match created {
-        Ok((key, secret)) => Flash::NewKey { id: key.id, secret: secret.expose().to_owned() },
+        Ok((key, secret, _)) => Flash::NewKey { id: key.id, secret: secret.expose().to_owned() },
         Err(e) => {
             // The form comes back as it was typed, beside the reason.
             let field = |f: &str| request.field(f).chars().take(1000).collect::<String>();

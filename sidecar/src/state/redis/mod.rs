@@ -22,7 +22,7 @@ use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
+use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, Replication, StateError};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
@@ -32,6 +32,7 @@ const USAGE_TTL_SECS: u64 = 40 * 86_400;
 
 mod infra;
 mod recheck;
+mod replicas;
 mod review;
 
 pub struct RedisStore {
@@ -220,8 +221,9 @@ fn networks(key: &[ipnet::IpNet]) -> String {
 impl KeyStore for RedisStore {
     /// Three keys in three slots, so three steps, ordered to fail closed: the record, then the
     /// listing, then the hash that makes the key usable. Cut short before the last step, the key
-    /// is listed (and can be revoked) but never authenticates.
-    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
+    /// is listed (and can be revoked) but never authenticates. Then it waits for a replica of
+    /// each of the three (see `replicas`).
+    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<Replication, StateError> {
         let record = format!("{}:key", tag(&key.id));
         self.call(async |c| {
             redis::cmd("HSET")
@@ -242,17 +244,15 @@ impl KeyStore for RedisStore {
         .await?;
         self.call(async |c| redis::cmd("ZADD").arg("ev:keys").arg(key.created_at).arg(&key.id).exec_async(c).await)
             .await?;
-        let claimed: bool = self
-            .call(async |c| {
-                redis::cmd("SET").arg(format!("ev:keyhash:{}", hash.0)).arg(&key.id).arg("NX").query_async(c).await
-            })
-            .await?;
+        let by_hash = format!("ev:keyhash:{}", hash.0);
+        let claimed: bool =
+            self.call(async |c| redis::cmd("SET").arg(&by_hash).arg(&key.id).arg("NX").query_async(c).await).await?;
         if !claimed {
             // Another key has this hash (160 random bits: never in practice): this one never works.
             self.revoke_key(&key.id).await?;
             return Err(StateError::Invalid("a key with this hash exists".into()));
         }
-        Ok(())
+        Ok(self.replicate("key created", &[record, "ev:keys".to_owned(), by_hash]).await)
     }
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
@@ -284,6 +284,9 @@ impl KeyStore for RedisStore {
         let record = format!("{}:key", tag(id));
         let done: i64 =
             self.call(async |c| self.update.key(&record).arg("revoked").arg("1").invoke_async(c).await).await?;
+        if done == 1 {
+            self.replicate("key revoked", &[record]).await;
+        }
         Ok(done == 1)
     }
 
@@ -308,7 +311,11 @@ impl KeyStore for RedisStore {
                 invocation.invoke_async(c).await
             })
             .await?;
-        if done == 1 { self.record(id).await } else { Ok(None) }
+        if done != 1 {
+            return Ok(None);
+        }
+        self.replicate("key changed", std::slice::from_ref(&record)).await;
+        self.record(id).await
     }
 
     async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {

@@ -214,6 +214,7 @@ impl ReviewStore for RedisStore {
         for domain in self.queued_under(&record.domain).await? {
             self.settle(&domain).await?;
         }
+        self.replicate("decision", &[review_key(&record.domain, "current"), DECIDED.to_owned()]).await;
         Ok(())
     }
 

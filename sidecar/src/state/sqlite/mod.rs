@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, StateError};
+use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, Replication, StateError};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
@@ -408,14 +408,14 @@ impl KeyStore for SqliteStore {
         })
     }
 
-    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<(), StateError> {
+    async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<Replication, StateError> {
         self.with_conn(move |c| {
             c.execute(
                 "INSERT INTO api_keys (id, key_hash, name, plan, allow_ips, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![key.id, hash.0, key.name, key.plan.as_str(), join_networks(&key.allow_ips), key.created_at],
             )
             .map_err(unavailable)?;
-            Ok(())
+            Ok(Replication::NoReplicas)
         })
         .await
     }
