@@ -321,6 +321,10 @@ impl SidecarBuilder {
         // The infrastructure warm-up would query every strong-listed name through the test
         // NSD: off unless a test turns it on with --warmup-rate (a flag beats the variable).
         cmd.arg("serve").env("RUST_BACKTRACE", "1").env("EMAIL_VERDICT_WARMUP_RATE", "0");
+        // One lookup's DNS deadline (700 ms by default) well past what a loaded test machine's NSD
+        // can take: tests of quotas and verdicts must not see DNS give up; the deadline's own
+        // tests set theirs.
+        cmd.env("EMAIL_VERDICT_LOOKUP_DEADLINE_MS", "5000");
         if self.via_config {
             let dns: Vec<String> = self.dns.iter().map(|d| format!("{d:?}")).collect();
             let toml = format!(

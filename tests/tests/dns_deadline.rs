@@ -28,8 +28,12 @@ fn sidecar_without_dns(
     let dns = BlackHole::start();
     let blocklist = dir.join("blocklist.txt");
     std::fs::write(&blocklist, "operator-blocked.example\n").unwrap();
-    let builder =
-        Sidecar::builder().dns(dns.addr()).keys(&["gateway"]).args(&["--blocklist", blocklist.to_str().unwrap()]);
+    // The default deadline, set as such: the harness gives every other test a longer one.
+    let builder = Sidecar::builder()
+        .dns(dns.addr())
+        .keys(&["gateway"])
+        .args(&["--blocklist", blocklist.to_str().unwrap()])
+        .env("EMAIL_VERDICT_LOOKUP_DEADLINE_MS", &DEFAULT_DEADLINE.as_millis().to_string());
     let sc = configure(builder).start();
     sc.cli().run(&["review", "set", "blocked.example", "disposable"]).expect_code(0, "block");
     sc.cli().run(&["review", "set", "vouched.example", "safe"]).expect_code(0, "allow");
