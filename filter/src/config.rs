@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
+use email_verdict_core::signup::velocity::VelocityLimits;
 use email_verdict_core::signup::{
     BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
     Policy,
@@ -56,6 +57,8 @@ pub struct PluginConfig {
     pub on_invalid_email: Policy,
     #[serde(default = "Policy::deny")]
     pub on_unreadable_body: Policy,
+    #[serde(default)]
+    pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub failure_mode: FailureMode,
     #[serde(default = "default_failure_status")]
@@ -303,6 +306,7 @@ impl PluginConfig {
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
+            velocity: self.velocity.clone(),
         }
     }
 

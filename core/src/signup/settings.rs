@@ -11,6 +11,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::velocity::VelocityLimits;
+
 /// Headers an enforcement point must never strip or overwrite: naming one as a flag header would
 /// remove it from every request (client copies of the flag headers are stripped) or corrupt framing.
 const RESERVED_HEADERS: &[&str] = &[
@@ -137,6 +139,15 @@ pub struct FlagHeaders {
     pub role_account: String,
     #[serde(default = "default_relay_header")]
     pub relay: String,
+    /// With `velocity` counting: signups of this canonical mailbox in the last 24 hours, and
+    /// from this client address in the last hour (this one included), and the scope of a
+    /// `flag` limit the signup passed (`velocity`).
+    #[serde(default = "default_mailbox_signups_header")]
+    pub mailbox_signups: String,
+    #[serde(default = "default_client_signups_header")]
+    pub client_signups: String,
+    #[serde(default = "default_velocity_header")]
+    pub velocity: String,
 }
 
 impl Default for FlagHeaders {
@@ -150,13 +161,16 @@ impl Default for FlagHeaders {
             normalized_email: default_normalized_email_header(),
             role_account: default_role_account_header(),
             relay: default_relay_header(),
+            mailbox_signups: default_mailbox_signups_header(),
+            client_signups: default_client_signups_header(),
+            velocity: default_velocity_header(),
         }
     }
 }
 
 impl FlagHeaders {
     /// Every name, for stripping client copies (whether or not a detail header is sent).
-    pub fn all(&self) -> [&str; 8] {
+    pub fn all(&self) -> [&str; 11] {
         self.named().map(|(_, name)| name)
     }
 
@@ -165,8 +179,13 @@ impl FlagHeaders {
         [&self.normalized_email, &self.role_account, &self.relay]
     }
 
+    /// The signup count headers' names: mailbox, client, velocity (sent only with counting on).
+    pub fn count_names(&self) -> [&str; 3] {
+        [&self.mailbox_signups, &self.client_signups, &self.velocity]
+    }
+
     /// Each name with its field, in `CONFIG.md` order.
-    fn named(&self) -> [(&'static str, &str); 8] {
+    fn named(&self) -> [(&'static str, &str); 11] {
         [
             ("verdict", &self.verdict),
             ("domain", &self.domain),
@@ -176,10 +195,13 @@ impl FlagHeaders {
             ("normalized_email", &self.normalized_email),
             ("role_account", &self.role_account),
             ("relay", &self.relay),
+            ("mailbox_signups", &self.mailbox_signups),
+            ("client_signups", &self.client_signups),
+            ("velocity", &self.velocity),
         ]
     }
 
-    fn each_mut(&mut self) -> [&mut String; 8] {
+    fn each_mut(&mut self) -> [&mut String; 11] {
         [
             &mut self.verdict,
             &mut self.domain,
@@ -189,6 +211,9 @@ impl FlagHeaders {
             &mut self.normalized_email,
             &mut self.role_account,
             &mut self.relay,
+            &mut self.mailbox_signups,
+            &mut self.client_signups,
+            &mut self.velocity,
         ]
     }
 }
@@ -237,6 +262,9 @@ pub struct EnforcementConfig {
     pub on_invalid_email: Policy,
     #[serde(default = "Policy::deny")]
     pub on_unreadable_body: Policy,
+    /// Signup counts and their limits (`velocity.rs`); absent: nothing is counted.
+    #[serde(default)]
+    pub velocity: Option<VelocityLimits>,
 }
 
 impl Default for EnforcementConfig {
@@ -250,6 +278,7 @@ impl Default for EnforcementConfig {
             on_missing_email: Policy::allow(),
             on_invalid_email: Policy::deny(),
             on_unreadable_body: Policy::deny(),
+            velocity: None,
         }
     }
 }
@@ -264,6 +293,13 @@ impl EnforcementConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_email()?;
         self.validate_headers()?;
+        if let Some(velocity) = &self.velocity {
+            // The message starts with the field's path (`velocity.client: ...`).
+            velocity.validate().map_err(|message| match message.split_once(": ") {
+                Some((field, why)) => ConfigError::invalid(field, why),
+                None => ConfigError::invalid("velocity", message),
+            })?;
+        }
         check_status("block_response.status", self.block_response.status)
     }
 
@@ -287,6 +323,7 @@ impl EnforcementConfig {
             on_missing_email: self.on_missing_email,
             on_invalid_email: self.on_invalid_email,
             on_unreadable_body: self.on_unreadable_body,
+            velocity: self.velocity,
         })
     }
 
@@ -352,6 +389,8 @@ pub struct Enforcement {
     pub on_missing_email: Policy,
     pub on_invalid_email: Policy,
     pub on_unreadable_body: Policy,
+    /// Signup counts and their limits; `None`: nothing is counted.
+    pub velocity: Option<VelocityLimits>,
 }
 
 /// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is
@@ -449,6 +488,15 @@ fn default_role_account_header() -> String {
 fn default_relay_header() -> String {
     "x-email-relay".to_owned()
 }
+fn default_mailbox_signups_header() -> String {
+    "x-email-mailbox-signups".to_owned()
+}
+fn default_client_signups_header() -> String {
+    "x-email-client-signups".to_owned()
+}
+fn default_velocity_header() -> String {
+    "x-email-velocity".to_owned()
+}
 
 #[cfg(test)]
 mod tests {
@@ -470,9 +518,13 @@ mod tests {
                 "x-email-suggestion",
                 "x-email-normalized",
                 "x-email-role",
-                "x-email-relay"
+                "x-email-relay",
+                "x-email-mailbox-signups",
+                "x-email-client-signups",
+                "x-email-velocity"
             ]
         );
+        assert_eq!(e.velocity, None);
         assert_eq!(e.detail_headers, DetailHeaders { normalized_email: true, role_account: true, relay: true });
         assert_eq!(
             (e.on_missing_email, e.on_invalid_email, e.on_unreadable_body),
@@ -496,6 +548,12 @@ mod tests {
             (b"{\"detail_headers\":{\"role\":false}}", "detail_headers.role: unknown field `role`"),
             (b"{\"detail_headers\":{\"relay\":\"no\"}}", "detail_headers.relay: invalid type"),
             (b"{\"block_response\":{\"status\":200}}", "block_response.status: must be 400..=599"),
+            (b"{\"velocity\":{\"client\":{\"per_hour\":0,\"action\":\"flag\"}}}", "velocity.client: give exactly one"),
+            (
+                b"{\"velocity\":{\"mailbox\":{\"per_day\":3,\"action\":\"drop\"}}}",
+                "velocity.mailbox.action: unknown variant",
+            ),
+            (b"{\"flag_headers\":{\"velocity\":\"X-Email-Flags\"}}", "flag_headers.velocity: must differ"),
             (b"{} {}", "trailing characters"),
         ];
         for (doc, expected) in cases {

@@ -74,7 +74,10 @@ fn minimal_config_gets_the_contract_defaults() {
             "x-email-suggestion",
             "x-email-normalized",
             "x-email-role",
-            "x-email-relay"
+            "x-email-relay",
+            "x-email-mailbox-signups",
+            "x-email-client-signups",
+            "x-email-velocity"
         ]
     );
     assert_eq!(c.enforce.detail_headers, DetailHeaders::default(), "every detail header is sent by default");

@@ -546,7 +546,7 @@ fn failed_host_calls_never_hang_or_panic() {
     host.headers.push(("x-email-verdict".into(), b"safe".to_vec()));
     host.fail.read_header = true;
     assert_eq!(h.filter().on_request_headers(&mut host, false), Action::Continue);
-    assert_eq!(host.header_removals, 8);
+    assert_eq!(host.header_removals, 11);
     assert_no_flag_headers_but(&host, &[]);
     assert!(host.dispatched.is_empty());
     // Reading the body fails.

@@ -291,6 +291,7 @@ fn verdict_answer(
         (names.flags.as_str(), verdict.flags.as_str()),
     ];
     let mut remove = vec![names.bypass.as_str()];
+    remove.extend(names.count_names()); // counting adds them back (`velocity`)
     match &verdict.suggestion {
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
@@ -408,6 +409,8 @@ mod tests {
         verdict_answer(config, &verdict, Some(&details), CheckOutcome::Judged).response
     }
 
+    const COUNTS: [&str; 3] = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];
+
     fn removed(r: &Response<Vec<u8>>) -> Vec<&str> {
         header(r, HEADERS_TO_REMOVE).unwrap_or_default().split(',').filter(|s| !s.is_empty()).collect()
     }
@@ -419,20 +422,22 @@ mod tests {
         assert_eq!(header(&r, "x-email-normalized"), Some("john@gmail.com"));
         assert_eq!(header(&r, "x-email-role"), Some("false"));
         assert_eq!(header(&r, "x-email-relay"), Some("false"));
-        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion"]);
+        assert_eq!(removed(&r), ["x-email-verdict-bypass", COUNTS[0], COUNTS[1], COUNTS[2], "x-email-suggestion"]);
         let r = safe(&config("{}"), "postmaster@duck.com", true);
         assert_eq!((header(&r, "x-email-role"), header(&r, "x-email-relay")), (Some("true"), Some("true")));
         // Without a header value (a non-ASCII local part), or switched off: removed, never left
         // to the client's copy.
         let r = safe(&config("{}"), "josé@gmail.com", false);
         assert_eq!(header(&r, "x-email-normalized"), None);
-        assert_eq!(removed(&r), ["x-email-verdict-bypass", "x-email-suggestion", "x-email-normalized"]);
+        let expected =
+            ["x-email-verdict-bypass", COUNTS[0], COUNTS[1], COUNTS[2], "x-email-suggestion", "x-email-normalized"];
+        assert_eq!(removed(&r), expected);
         let off = config(r#"{"detail_headers":{"normalized_email":false,"role_account":false,"relay":false}}"#);
         let r = safe(&off, "ann@gmail.com", false);
         for name in ["x-email-normalized", "x-email-role", "x-email-relay"] {
             assert_eq!(header(&r, name), None, "{name}");
         }
-        assert_eq!(removed(&r).len(), 5, "{:?}", removed(&r));
+        assert_eq!(removed(&r).len(), 8, "{:?}", removed(&r));
         assert_eq!(header(&r, "x-email-verdict"), Some("safe"));
         // Renamed.
         let renamed = config(r#"{"flag_headers":{"role_account":"X-Role"}}"#);
@@ -451,6 +456,9 @@ mod tests {
             "x-email-normalized",
             "x-email-role",
             "x-email-relay",
+            COUNTS[0],
+            COUNTS[1],
+            COUNTS[2],
         ];
         assert_eq!(removed(&r), expected);
     }
