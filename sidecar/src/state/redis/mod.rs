@@ -33,6 +33,7 @@ const USAGE_TTL_SECS: u64 = 40 * 86_400;
 mod infra;
 mod recheck;
 mod review;
+mod signups;
 
 pub struct RedisStore {
     target: Target,
