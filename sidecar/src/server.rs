@@ -85,6 +85,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         ext_authz: config.ext_authz.clone(),
         signups: Signups::new(store.clone(), clock.clone()),
+        ext_authz_counting: config.ext_authz_counting.clone(),
     });
     let token_hash = config.admin_token.as_deref().map(hash_token);
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.

@@ -30,9 +30,9 @@ pub mod verdict;
 pub mod werkzeug;
 
 /// The headers the filter and `/ext_authz` set for the app and strip from clients (the verdict's
-/// five and the three detail headers), written out here rather than read from core, so that a
+/// five, the three detail headers and the three signup count headers), written out here rather than read from core, so that a
 /// change to core's defaults shows up as a failing test.
-pub const VERDICT_HEADERS: [&str; 8] = [
+pub const VERDICT_HEADERS: [&str; 11] = [
     "x-email-verdict",
     "x-email-domain",
     "x-email-flags",
@@ -41,6 +41,9 @@ pub const VERDICT_HEADERS: [&str; 8] = [
     "x-email-normalized",
     "x-email-role",
     "x-email-relay",
+    "x-email-mailbox-signups",
+    "x-email-client-signups",
+    "x-email-velocity",
 ];
 
 pub use dns::DnsCounter;

@@ -29,12 +29,15 @@ use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
     Policy, Refusing, Settled, VerdictSummary, Worst,
 };
+use std::net::IpAddr;
+
 use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
 
 use super::body::{Unread, read_body};
 use super::lookup::{auth_error, judge};
+use super::velocity::{self, CLIENT_HEADER, Counted};
 use super::{Api, ApiError, LogFields, Request};
 use crate::auth::AuthError;
 use crate::metrics::CheckOutcome;
@@ -120,7 +123,8 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
             Err(reply) => return refused(&reply),
         },
     };
-    judge_all(api, key.as_deref(), request, whole, problem, log).await
+    let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    judge_all(api, (key.as_deref(), client), request, whole, problem, log).await
 }
 
 /// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.
@@ -161,7 +165,7 @@ fn unreadable(api: &Api) -> Checked {
 /// decides, unless a disposable verdict already refuses the signup.
 async fn judge_all(
     api: &Api,
-    key: Option<&str>,
+    (key, client): (Option<&str>, Option<IpAddr>),
     request: &Request,
     whole: ToJudge,
     problem: Option<Bypass>,
@@ -203,7 +207,20 @@ async fn judge_all(
     let by = Refusing { block: config.mode == Mode::Block, denies: |_| true };
     let counted = if local { CheckOutcome::LocalDecision } else { CheckOutcome::Judged };
     match worst.settle(problem, &by) {
-        Settled::Disposable(v) | Settled::Safe(v) => verdict_answer(config, &v, details.as_ref(), counted),
+        Settled::Disposable(v) | Settled::Safe(v) => {
+            let refused = v.disposable && config.mode == Mode::Block;
+            let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
+                (Some(email), Some(limits), Some(counting)) if !refused => {
+                    match velocity::count(api, (limits, counting), email, client, &request.id).await {
+                        Counted::Pass(headers) => headers,
+                        Counted::Blocked { body, retry_after } => return too_many_signups(body, retry_after),
+                        Counted::Failed(e) => return failed(e, log),
+                    }
+                }
+                _ => Vec::new(),
+            };
+            verdict_answer(config, &v, details.as_ref(), &counts, counted)
+        }
         Settled::Failed(_) => match error {
             Some(e) => failed(e, log),
             None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
@@ -277,6 +294,7 @@ fn verdict_answer(
     config: &Enforcement,
     verdict: &AddressVerdict,
     details: Option<&AddressDetails>,
+    counts: &[(String, String)],
     outcome: CheckOutcome,
 ) -> Checked {
     if verdict.disposable && config.mode == Mode::Block {
@@ -291,7 +309,8 @@ fn verdict_answer(
         (names.flags.as_str(), verdict.flags.as_str()),
     ];
     let mut remove = vec![names.bypass.as_str()];
-    remove.extend(names.count_names()); // counting adds them back (`velocity`)
+    set.extend(counts.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    remove.extend(names.count_names().into_iter().filter(|n| !counts.iter().any(|(set, _)| set == n)));
     match &verdict.suggestion {
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
@@ -305,6 +324,13 @@ fn verdict_answer(
         }
     }
     Checked { response: allow(&set, &remove), outcome }
+}
+
+/// Over a `block` limit of `velocity`: `429 too_many_signups`, which Envoy hands the client.
+fn too_many_signups(body: Vec<u8>, retry_after: u64) -> Checked {
+    let retry_after = retry_after.to_string();
+    let headers = [("content-type", "application/json"), ("retry-after", retry_after.as_str())];
+    Checked { response: response(StatusCode::TOO_MANY_REQUESTS, &headers, body), outcome: CheckOutcome::Refused }
 }
 
 /// No usable email: the policy's refusal, or through with the bypass header.
@@ -406,7 +432,7 @@ mod tests {
             flags: "free_provider".to_owned(),
             suggestion: None,
         };
-        verdict_answer(config, &verdict, Some(&details), CheckOutcome::Judged).response
+        verdict_answer(config, &verdict, Some(&details), &[], CheckOutcome::Judged).response
     }
 
     const COUNTS: [&str; 3] = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];

@@ -13,6 +13,7 @@ pub mod ext_authz;
 mod lookup;
 mod response;
 mod signups;
+pub mod velocity;
 
 use std::sync::Arc;
 
@@ -47,6 +48,8 @@ pub struct Api {
     pub ext_authz: email_verdict_core::signup::Enforcement,
     /// Signup counts (`POST /api/v1/signups`, `/ext_authz` with `velocity`).
     pub signups: crate::signups::Signups,
+    /// `/ext_authz`'s counting (`velocity` and `--mailbox-secret`); `None`: no counting.
+    pub ext_authz_counting: Option<velocity::Counting>,
 }
 
 /// The Pingora app serving [`Api`].
