@@ -5,7 +5,9 @@
 use std::net::IpAddr;
 
 use email_verdict_core::EmailAddress;
-use email_verdict_core::signup::velocity::{Counts, Scope, SignupCounts, SignupEvent, client_network, mailbox_hash};
+use email_verdict_core::signup::velocity::{
+    Counts, Scope, SignupCounts, SignupEvent, client_network, count_headers, mailbox_hash,
+};
 use email_verdict_core::signup::{Bypass, DetailHeaders, FlagHeaders};
 
 use crate::host::CalloutResponse;
@@ -35,13 +37,7 @@ impl Velocity {
     /// client's last hour), each unless switched off, and `x-email-velocity` when a flag limit
     /// was passed.
     pub fn headers<'a>(&self, names: &'a FlagHeaders, send: DetailHeaders) -> Vec<(&'a str, String)> {
-        let mailbox =
-            self.counts.mailbox.filter(|_| send.mailbox_signups).map(|w| (names.mailbox_signups.as_str(), w.day));
-        let client =
-            self.counts.client.filter(|_| send.client_signups).map(|w| (names.client_signups.as_str(), w.hour));
-        let flagged: Vec<&str> = self.flagged.iter().map(|s| s.as_str()).collect();
-        let velocity = (!flagged.is_empty()).then(|| (names.velocity.as_str(), flagged.join(",")));
-        mailbox.into_iter().chain(client).map(|(n, count)| (n, count.to_string())).chain(velocity).collect()
+        count_headers(names, send, &self.counts, &self.flagged)
     }
 }
 

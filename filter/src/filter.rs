@@ -43,8 +43,6 @@ use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, R
 use crate::relay;
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
-/// The flags header's name for a sub-addressed signup (`on_subaddressed: flag`).
-const SUBADDRESSED: &str = "subaddressed";
 
 #[derive(Debug)]
 enum State {
@@ -425,12 +423,8 @@ impl<H: Host> Ctx<'_, H> {
     fn answer(&mut self, settled: Settled, answer: &Answer, counts: Option<Result<Counts, Bypass>>) -> Step {
         let details = answer.details.as_ref();
         let settled = match settled {
-            Settled::Disposable(v) | Settled::Safe(v) if answer.flag_subaddressed => {
-                let flags =
-                    if v.flags.is_empty() { SUBADDRESSED.to_owned() } else { format!("{},{SUBADDRESSED}", v.flags) };
-                let flagged = AddressVerdict { flags, ..v };
-                if flagged.disposable { Settled::Disposable(flagged) } else { Settled::Safe(flagged) }
-            }
+            Settled::Disposable(v) if answer.flag_subaddressed => Settled::Disposable(v.flagged_subaddressed()),
+            Settled::Safe(v) if answer.flag_subaddressed => Settled::Safe(v.flagged_subaddressed()),
             other => other,
         };
         match settled {

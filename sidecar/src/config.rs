@@ -12,7 +12,9 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
-use email_verdict_core::signup::{Enforcement, EnforcementConfig};
+use email_verdict_core::signup::{Enforcement, EnforcementConfig, Policy};
+
+pub use crate::api::velocity::Counting;
 
 use crate::dns::{CacheConfig, ResolverSettings, parse_nameserver};
 use crate::lists::{ListRole, ListSettings, ListSpec};
@@ -138,6 +140,10 @@ pub struct ServeArgs {
     /// [default: their defaults]
     #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
     pub ext_authz_config: Option<PathBuf>,
+    /// Secret of the keyed mailbox hash (HMAC-SHA256) the signup counts use: the same on the
+    /// gateway and every replica; required when --ext-authz-config has `velocity`
+    #[arg(long, env = "EMAIL_VERDICT_MAILBOX_SECRET", value_name = "SECRET", hide_env_values = true)]
+    pub mailbox_secret: Option<String>,
     /// Plans beyond the built-in four, in the settings file only: `[plans.NAME]` with
     /// `daily-quota` and `burst-per-second` (a number or "unlimited")
     #[arg(skip)]
@@ -223,6 +229,8 @@ pub struct ServeConfig {
     pub pages: PageSettings,
     /// How `/ext_authz` finds the email and answers.
     pub ext_authz: Enforcement,
+    /// `/ext_authz`'s signup counting, when its configuration has `velocity`.
+    pub ext_authz_counting: Option<Counting>,
     /// The built-in plans and the file's.
     pub plans: Arc<Plans>,
     /// The `--config` file, read again on SIGHUP for its plans.
@@ -295,7 +303,8 @@ impl ServeArgs {
                 )));
             }
         };
-        let ext_authz = ext_authz_settings(merged.ext_authz_config.as_deref())?;
+        let (ext_authz, failure_mode) = ext_authz_settings(merged.ext_authz_config.as_deref())?;
+        let ext_authz_counting = counting(&ext_authz, failure_mode, merged.mailbox_secret.as_deref())?;
         let plans = Plans::with_defined(&merged.plans).map_err(|e| usage_error(format!("[plans] in --config: {e}")))?;
         Ok(ServeConfig {
             listen: merged.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
@@ -327,6 +336,7 @@ impl ServeArgs {
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
             pages,
             ext_authz,
+            ext_authz_counting,
             plans: Arc::new(plans),
             config_file: merged.config.clone(),
             upgrade: merged.upgrade,
@@ -368,6 +378,7 @@ impl ServeArgs {
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_peer: self.max_connections_per_peer.or(lower.max_connections_per_peer),
             ext_authz_config: self.ext_authz_config.or(lower.ext_authz_config),
+            mailbox_secret: self.mailbox_secret.or(lower.mailbox_secret),
             plans: if self.plans.is_empty() { lower.plans } else { self.plans },
             threads: self.threads.or(lower.threads),
             log_format: self.log_format.or(lower.log_format),
@@ -483,14 +494,47 @@ fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
     toml::from_str(&text).map_err(|e| usage_error(format!("--config {}: {}", path.display(), e.message())))
 }
 
-/// The `--ext-authz-config` file (the filter's shared settings, same validation and messages),
-/// or the defaults.
-fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<Enforcement> {
+/// The `--ext-authz-config` file (the filter's shared settings, same validation and messages,
+/// and ext_authz's own `failure_mode` for counting: `allow` by default), or the defaults.
+fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<(Enforcement, Policy)> {
     let Some(path) = path else {
-        return EnforcementConfig::default().resolve().map_err(|e| anyhow::anyhow!("ext_authz defaults: {e}"));
+        let defaults =
+            EnforcementConfig::default().resolve().map_err(|e| anyhow::anyhow!("ext_authz defaults: {e}"))?;
+        return Ok((defaults, Policy::Allow));
     };
     let bytes = std::fs::read(path).with_context(|| format!("cannot read --ext-authz-config {}", path.display()))?;
-    EnforcementConfig::from_json(&bytes).map_err(|e| usage_error(format!("--ext-authz-config {}: {e}", path.display())))
+    let bad = |e: String| usage_error(format!("--ext-authz-config {}: {e}", path.display()));
+    let (shared, failure_mode) = split_failure_mode(&bytes).map_err(bad)?;
+    let enforcement = EnforcementConfig::from_json(&shared).map_err(|e| bad(e.to_string()))?;
+    Ok((enforcement, failure_mode))
+}
+
+/// The document without its `failure_mode` (not a shared field: the filter's own is per reason),
+/// and that policy. A document that is not a JSON object is left to the shared parser's message.
+fn split_failure_mode(bytes: &[u8]) -> Result<(Vec<u8>, Policy), String> {
+    let Ok(serde_json::Value::Object(mut doc)) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+        return Ok((bytes.to_vec(), Policy::Allow));
+    };
+    let policy = match doc.remove("failure_mode") {
+        None => Policy::Allow,
+        Some(value) => serde_json::from_value(value)
+            .map_err(|_| "failure_mode: expected \"allow\" or \"deny\" (what counting does when the store fails)")?,
+    };
+    Ok((serde_json::to_vec(&doc).unwrap_or_default(), policy))
+}
+
+/// Counting is on when the configuration has `velocity`, which needs the mailbox secret.
+fn counting(ext_authz: &Enforcement, failure_mode: Policy, secret: Option<&str>) -> anyhow::Result<Option<Counting>> {
+    if ext_authz.velocity.is_none() {
+        return Ok(None);
+    }
+    match secret.filter(|s| !s.is_empty()) {
+        Some(secret) => Ok(Some(Counting { secret: secret.as_bytes().to_vec(), failure_mode })),
+        None => Err(usage_error(
+            "--ext-authz-config has velocity: give the mailbox hash's secret with --mailbox-secret \
+             (or EMAIL_VERDICT_MAILBOX_SECRET), the same as the gateway's",
+        )),
+    }
 }
 
 #[cfg(test)]

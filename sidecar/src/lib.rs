@@ -29,6 +29,7 @@ pub mod request;
 pub mod review;
 pub mod review_cmd;
 pub mod server;
+pub mod signups;
 pub mod state;
 pub mod verdicts;
 pub mod warmup;

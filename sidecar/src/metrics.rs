@@ -34,6 +34,8 @@ pub enum Route {
     Batch,
     /// `GET /api/v1/decisions`
     Decisions,
+    /// `POST /api/v1/signups`
+    Signups,
     /// The public HTML pages.
     Page,
     /// Anything else (404).
@@ -46,6 +48,7 @@ impl Route {
             Route::Lookup => "lookup",
             Route::Batch => "batch",
             Route::Decisions => "decisions",
+            Route::Signups => "signups",
             Route::Page => "page",
             Route::Other => "other",
         }

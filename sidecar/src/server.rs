@@ -31,6 +31,7 @@ use crate::pages::Pages;
 use crate::pages::templates::Templates;
 use crate::plans::{PlanBook, Plans};
 use crate::rdap::DomainAges;
+use crate::signups::Signups;
 use crate::verdicts::Verdicts;
 use crate::warmup::Warmup;
 use crate::{state, usage_error};
@@ -87,6 +88,8 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         pages,
         metrics: metrics.clone(),
         ext_authz: config.ext_authz.clone(),
+        signups: Signups::new(store.clone(), clock.clone()),
+        ext_authz_counting: config.ext_authz_counting.clone(),
     });
     let token_hash = config.admin_token.as_deref().map(hash_token);
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.

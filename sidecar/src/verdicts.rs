@@ -278,6 +278,14 @@ impl Verdicts {
         self.mx.invalidate(domain);
     }
 
+    /// The domain's own mail server as far as known now, without waiting for DNS: the first of
+    /// its MX hosts that is not shared infrastructure, from the MX cache (the signup's `server`
+    /// counter; `None` when the cache holds no answer or only shared hosts).
+    pub fn known_mail_server(&self, domain: &Domain) -> Option<String> {
+        let mx = self.mx.peek(domain)?;
+        infra::OwnInfra::of(&self.catalog(), &mx).hosts.into_iter().next()
+    }
+
     /// The catalog in force now.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.current()

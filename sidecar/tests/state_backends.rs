@@ -38,8 +38,10 @@ macro_rules! with_all_backends {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 let path = temp_db(stringify!($name));
+                let dir = path.parent().map(std::path::Path::to_path_buf);
                 let open = move || -> Arc<dyn StateStore> { Arc::new(SqliteStore::open(&path).unwrap()) };
                 $check(open).await;
+                dir.map(std::fs::remove_dir_all); // passed: nothing left in /tmp
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -638,3 +640,40 @@ async fn recheck_is_allowed_again_after_the_interval(open: impl Fn() -> Arc<dyn 
     assert_eq!(store.try_recheck("d.example", later, 1).await.unwrap(), Recheck::Allowed);
 }
 with_all_backends!(recheck_expiry, recheck_is_allowed_again_after_the_interval);
+
+/// Issue 32: signup counts over the last hour and day, per counter, the same from every handle
+/// (replica), sliding a bucket at a time, and exact under concurrent signups.
+async fn signup_counts_slide_and_agree(open: impl Fn() -> Arc<dyn StateStore>) {
+    use email_verdict::state::Counter;
+    use email_verdict_core::signup::velocity::{Scope, Window};
+    let (store, other) = (open(), open());
+    let t0 = DAY_START / 1000;
+    let mailbox = Counter::new(Scope::Mailbox, &"a".repeat(64));
+    let client = Counter::new(Scope::Client, "203.0.113.7");
+    let w = |hour, day| Window { hour, day };
+    let both = [mailbox.clone(), client.clone()];
+    assert_eq!(store.count_signup(&both, t0).await.unwrap(), [w(1, 1), w(1, 1)]);
+    assert_eq!(other.count_signup(&both, t0 + 10).await.unwrap(), [w(2, 2), w(2, 2)], "another replica");
+    assert_eq!(store.count_signup(std::slice::from_ref(&client), t0 + 20).await.unwrap(), [w(3, 3)]);
+    assert_eq!(store.count_signup(&[], t0).await.unwrap(), []);
+    // An hour later (12 five-minute buckets on) the hour starts over, the day goes on.
+    assert_eq!(store.count_signup(&both, t0 + 3_600).await.unwrap(), [w(1, 3), w(1, 4)]);
+    // Within the hour, the buckets before the last 55..60 minutes have left it.
+    assert_eq!(store.count_signup(&both, t0 + 3_600 + 3_299).await.unwrap(), [w(2, 4), w(2, 5)]);
+    assert_eq!(store.count_signup(&both, t0 + 3_600 + 3_600).await.unwrap(), [w(2, 5), w(2, 6)]);
+    // A day later the day starts over too; other scopes with the same value are other counters.
+    assert_eq!(store.count_signup(&both, t0 + 86_400 + 3_600).await.unwrap(), [w(1, 2), w(1, 2)]);
+    assert_eq!(store.count_signup(&[Counter::new(Scope::Domain, "203.0.113.7")], t0).await.unwrap(), [w(1, 1)]);
+    // Concurrent signups on separate handles: every one counted.
+    let server = Counter::new(Scope::Server, "mx.example");
+    let t1 = t0 + 10 * 86_400;
+    let results = futures::future::join_all((0..20).map(|_| {
+        let (handle, server) = (open(), server.clone());
+        async move { handle.count_signup(&[server], t1).await.unwrap()[0] }
+    }))
+    .await;
+    let mut hours: Vec<u64> = results.iter().map(|w| w.hour).collect();
+    hours.sort_unstable();
+    assert_eq!(hours, (1..=20).collect::<Vec<_>>());
+}
+with_all_backends!(signup_counts, signup_counts_slide_and_agree);

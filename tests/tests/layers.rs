@@ -9,7 +9,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd"],
     &["api", "pages", "request", "admin", "http_guard"],
-    &["verdicts", "limits", "auth", "review", "warmup"],
+    &["verdicts", "limits", "auth", "review", "warmup", "signups"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
 ];
@@ -31,6 +31,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("admin", "pages"),
     ("review", "verdicts"),
     ("warmup", "verdicts"),
+    ("signups", "verdicts"),
     ("dns", "metrics"),
     ("lists", "metrics"),
     ("lists", "clock"),

@@ -19,6 +19,21 @@ pub struct AddressVerdict {
     pub suggestion: Option<Domain>,
 }
 
+impl AddressVerdict {
+    /// With `subaddressed` among its flags (`on_subaddressed: flag`).
+    pub fn flagged_subaddressed(self) -> Self {
+        let flags = if self.flags.is_empty() {
+            SUBADDRESSED_FLAG.to_owned()
+        } else {
+            format!("{},{SUBADDRESSED_FLAG}", self.flags)
+        };
+        Self { flags, ..self }
+    }
+}
+
+/// The flags header's name for a sub-addressed signup (`on_subaddressed: flag`).
+pub const SUBADDRESSED_FLAG: &str = "subaddressed";
+
 /// What judging one domain came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Judged {

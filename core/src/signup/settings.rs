@@ -189,6 +189,11 @@ impl FlagHeaders {
         [&self.normalized_email, &self.role_account, &self.relay]
     }
 
+    /// The signup count headers' names: mailbox, client, velocity (sent only with counting on).
+    pub fn count_names(&self) -> [&str; 3] {
+        [&self.mailbox_signups, &self.client_signups, &self.velocity]
+    }
+
     /// Each name with its field, in `CONFIG.md` order.
     fn named(&self) -> [(&'static str, &str); 11] {
         [
@@ -558,6 +563,12 @@ mod tests {
             (b"{\"detail_headers\":{\"role\":false}}", "detail_headers.role: unknown field `role`"),
             (b"{\"detail_headers\":{\"relay\":\"no\"}}", "detail_headers.relay: invalid type"),
             (b"{\"block_response\":{\"status\":200}}", "block_response.status: must be 400..=599"),
+            (b"{\"velocity\":{\"client\":{\"per_hour\":0,\"action\":\"flag\"}}}", "velocity.client: give exactly one"),
+            (
+                b"{\"velocity\":{\"mailbox\":{\"per_day\":3,\"action\":\"drop\"}}}",
+                "velocity.mailbox.action: unknown variant",
+            ),
+            (b"{\"flag_headers\":{\"velocity\":\"X-Email-Flags\"}}", "flag_headers.velocity: must differ"),
             (b"{} {}", "trailing characters"),
         ];
         for (doc, expected) in cases {

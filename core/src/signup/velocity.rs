@@ -18,6 +18,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use super::settings::{DetailHeaders, FlagHeaders};
 use crate::EmailAddress;
 use crate::details::normalize_email;
 
@@ -204,6 +205,22 @@ impl VelocityLimits {
     }
 }
 
+/// The count headers of a signup let through: `x-email-mailbox-signups` (the mailbox's last 24
+/// hours) and `x-email-client-signups` (the client's last hour), each unless `detail_headers`
+/// switches it off, and `x-email-velocity` naming the scopes of the `flag` limits passed.
+pub fn count_headers<'a>(
+    names: &'a FlagHeaders,
+    send: DetailHeaders,
+    counts: &Counts,
+    flagged: &[Scope],
+) -> Vec<(&'a str, String)> {
+    let mailbox = counts.mailbox.filter(|_| send.mailbox_signups).map(|w| (names.mailbox_signups.as_str(), w.day));
+    let client = counts.client.filter(|_| send.client_signups).map(|w| (names.client_signups.as_str(), w.hour));
+    let scopes: Vec<&str> = flagged.iter().map(|s| s.as_str()).collect();
+    let velocity = (!scopes.is_empty()).then(|| (names.velocity.as_str(), scopes.join(",")));
+    mailbox.into_iter().chain(client).map(|(n, count)| (n, count.to_string())).chain(velocity).collect()
+}
+
 /// The body of the `429` a signup over a `block` limit gets (`Retry-After` says the same).
 pub fn too_many_signups(passed: &Passed, request_id: Option<&str>) -> Vec<u8> {
     let mut body = serde_json::json!({
@@ -296,6 +313,23 @@ mod tests {
         assert_eq!(both.validate().unwrap_err().0, "velocity.client");
         let zero: VelocityLimits = serde_json::from_str(r#"{"client":{"per_hour":0,"action":"block"}}"#).unwrap();
         assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn the_headers_say_the_mailbox_day_the_client_hour_and_the_flags() {
+        let names = FlagHeaders::default();
+        let w = |hour, day| Some(Window { hour, day });
+        let counts = Counts { mailbox: w(1, 3), client: w(7, 9), domain: w(1, 1), server: None };
+        let all = DetailHeaders::default();
+        let got = count_headers(&names, all, &counts, &[Scope::Mailbox, Scope::Client]);
+        let got: Vec<(&str, &str)> = got.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        assert_eq!(
+            got,
+            [("x-email-mailbox-signups", "3"), ("x-email-client-signups", "7"), ("x-email-velocity", "mailbox,client")]
+        );
+        assert!(count_headers(&names, all, &Counts::default(), &[]).is_empty());
+        let off = DetailHeaders { mailbox_signups: false, ..all };
+        assert_eq!(count_headers(&names, off, &counts, &[]), [("x-email-client-signups", "7".to_owned())]);
     }
 
     #[test]

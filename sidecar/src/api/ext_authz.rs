@@ -27,14 +27,17 @@
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Problem, ToJudge};
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
-    Policy, Refusing, Settled, VerdictSummary, Worst,
+    Policy, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
 };
-use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput};
+use std::net::IpAddr;
+
+use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput, details};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
 
 use super::body::{Unread, read_body};
 use super::lookup::{auth_error, judge};
+use super::velocity::{self, CLIENT_HEADER, Counted};
 use super::{Api, ApiError, LogFields, Request};
 use crate::auth::AuthError;
 use crate::metrics::CheckOutcome;
@@ -120,7 +123,8 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
             Err(reply) => return refused(&reply),
         },
     };
-    judge_all(api, key.as_deref(), request, whole, problem, log).await
+    let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    judge_all(api, (key.as_deref(), client), request, whole, problem, log).await
 }
 
 /// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.
@@ -161,12 +165,18 @@ fn unreadable(api: &Api) -> Checked {
 /// decides, unless a disposable verdict already refuses the signup.
 async fn judge_all(
     api: &Api,
-    key: Option<&str>,
+    (key, client): (Option<&str>, Option<IpAddr>),
     request: &Request,
     whole: ToJudge,
     problem: Option<Bypass>,
     log: &mut LogFields,
 ) -> Checked {
+    let config = &api.ext_authz;
+    let subaddressed = whole.primary.as_ref().is_some_and(|e| details::is_subaddressed(e.local(), e.domain()));
+    if subaddressed && config.on_subaddressed == Subaddressed::Deny {
+        return refused(&LocalReply::SUBADDRESSED);
+    }
+    let flag_subaddressed = subaddressed && config.on_subaddressed == Subaddressed::Flag;
     let catalog = api.verdicts.catalog();
     let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, catalog.relay.contains(email.domain())));
     log.domain = whole.domains.first().map(Domain::to_string);
@@ -199,11 +209,24 @@ async fn judge_all(
             }
         }
     }
-    let config = &api.ext_authz;
     let by = Refusing { block: config.mode == Mode::Block, denies: |_| true };
     let counted = if local { CheckOutcome::LocalDecision } else { CheckOutcome::Judged };
     match worst.settle(problem, &by) {
-        Settled::Disposable(v) | Settled::Safe(v) => verdict_answer(config, &v, details.as_ref(), counted),
+        Settled::Disposable(v) | Settled::Safe(v) => {
+            let v = if flag_subaddressed { v.flagged_subaddressed() } else { v };
+            let refused = v.disposable && config.mode == Mode::Block;
+            let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
+                (Some(email), Some(limits), Some(counting)) if !refused => {
+                    match velocity::count(api, (limits, counting), email, client, &request.id).await {
+                        Counted::Pass(headers) => headers,
+                        Counted::Blocked { body, retry_after } => return too_many_signups(body, retry_after),
+                        Counted::Failed(e) => return failed(e, log),
+                    }
+                }
+                _ => Vec::new(),
+            };
+            verdict_answer(config, &v, details.as_ref(), &counts, counted)
+        }
         Settled::Failed(_) => match error {
             Some(e) => failed(e, log),
             None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
@@ -277,6 +300,7 @@ fn verdict_answer(
     config: &Enforcement,
     verdict: &AddressVerdict,
     details: Option<&AddressDetails>,
+    counts: &[(String, String)],
     outcome: CheckOutcome,
 ) -> Checked {
     if verdict.disposable && config.mode == Mode::Block {
@@ -290,13 +314,9 @@ fn verdict_answer(
         (names.domain.as_str(), verdict.domain.as_str()),
         (names.flags.as_str(), verdict.flags.as_str()),
     ];
-    // Signup counts are not sent by ext_authz yet: a client's copies are removed.
-    let mut remove = vec![
-        names.bypass.as_str(),
-        names.mailbox_signups.as_str(),
-        names.client_signups.as_str(),
-        names.velocity.as_str(),
-    ];
+    let mut remove = vec![names.bypass.as_str()];
+    set.extend(counts.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    remove.extend(names.count_names().into_iter().filter(|n| !counts.iter().any(|(set, _)| set == n)));
     match &verdict.suggestion {
         Some(suggested) => set.push((names.suggestion.as_str(), suggested.as_str())),
         None => remove.push(names.suggestion.as_str()),
@@ -310,6 +330,13 @@ fn verdict_answer(
         }
     }
     Checked { response: allow(&set, &remove), outcome }
+}
+
+/// Over a `block` limit of `velocity`: `429 too_many_signups`, which Envoy hands the client.
+fn too_many_signups(body: Vec<u8>, retry_after: u64) -> Checked {
+    let retry_after = retry_after.to_string();
+    let headers = [("content-type", "application/json"), ("retry-after", retry_after.as_str())];
+    Checked { response: response(StatusCode::TOO_MANY_REQUESTS, &headers, body), outcome: CheckOutcome::Refused }
 }
 
 /// No usable email: the policy's refusal, or through with the bypass header.
@@ -411,8 +438,10 @@ mod tests {
             flags: "free_provider".to_owned(),
             suggestion: None,
         };
-        verdict_answer(config, &verdict, Some(&details), CheckOutcome::Judged).response
+        verdict_answer(config, &verdict, Some(&details), &[], CheckOutcome::Judged).response
     }
+
+    const COUNTS: [&str; 3] = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];
 
     fn removed(r: &Response<Vec<u8>>) -> Vec<&str> {
         header(r, HEADERS_TO_REMOVE).unwrap_or_default().split(',').filter(|s| !s.is_empty()).collect()
@@ -425,8 +454,7 @@ mod tests {
         assert_eq!(header(&r, "x-email-normalized"), Some("john@gmail.com"));
         assert_eq!(header(&r, "x-email-role"), Some("false"));
         assert_eq!(header(&r, "x-email-relay"), Some("false"));
-        let counts = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];
-        assert_eq!(removed(&r), [&["x-email-verdict-bypass"][..], &counts, &["x-email-suggestion"]].concat());
+        assert_eq!(removed(&r), ["x-email-verdict-bypass", COUNTS[0], COUNTS[1], COUNTS[2], "x-email-suggestion"]);
         let r = safe(&config("{}"), "postmaster@duck.com", true);
         assert_eq!((header(&r, "x-email-role"), header(&r, "x-email-relay")), (Some("true"), Some("true")));
         // Without a header value (a non-ASCII local part), or switched off: removed, never left
@@ -434,7 +462,7 @@ mod tests {
         let r = safe(&config("{}"), "josé@gmail.com", false);
         assert_eq!(header(&r, "x-email-normalized"), None);
         let expected =
-            [&["x-email-verdict-bypass"][..], &counts, &["x-email-suggestion", "x-email-normalized"]].concat();
+            ["x-email-verdict-bypass", COUNTS[0], COUNTS[1], COUNTS[2], "x-email-suggestion", "x-email-normalized"];
         assert_eq!(removed(&r), expected);
         let off = config(r#"{"detail_headers":{"normalized_email":false,"role_account":false,"relay":false}}"#);
         let r = safe(&off, "ann@gmail.com", false);
@@ -460,9 +488,9 @@ mod tests {
             "x-email-normalized",
             "x-email-role",
             "x-email-relay",
-            "x-email-mailbox-signups",
-            "x-email-client-signups",
-            "x-email-velocity",
+            COUNTS[0],
+            COUNTS[1],
+            COUNTS[2],
         ];
         assert_eq!(removed(&r), expected);
     }

@@ -68,7 +68,7 @@ pub(super) async fn verdict_of(api: &Api, input: &LookupInput) -> Result<Judged,
 }
 
 /// An input refused as invalid still answers whatever the admission says first (402, 429).
-async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) -> ApiError {
+pub(super) async fn refused_after_admission(api: &Api, key: &KeyRecord, mut e: ApiError) -> ApiError {
     match api.limiter.admit(key, 1).await {
         Ok(mut grant) => {
             api.limiter.refund_invalid(&mut grant).await;

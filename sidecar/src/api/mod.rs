@@ -12,6 +12,8 @@ mod decisions;
 pub mod ext_authz;
 mod lookup;
 mod response;
+mod signups;
+pub mod velocity;
 
 use std::sync::Arc;
 
@@ -44,6 +46,10 @@ pub struct Api {
     pub metrics: Arc<Metrics>,
     /// How `/ext_authz` finds the email and answers (`--ext-authz-config`).
     pub ext_authz: email_verdict_core::signup::Enforcement,
+    /// Signup counts (`POST /api/v1/signups`, `/ext_authz` with `velocity`).
+    pub signups: crate::signups::Signups,
+    /// `/ext_authz`'s counting (`velocity` and `--mailbox-secret`); `None`: no counting.
+    pub ext_authz_counting: Option<velocity::Counting>,
 }
 
 /// The Pingora app serving [`Api`].
@@ -69,6 +75,10 @@ impl ServeHttp for ApiApp {
         }
         if request.path == batch::PATH {
             let reply = batch::handle(&self.0, session, &request, &mut log).await;
+            return self.finish(&request, reply, &mut log, started);
+        }
+        if request.path == signups::PATH {
+            let reply = signups::handle(&self.0, session, &request, &mut log).await;
             return self.finish(&request, reply, &mut log, started);
         }
         if !matches!(request.method, Method::GET | Method::HEAD) {
@@ -109,6 +119,7 @@ fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
         _ if lookup_segment(path).is_some() => Route::Lookup,
         batch::PATH => Route::Batch,
         decisions::PATH => Route::Decisions,
+        signups::PATH => Route::Signups,
         _ => Route::Other,
     };
     metrics.request(route, status, code);
@@ -155,6 +166,7 @@ fn route_name(path: &str) -> &'static str {
         _ if lookup_segment(path).is_some() => "lookup",
         batch::PATH => "batch",
         decisions::PATH => "decisions",
+        signups::PATH => "signups",
         _ => "other",
     }
 }

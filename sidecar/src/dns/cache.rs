@@ -103,6 +103,13 @@ impl MxCache {
         self.config.lookup_timeout
     }
 
+    /// The answer the cache holds for `domain`, fresh or stale, without resolving anything
+    /// (not counted as a hit or a miss): for what must not wait for DNS.
+    pub fn peek(&self, domain: &Domain) -> Option<Arc<MxInfo>> {
+        let entry = self.lock_entries().peek(domain).cloned()?;
+        (Instant::now() < entry.stale_until).then_some(entry.mx)
+    }
+
     /// Makes a domain's answer stale, so the next lookup resolves afresh. The answer is kept
     /// for that lookup to fall back on (`cached: true`) if the resolution fails: a re-check
     /// during a DNS outage must not turn a known domain into an error.

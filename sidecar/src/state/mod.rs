@@ -6,6 +6,7 @@
 mod infra;
 pub mod queue;
 mod redis;
+pub mod signups;
 mod sqlite;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ pub use infra::{
     mark_str,
 };
 pub use redis::RedisStore;
+pub use signups::{Counter, SignupStore};
 pub use sqlite::SqliteStore;
 
 /// A stored API key (the key itself is never stored, only its hash).
@@ -100,10 +102,10 @@ pub enum Admission {
 }
 
 /// Everything the server keeps: keys and their usage, the review queue, the infrastructure
-/// index, and the public pages' re-check times.
-pub trait StateStore: KeyStore + ReviewStore + InfraStore + RecheckStore {}
+/// index, the public pages' re-check times, and signup counts.
+pub trait StateStore: KeyStore + ReviewStore + InfraStore + RecheckStore + SignupStore {}
 
-impl<T: KeyStore + ReviewStore + InfraStore + RecheckStore> StateStore for T {}
+impl<T: KeyStore + ReviewStore + InfraStore + RecheckStore + SignupStore> StateStore for T {}
 
 /// The outcome of [`RecheckStore::try_recheck`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,6 +34,7 @@ mod infra;
 mod recheck;
 mod replicas;
 mod review;
+mod signups;
 
 pub struct RedisStore {
     target: Target,

@@ -148,6 +148,20 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE usage ADD COLUMN refunded INTEGER NOT NULL DEFAULT 0;
 ",
+    // Issue 32: signup counts (`state/signups.rs`): per counter (`<scope>:<sha256>`), a ring of
+    // 12 five-minute buckets (slots 0..11) and 24 one-hour buckets (12..35); `expires`: when the
+    // bucket has left its window, for the bounded clean-up on each count.
+    "
+    CREATE TABLE signup_buckets (
+        counter  TEXT NOT NULL,
+        slot     INTEGER NOT NULL,
+        bucket   INTEGER NOT NULL,
+        count    INTEGER NOT NULL,
+        expires  INTEGER NOT NULL,
+        PRIMARY KEY (counter, slot)
+    );
+    CREATE INDEX signup_buckets_by_expiry ON signup_buckets (expires);
+",
 ];
 
 /// The migration that added `review_items.decided`: opening an older file sets it afterwards.
@@ -156,6 +170,7 @@ const DECIDED_MIGRATION: usize = 8;
 mod infra;
 mod recheck;
 mod review;
+mod signups;
 mod worker;
 
 use worker::{Job, Pending, guarded};

@@ -1,0 +1,115 @@
+//! `POST /api/v1/signups`: one signup counted in every scope (issue 32), answered with its
+//! counts ([`SignupCounts`]). The filter calls it once per judged signup (its verdict may come
+//! from its cache; its count cannot).
+//!
+//! Same key and limits as a lookup: one unit of daily quota and a place in the burst window per
+//! signup (the `gateway` plan is unlimited). Order: key, body (bounded, read only for an
+//! accepted key), event checked, admission, count. An invalid event still answers whatever the
+//! admission says first, and costs nothing; a count the store fails gives its unit back.
+
+use email_verdict_core::ErrorCode;
+use email_verdict_core::signup::velocity::{SignupCounts, SignupEvent};
+use http::{Method, StatusCode};
+use pingora::protocols::http::ServerSession;
+
+use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
+use super::lookup::{auth_error, refused_after_admission};
+use super::response::store_error;
+use super::{Api, ApiError, LogFields, Reply, Request};
+use crate::signups::Signup;
+
+pub const PATH: &str = "/api/v1/signups";
+/// A domain of at most 253 octets, a 64-digit hash and a /64: far within.
+const MAX_BODY_BYTES: usize = 4096;
+
+pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Reply {
+    if request.method != Method::POST {
+        session.set_keepalive(None); // a body, if any, was not read
+        return ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")
+            .with_header("Allow", "POST")
+            .into();
+    }
+    let key = match request.authenticate(api).await {
+        Ok(key) => key,
+        Err(e) => {
+            session.set_keepalive(None);
+            return auth_error(api, e).into();
+        }
+    };
+    log.key_id = Some(key.id.clone());
+    let signup = match event(session).await {
+        Ok(signup) => signup,
+        Err(e) => return refused_after_admission(api, &key, e).await.into(),
+    };
+    log.domain = Some(signup.domain.to_string());
+    let mut grant = match api.limiter.admit(&key, 1).await {
+        Ok(grant) => grant,
+        Err(e) => return ApiError::from(e).into(),
+    };
+    match api.signups.count(&api.verdicts, &signup).await {
+        Ok(counts) => {
+            let body = SignupCounts { request_id: request.id.clone(), counts };
+            let body = serde_json::to_vec(&body).unwrap_or_default();
+            Reply::Encoded(StatusCode::OK, body, grant.headers())
+        }
+        Err(e) => {
+            api.metrics.store_error();
+            api.limiter.refund(&mut grant, 1).await;
+            let mut e = store_error(e);
+            e.headers.extend(grant.headers());
+            e.into()
+        }
+    }
+}
+
+/// The body: a [`SignupEvent`], checked.
+async fn event(session: &mut ServerSession) -> Result<Signup, ApiError> {
+    let invalid = |message: String| ApiError::new(ErrorCode::InvalidInput, message);
+    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| match e {
+        Unread::TooLarge => invalid(format!("the body is larger than {MAX_BODY_BYTES} bytes")),
+        Unread::Failed => invalid("the body could not be read".to_owned()),
+        Unread::TimedOut => invalid(format!(
+            "the body was not received in time ({} s without a byte, {} s in all)",
+            BODY_IDLE.as_secs(),
+            BODY_TIME.as_secs()
+        )),
+    })?;
+    parse(&body).map_err(invalid)
+}
+
+const SHAPE: &str = r#"{"domain": "example.com", "mailbox": "<64 hex digits>", "client": "<IP address or IPv6 /64>"}"#;
+
+fn parse(body: &[u8]) -> Result<Signup, String> {
+    let shaped = |why: String| format!("{why}; the body is {SHAPE}");
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| shaped("the body is not JSON".to_owned()))?;
+    let Some(object) = value.as_object() else {
+        return Err(shaped("the body is not a JSON object".to_owned())); // serde would take an array
+    };
+    if let Some((field, _)) = object.iter().find(|(_, v)| v.is_null()) {
+        return Err(format!("{field}: must be a string; leave it out when unknown")); // serde: absent
+    }
+    let event: SignupEvent = serde_json::from_value(value).map_err(|e| shaped(e.to_string()))?;
+    Signup::parse(&event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_bodies_are_named() {
+        let check = |body: &str, expected: &str| {
+            let got = parse(body.as_bytes()).unwrap_err();
+            assert!(got.starts_with(expected), "{body}: {got}");
+        };
+        check("nope", "the body is not JSON");
+        check("", "the body is not JSON");
+        check(r#"["a.example"]"#, "the body is not a JSON object");
+        check(r#"{"domain": "a.example", "client": null}"#, "client: must be a string");
+        check(r#"{"mailbox": "x"}"#, "missing field `domain`");
+        check(r#"{"domain": "a.example", "email": "a@a.example"}"#, "unknown field `email`");
+        check(r#"{"domain": "a.example", "client": "10.0.0.0/8"}"#, "client: must be");
+        assert_eq!(parse(br#"{"domain": "A.example"}"#).unwrap().domain.as_str(), "a.example");
+    }
+}

@@ -1,0 +1,86 @@
+//! Issue 32 through a real Envoy with the shipped ext_authz configuration
+//! (`envoy/ext-authz.template.yaml`, which adds the client's address to every check): one
+//! canonical mailbox counted whatever its spelling, the counts reaching the app, a `flag` limit
+//! naming its scope, a `block` limit answering 429, and the secret required at start.
+
+use email_verdict_tests::envoy::{Gateway, gateway_with};
+use email_verdict_tests::{Response, TestDir};
+use serde_json::{Value, json};
+
+/// The shipped `envoy/ext-authz-config.json` with these `velocity` limits.
+fn gateway(dir: &TestDir, velocity: Value) -> Gateway {
+    let shipped = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
+    config["velocity"] = velocity;
+    let file = dir.join("ext-authz.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let file = file.display().to_string();
+    gateway_with(|s| s.args(&["--ext-authz-config", &file, "--mailbox-secret", "s3cret"]), |e| e.ext_authz())
+}
+
+/// The app's copy of the `n`th signup's header `name` (`None` when absent).
+fn seen(g: &Gateway, n: usize, name: &str) -> Option<String> {
+    let request = g.app.wait_for_request(n);
+    request.headers_named(name).first().map(|v| v.to_string())
+}
+
+#[test]
+fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_its_limit() {
+    let dir = TestDir::new("velocity-flag");
+    let g = gateway(
+        &dir,
+        json!({"mailbox": {"per_day": 3, "action": "flag"}, "client": {"per_hour": 100, "action": "flag"}}),
+    );
+    for (n, email) in ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com"].into_iter().enumerate() {
+        let resp = g.envoy.signup_json(email);
+        assert_eq!(resp.status, 200, "{email}: {resp}");
+        let n = n + 1;
+        assert_eq!(seen(&g, n, "x-email-mailbox-signups"), Some(n.to_string()), "{email}");
+        assert_eq!(seen(&g, n, "x-email-client-signups"), Some(n.to_string()), "{email}: the client Envoy saw");
+        assert_eq!(seen(&g, n, "x-email-velocity"), None, "{email}: within the limit");
+    }
+    assert_eq!(g.envoy.signup_json("j.o.h.n@gmail.com").status, 200);
+    assert_eq!(seen(&g, 4, "x-email-mailbox-signups").as_deref(), Some("4"));
+    assert_eq!(seen(&g, 4, "x-email-velocity").as_deref(), Some("mailbox"), "past the flag limit");
+    assert_eq!(g.envoy.signup_json("jane@gmail.com").status, 200);
+    assert_eq!(seen(&g, 5, "x-email-mailbox-signups").as_deref(), Some("1"), "another mailbox");
+    let log = g.sidecar.stderr_text();
+    assert!(!log.to_lowercase().contains("john") && !log.contains("s3cret"), "no address, no secret in the log\n{log}");
+}
+
+#[test]
+fn a_block_limit_answers_429_with_retry_after() {
+    let dir = TestDir::new("velocity-block");
+    let g = gateway(&dir, json!({"client": {"per_hour": 2, "action": "block"}}));
+    for email in ["a@gmail.com", "b@gmail.com"] {
+        assert_eq!(g.envoy.signup_json(email).status, 200, "{email}");
+    }
+    let resp: Response = g.envoy.signup_json("c@gmail.com");
+    assert_eq!(resp.status, 429, "{resp}");
+    assert_eq!(resp.header("retry-after"), Some("3600"), "{resp}");
+    let body = resp.json();
+    assert_eq!((body["error"].as_str(), body["scope"].as_str()), (Some("too_many_signups"), Some("client")), "{body}");
+    assert_eq!(body["retry_after"], 3600);
+    assert!(body["request_id"].is_string(), "{body}");
+    assert_eq!(g.app.count(), 2, "the refused signup never reaches the app");
+}
+
+#[test]
+fn velocity_without_the_mailbox_secret_is_refused_at_start_naming_the_flag() {
+    let dir = TestDir::new("velocity-secret");
+    let file = dir.join("ext-authz.json");
+    std::fs::write(&file, r#"{"velocity":{"mailbox":{"per_day":3,"action":"flag"}}}"#).unwrap();
+    let out = email_verdict_tests::sidecar::run_raw(
+        dir.path(),
+        &["serve", "--ext-authz-config", &file.display().to_string(), "--state", "sqlite:x.db"],
+    );
+    out.expect_code(2, "velocity without a secret");
+    assert!(out.stderr.contains("--mailbox-secret"), "{}", out.stderr);
+    std::fs::write(&file, r#"{"failure_mode":"open"}"#).unwrap();
+    let out = email_verdict_tests::sidecar::run_raw(
+        dir.path(),
+        &["serve", "--ext-authz-config", &file.display().to_string(), "--state", "sqlite:x.db"],
+    );
+    out.expect_code(2, "a bad failure_mode");
+    assert!(out.stderr.contains("failure_mode: expected"), "{}", out.stderr);
+}
