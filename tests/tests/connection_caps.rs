@@ -94,8 +94,11 @@ fn a_flood_of_idle_connections_is_turned_away_and_the_api_and_admin_keep_answeri
     // A second client fills the listener (60 in all): 20 held, 30 turned away (the last 7 of
     // the 20 in the share kept for API keys, on probation: each newcomer past them took the
     // place of the oldest, which got its 503).
+    // (The lookup from ::1 above may still hold its slot a moment after its answer, so one more
+    // newcomer may be turned away: 31 and 19.)
     let flood_v6 = idle(v6, 50);
-    assert_eq!(turned_away_and_held(&flood_v6, 30, "from ::1"), (30, 20));
+    let (away, held) = turned_away_and_held(&flood_v6, 30, "from ::1");
+    assert!(away + held == 50 && (30..=31).contains(&away), "turned away {away}, held {held}");
     // (a) a full listener answers a fast 503, never a hang: to a client at its own cap...
     let (resp, took) = lookup(&sc, v4);
     assert_eq!(resp.status, 503, "a lookup to a full listener from 127.0.0.1\n{resp}");

@@ -78,8 +78,12 @@ fn loopback_is_refused_without_the_flag_by_address_and_by_name() {
     assert!(refused(&sc, "list", "address") >= 1.0);
     assert_eq!(metric(&sc, r#"email_verdict_rdap_requests_total{outcome="refused"}"#), 1.0);
     assert!(server.seen().is_empty(), "a request reached loopback: {:?}", server.seen());
+    // The log line may follow the metric by a moment.
+    wait_for("the RDAP refusal's log line", SHOWN, || {
+        let log = sc.stderr_text();
+        log.lines().any(|l| l.contains("RDAP request refused") && l.contains("no public address")).then_some(())
+    });
     let log = sc.stderr_text();
-    assert!(log.lines().any(|l| l.contains("RDAP request refused") && l.contains("no public address")), "{log}");
     assert!(log.lines().any(|l| l.contains("list reload failed") && l.contains("refused")), "{log}");
 }
 
