@@ -64,10 +64,11 @@ fn verdicts(name: &str) -> Verdicts {
     };
     let metrics = Arc::new(Metrics::new());
     let mx = MxCache::new(Arc::new(Scripted(script)), config, metrics.clone());
-    let dir = std::env::temp_dir().join(format!("ev-verdicts-{name}-{}", std::process::id()));
+    // In the build tree, not /tmp: the store stays open for the test's life (nothing to clean).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/test-state/verdicts-{name}"));
+    let _ = std::fs::remove_dir_all(&dir); // a previous run's database and its WAL
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state.db");
-    let _ = std::fs::remove_file(&path);
     let store = Arc::new(SqliteStore::open(&path).unwrap());
     Verdicts::new(Arc::new(LiveCatalog::fixed(catalog)), mx, store, Arc::new(SystemClock), 2, metrics)
 }

@@ -55,10 +55,11 @@ fn resolver() -> Arc<Scripted> {
 }
 
 fn store(name: &str) -> Arc<dyn StateStore> {
-    let dir = std::env::temp_dir().join(format!("ev-warmup-{name}-{}", std::process::id()));
+    // In the build tree, not /tmp: the store stays open for the test's life (nothing to clean).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/test-state/warmup-{name}"));
+    let _ = std::fs::remove_dir_all(&dir); // a previous run's database and its WAL
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state.db");
-    let _ = std::fs::remove_file(&path);
     Arc::new(SqliteStore::open(&path).unwrap())
 }
 
