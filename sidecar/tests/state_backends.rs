@@ -76,10 +76,12 @@ macro_rules! with_all_backends_bounded {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 let path = temp_db(stringify!($name));
+                let dir = path.parent().map(std::path::Path::to_path_buf);
                 let open = move || -> Arc<dyn StateStore> {
                     Arc::new(SqliteStore::open(&path).unwrap().with_queue_capacity($cap))
                 };
                 $check(open).await;
+                dir.map(std::fs::remove_dir_all); // passed: nothing left in /tmp
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
