@@ -9,11 +9,10 @@
 
 use email_verdict_core::{BatchItem, BatchRequest, BatchResponse, ErrorCode, LookupInput};
 use futures::StreamExt;
-use http::Method;
 use pingora::protocols::http::ServerSession;
 
 use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
-use super::lookup::{auth_error, verdict_of};
+use super::lookup::{post_with_key, verdict_of};
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::verdicts::record;
 
@@ -24,20 +23,10 @@ pub const CONCURRENCY: usize = 16;
 const MAX_BODY_BYTES: usize = 1 << 20;
 
 pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Reply {
-    if request.method != Method::POST {
-        session.set_keepalive(None); // a body, if any, was not read
-        return ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")
-            .with_header("Allow", "POST")
-            .into();
-    }
-    let key = match request.authenticate(api).await {
+    let key = match post_with_key(api, session, request, log).await {
         Ok(key) => key,
-        Err(e) => {
-            session.set_keepalive(None);
-            return auth_error(api, e).into();
-        }
+        Err(reply) => return reply,
     };
-    log.key_id = Some(key.id.clone());
     let inputs = match inputs(session).await {
         Ok(inputs) => inputs,
         Err(e) => return e.into(),

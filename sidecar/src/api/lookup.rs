@@ -6,7 +6,9 @@
 use std::borrow::Cow;
 
 use email_verdict_core::{ErrorCode, LookupInput, LookupResponse};
+use http::Method;
 use percent_encoding::percent_decode_str;
+use pingora::protocols::http::ServerSession;
 
 use super::response::store_error;
 use super::{Api, ApiError, LogFields, Reply, Request};
@@ -97,6 +99,33 @@ fn parse(segment: &str) -> Result<(Cow<'_, str>, LookupInput), ApiError> {
         .map_err(|_| ApiError::new(ErrorCode::InvalidInput, "input is not valid UTF-8 after percent-decoding"))?;
     let input = LookupInput::parse(&raw).map_err(|e| ApiError::new(ErrorCode::InvalidInput, e.to_string()))?;
     Ok((raw, input))
+}
+
+/// The prologue of the endpoints that take a body (`POST /api/v1/domains`, `/api/v1/signups`):
+/// `POST` only, and the caller's key accepted before any byte of the body is read; otherwise
+/// the answer, with the connection closed (the body, if any, was not read).
+pub(super) async fn post_with_key(
+    api: &Api,
+    session: &mut ServerSession,
+    request: &Request,
+    log: &mut LogFields,
+) -> Result<KeyRecord, Reply> {
+    if request.method != Method::POST {
+        session.set_keepalive(None);
+        return Err(ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")
+            .with_header("Allow", "POST")
+            .into());
+    }
+    match request.authenticate(api).await {
+        Ok(key) => {
+            log.key_id = Some(key.id.clone());
+            Ok(key)
+        }
+        Err(e) => {
+            session.set_keepalive(None);
+            Err(auth_error(api, e).into())
+        }
+    }
 }
 
 pub(super) fn auth_error(api: &Api, e: AuthError) -> ApiError {

@@ -9,11 +9,11 @@
 
 use email_verdict_core::ErrorCode;
 use email_verdict_core::signup::velocity::{SignupCounts, SignupEvent};
-use http::{Method, StatusCode};
+use http::StatusCode;
 use pingora::protocols::http::ServerSession;
 
 use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
-use super::lookup::{auth_error, refused_after_admission};
+use super::lookup::{post_with_key, refused_after_admission};
 use super::response::store_error;
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::signups::Signup;
@@ -23,20 +23,10 @@ pub const PATH: &str = "/api/v1/signups";
 const MAX_BODY_BYTES: usize = 4096;
 
 pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Reply {
-    if request.method != Method::POST {
-        session.set_keepalive(None); // a body, if any, was not read
-        return ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")
-            .with_header("Allow", "POST")
-            .into();
-    }
-    let key = match request.authenticate(api).await {
+    let key = match post_with_key(api, session, request, log).await {
         Ok(key) => key,
-        Err(e) => {
-            session.set_keepalive(None);
-            return auth_error(api, e).into();
-        }
+        Err(reply) => return reply,
     };
-    log.key_id = Some(key.id.clone());
     let signup = match event(session).await {
         Ok(signup) => signup,
         Err(e) => return refused_after_admission(api, &key, e).await.into(),
