@@ -191,8 +191,13 @@ gateway_key=$("$bin" keys create --plan gateway --name demo-gateway --state "$ST
 key=$("$bin" keys create --plan pro --name demo --state "$STATE" | tail -n 1)
 [[ $key == ev_* && $gateway_key == ev_* ]] || die "keys create did not print a key"
 
+# The signup counts' mailbox hash secret (envoy/plugin-config.json's mailbox_secret_env): the
+# caller's, else a fresh random one (counts then start again with each demo).
+mailbox_secret=${EMAIL_VERDICT_MAILBOX_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
+
 # EMAIL_VERDICT_* from our environment reach it as they are (the key is only Envoy's business).
-start sidecar env -u EMAIL_VERDICT_API_KEY "$bin" serve --state "$STATE" "${dns_args[@]}"
+start sidecar env -u EMAIL_VERDICT_API_KEY EMAIL_VERDICT_MAILBOX_SECRET="$mailbox_secret" \
+  "$bin" serve --state "$STATE" "${dns_args[@]}"
 wait_until 30 "the sidecar (GET http://$adm_host:$adm_port/healthz)" http_ok "http://$adm_host:$adm_port/healthz" ok
 
 # ---- app ---------------------------------------------------------------------------------------
@@ -204,7 +209,8 @@ python3 scripts/render-envoy.py -o "$run/envoy.yaml" \
   --set "SIDECAR_ADDRESS=$sc_host" --set "SIDECAR_PORT=$sc_port" \
   --set "APP_PORT=$APP_PORT" --set "ADMIN_PORT=$ENVOY_ADMIN_PORT" \
   --set "WASM_FILE=$wasm"
-start envoy env EMAIL_VERDICT_API_KEY="$gateway_key" "$envoy" -c "$run/envoy.yaml" \
+start envoy env EMAIL_VERDICT_API_KEY="$gateway_key" EMAIL_VERDICT_MAILBOX_SECRET="$mailbox_secret" \
+  "$envoy" -c "$run/envoy.yaml" \
   --disable-hot-restart --log-level warn --component-log-level wasm:info
 wait_until 30 "Envoy (GET http://127.0.0.1:$ENVOY_ADMIN_PORT/ready)" http_ok "http://127.0.0.1:$ENVOY_ADMIN_PORT/ready" LIVE
 

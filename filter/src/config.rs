@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
-use email_verdict_core::signup::velocity::VelocityLimits;
+use email_verdict_core::signup::velocity::{MIN_MAILBOX_SECRET as MIN_SECRET, VelocityLimits, mailbox_secret};
 use email_verdict_core::signup::{
     BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
     Policy, Subaddressed,
@@ -349,7 +349,7 @@ impl PluginConfig {
             (Some(_), None, None) => {
                 Err(ConfigError::invalid(field, "velocity counts mailboxes by a keyed hash: set mailbox_secret_env"))
             }
-            (_, Some(secret), None) if secret.len() < MIN_SECRET => {
+            (_, Some(secret), None) if mailbox_secret(secret).is_none() => {
                 Err(ConfigError::invalid(field, format!("must be at least {MIN_SECRET} bytes")))
             }
             _ => Ok(()),
@@ -362,17 +362,15 @@ impl PluginConfig {
             return Ok(None);
         }
         if let Some(secret) = &self.mailbox_secret {
-            return Ok(Some(secret.as_bytes().to_vec()));
+            return Ok(mailbox_secret(secret));
         }
         let name = self.mailbox_secret_env.as_deref().unwrap_or_default();
-        let secret = read_env(env, "mailbox_secret_env", name)?.trim().to_owned();
-        if secret.len() < MIN_SECRET {
-            return Err(ConfigError::invalid(
-                "mailbox_secret_env",
-                format!("{name} must hold at least {MIN_SECRET} bytes"),
-            ));
+        match mailbox_secret(&read_env(env, "mailbox_secret_env", name)?) {
+            Some(secret) => Ok(Some(secret)),
+            None => {
+                Err(ConfigError::invalid("mailbox_secret_env", format!("{name} must hold at least {MIN_SECRET} bytes")))
+            }
         }
-        Ok(Some(secret.into_bytes()))
     }
 
     /// Validates, then reads the API key and builds the runtime configuration.
@@ -483,9 +481,6 @@ fn read_env(env: &dyn Fn(&str) -> Result<String, EnvError>, field: &str, name: &
         }
     })
 }
-
-/// The mailbox hash's secret: as long as a SHA-256 output, so it cannot be guessed.
-const MIN_SECRET: usize = 32;
 
 fn route(r: SignupRoute) -> Route {
     let path = match (r.path, r.path_prefix) {

@@ -12,6 +12,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use email_verdict_core::signup::velocity::{MIN_MAILBOX_SECRET, mailbox_secret};
 use email_verdict_core::signup::{Enforcement, EnforcementConfig, Policy};
 
 pub use crate::api::velocity::Counting;
@@ -528,8 +529,13 @@ fn counting(ext_authz: &Enforcement, failure_mode: Policy, secret: Option<&str>)
     if ext_authz.velocity.is_none() {
         return Ok(None);
     }
-    match secret.filter(|s| !s.is_empty()) {
-        Some(secret) => Ok(Some(Counting { secret: secret.as_bytes().to_vec(), failure_mode })),
+    match secret.filter(|s| !s.trim().is_empty()) {
+        Some(text) => match mailbox_secret(text) {
+            Some(secret) => Ok(Some(Counting { secret, failure_mode })),
+            None => Err(usage_error(format!(
+                "--mailbox-secret must hold at least {MIN_MAILBOX_SECRET} bytes (the same as the gateway's)"
+            ))),
+        },
         None => Err(usage_error(
             "--ext-authz-config has velocity: give the mailbox hash's secret with --mailbox-secret \
              (or EMAIL_VERDICT_MAILBOX_SECRET), the same as the gateway's",

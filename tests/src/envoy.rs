@@ -139,14 +139,18 @@ pub const DUMMY_KEY: &str = "ev_0000000000000000000000000000000000000000";
 /// `EMAIL_VERDICT_API_KEY` set to [`DUMMY_KEY`]: validate mode starts the VM and configures the
 /// filter, which refuses a config whose `api_key_env` names a variable the VM lacks.
 pub fn validate(config: &Path, cwd: &Path) -> Output {
-    validate_with_env(config, cwd, &[("EMAIL_VERDICT_API_KEY", DUMMY_KEY)])
+    validate_with_env(
+        config,
+        cwd,
+        &[("EMAIL_VERDICT_API_KEY", DUMMY_KEY), ("EMAIL_VERDICT_MAILBOX_SECRET", crate::TEST_MAILBOX_SECRET)],
+    )
 }
 
 /// [`validate`] with exactly these `EMAIL_VERDICT_*`-style variables set (others removed).
 pub fn validate_with_env(config: &Path, cwd: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(envoy_binary());
     cmd.arg("--mode").arg("validate").arg("-c").arg(config).arg("--disable-hot-restart").arg("-l").arg("info");
-    cmd.current_dir(cwd).env_remove("EMAIL_VERDICT_API_KEY");
+    cmd.current_dir(cwd).env_remove("EMAIL_VERDICT_API_KEY").env_remove("EMAIL_VERDICT_MAILBOX_SECRET");
     cmd.envs(env.iter().copied());
     run(cmd)
 }
@@ -196,6 +200,10 @@ impl EnvoyBuilder {
         // A loaded CI machine can take longer than the shipped timeout for a cold lookup; tests
         // of a slow sidecar set their own.
         set_pointer(&mut plugin, "/sidecar/timeout_ms", serde_json::json!(5000));
+        // Counting off (a test sends many signups from one address; the shipped client limit
+        // would flag them): the tests of counting turn it on with `counting()`.
+        remove_pointer(&mut plugin, "/velocity");
+        remove_pointer(&mut plugin, "/mailbox_secret_env");
         EnvoyBuilder {
             sidecar,
             app,
@@ -211,6 +219,16 @@ impl EnvoyBuilder {
     /// `EMAIL_VERDICT_API_KEY` in Envoy's environment (the shipped config reads the key from it).
     pub fn api_key(mut self, key: &str) -> Self {
         self.api_key = Some(key.to_string());
+        self
+    }
+
+    /// Signup counts as shipped: `velocity` and `mailbox_secret_env` of `envoy/plugin-config.json`
+    /// (Envoy gets [`TEST_MAILBOX_SECRET`](crate::TEST_MAILBOX_SECRET) in its environment).
+    pub fn counting(mut self) -> Self {
+        let shipped = default_plugin_config();
+        for field in ["velocity", "mailbox_secret_env"] {
+            set_pointer(&mut self.plugin, &format!("/{field}"), shipped[field].clone());
+        }
         self
     }
 
@@ -316,7 +334,8 @@ impl EnvoyBuilder {
             .args(["--concurrency", &self.concurrency.to_string()])
             .args(["--log-level", "info", "--drain-time-s", "0"])
             .current_dir(dir.path())
-            .env_remove("EMAIL_VERDICT_API_KEY");
+            .env_remove("EMAIL_VERDICT_API_KEY")
+            .env("EMAIL_VERDICT_MAILBOX_SECRET", crate::TEST_MAILBOX_SECRET);
         if let Some(k) = &self.api_key {
             cmd.env("EMAIL_VERDICT_API_KEY", k);
         }

@@ -29,6 +29,10 @@ pub mod upstream;
 pub mod verdict;
 pub mod werkzeug;
 
+/// The mailbox hash's secret every test gateway and sidecar gets (`EMAIL_VERDICT_MAILBOX_SECRET`),
+/// as an operator sets one secret for both.
+pub const TEST_MAILBOX_SECRET: &str = "the test gateway's mailbox secret, 32+ bytes";
+
 /// The headers the filter and `/ext_authz` set for the app and strip from clients (the verdict's
 /// five, the three detail headers and the three of the signup counts), written out here rather than read from core, so that a
 /// change to core's defaults shows up as a failing test.

@@ -325,6 +325,8 @@ impl SidecarBuilder {
         // can take: tests of quotas and verdicts must not see DNS give up; the deadline's own
         // tests set theirs.
         cmd.env("EMAIL_VERDICT_LOOKUP_DEADLINE_MS", "5000");
+        // The gateway's secret (the shipped --ext-authz-config counts signups, which needs it).
+        cmd.env("EMAIL_VERDICT_MAILBOX_SECRET", crate::TEST_MAILBOX_SECRET);
         if self.via_config {
             let dns: Vec<String> = self.dns.iter().map(|d| format!("{d:?}")).collect();
             let toml = format!(

@@ -107,7 +107,8 @@ fn envoy_yaml_has_the_gateway_settings() {
     assert_eq!(config["allow_on_headers_stop_iteration"], true);
     assert_eq!(config["vm_config"]["runtime"], "envoy.wasm.runtime.v8");
     assert_eq!(config["vm_config"]["code"]["local"]["filename"], "target/email_verdict_filter.wasm");
-    assert_eq!(config["vm_config"]["environment_variables"]["host_env_keys"], json!(["EMAIL_VERDICT_API_KEY"]));
+    let env = json!(["EMAIL_VERDICT_API_KEY", "EMAIL_VERDICT_MAILBOX_SECRET"]);
+    assert_eq!(config["vm_config"]["environment_variables"]["host_env_keys"], env);
     assert_eq!(plugin_config_of(wasm), default_plugin_config(), "the plugin config in envoy/envoy.yaml");
     assert_eq!(hcm["http_filters"][1]["name"], "envoy.filters.http.router");
 
@@ -299,6 +300,11 @@ fn istio_wasmplugin_carries_the_shipped_plugin_config() {
     // A WasmPlugin cannot set allow_on_headers_stop_iteration: block only (filter/CONFIG.md).
     let mut expected = shipped_config_for_istio();
     expected["hold_headers"] = json!(false);
+    // Block-only: no header can reach the app, so the shipped flag limits could do nothing; the
+    // WasmPlugin does not count (CONFIG.md: a block limit would work there).
+    for field in ["velocity", "mailbox_secret_env"] {
+        expected.as_object_mut().unwrap().remove(field);
+    }
     assert_eq!(spec["pluginConfig"], expected, "WasmPlugin.spec.pluginConfig vs envoy/plugin-config.json");
     assert_eq!(spec["vmConfig"]["env"], json!([{"name": "EMAIL_VERDICT_API_KEY", "valueFrom": "HOST"}]));
     assert_eq!(spec["phase"], "AUTHN");
@@ -489,6 +495,11 @@ fn istio_ext_authz_provider_and_policy() {
     assert_eq!(http["includeRequestBodyInCheck"]["allowPartialMessage"], false);
     assert!(http["includeRequestHeadersInCheck"].as_array().is_some_and(|h| h.contains(&json!("content-type"))));
     assert_eq!(http["includeAdditionalHeadersInCheck"]["x-email-verdict-key"], "%ENVIRONMENT(EMAIL_VERDICT_API_KEY)%");
+    // The client as Envoy sees it, for the shipped configuration's counts.
+    assert_eq!(
+        http["includeAdditionalHeadersInCheck"]["x-email-verdict-client"],
+        "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"
+    );
     assert!(http["timeout"].is_string(), "set a timeout: Istio's default is 600 s");
     assert!(mesh["pathNormalization"]["normalization"].as_str().is_some_and(|n| n.contains("MERGE_SLASHES")));
     let policy = doc_of(&docs, "AuthorizationPolicy");
@@ -603,6 +614,11 @@ fn envoy_gateway_manifests() {
     assert_eq!(ext["http"]["path"], "/ext_authz");
     assert!(ext["bodyToExtAuth"]["maxRequestBytes"].as_i64().is_some_and(|n| n > 0));
     assert_eq!(ext["failOpen"], false);
+    // The EnvoyPatchPolicy adds the key and the client (for the counts) to the check only.
+    let patch = &doc_of(&docs, "EnvoyPatchPolicy")["spec"]["jsonPatches"][0]["operation"]["value"];
+    let added: Vec<&str> =
+        patch["headers_to_add"].as_array().unwrap().iter().filter_map(|h| h["key"].as_str()).collect();
+    assert_eq!(added, ["x-email-verdict-key", "x-email-verdict-client"]);
     let wasm = &doc_of(&docs, "EnvoyExtensionPolicy")["spec"]["wasm"][0];
     let config = &wasm["config"];
     assert_eq!((config["hold_headers"].clone(), config["mode"].clone()), (json!(false), json!("block")));

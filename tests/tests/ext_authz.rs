@@ -254,6 +254,11 @@ fn generated_shape_enforces(template: &str, variants: &[&str]) {
     assert_eq!(seen.headers_named("x-email-verdict"), ["safe"], "{template}: {:?}", seen.headers);
     assert_eq!(seen.headers_named("x-email-domain"), ["gmail.com"], "{template}");
     assert!(seen.header("x-email-verdict-key").is_none(), "{template}: the key reached the app");
+    // The shipped configuration counts signups, the refused ones too; the client is the one this
+    // Envoy saw (the check carries it): without it there is no client count.
+    let judged = (3 + variants.len()).to_string();
+    assert_eq!(seen.headers_named("x-email-client-signups"), [judged.as_str()], "{template}: {:?}", seen.headers);
+    assert!(seen.header("x-email-verdict-client").is_none(), "{template}: the check's own header reached the app");
 }
 
 #[test]

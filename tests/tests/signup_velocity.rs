@@ -7,15 +7,20 @@ use email_verdict_tests::envoy::{Gateway, gateway_with};
 use email_verdict_tests::{Response, TestDir};
 use serde_json::{Value, json};
 
-/// The shipped `envoy/ext-authz-config.json` with these `velocity` limits.
-fn gateway(dir: &TestDir, velocity: Value) -> Gateway {
+/// The sidecar's secret in these tests (the gateway's: at least 32 bytes).
+const SECRET: &str = "the ext_authz tests' mailbox secret, 32 bytes+";
+
+/// The shipped `envoy/ext-authz-config.json`, with these `velocity` limits instead of its own.
+fn gateway(dir: &TestDir, velocity: Option<Value>) -> Gateway {
     let shipped = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json");
     let mut config: Value = serde_json::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
-    config["velocity"] = velocity;
+    if let Some(velocity) = velocity {
+        config["velocity"] = velocity;
+    }
     let file = dir.join("ext-authz.json");
     std::fs::write(&file, config.to_string()).unwrap();
     let file = file.display().to_string();
-    gateway_with(|s| s.args(&["--ext-authz-config", &file, "--mailbox-secret", "s3cret"]), |e| e.ext_authz())
+    gateway_with(|s| s.args(&["--ext-authz-config", &file, "--mailbox-secret", SECRET]), |e| e.ext_authz())
 }
 
 /// The app's copy of the `n`th signup's header `name` (`None` when absent).
@@ -25,12 +30,11 @@ fn seen(g: &Gateway, n: usize, name: &str) -> Option<String> {
 }
 
 #[test]
-fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_its_limit() {
+fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_the_shipped_limit() {
     let dir = TestDir::new("velocity-flag");
-    let g = gateway(
-        &dir,
-        json!({"mailbox": {"per_day": 3, "action": "flag"}, "client": {"per_hour": 100, "action": "flag"}}),
-    );
+    // The shipped limits: a mailbox's fourth signup in a day and a client's eleventh in an hour
+    // are flagged.
+    let g = gateway(&dir, None);
     for (n, email) in ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com"].into_iter().enumerate() {
         let resp = g.envoy.signup_json(email);
         assert_eq!(resp.status, 200, "{email}: {resp}");
@@ -45,13 +49,13 @@ fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_its_limit() {
     assert_eq!(g.envoy.signup_json("jane@gmail.com").status, 200);
     assert_eq!(seen(&g, 5, "x-email-mailbox-signups").as_deref(), Some("1"), "another mailbox");
     let log = g.sidecar.stderr_text();
-    assert!(!log.to_lowercase().contains("john") && !log.contains("s3cret"), "no address, no secret in the log\n{log}");
+    assert!(!log.to_lowercase().contains("john") && !log.contains(SECRET), "no address, no secret in the log\n{log}");
 }
 
 #[test]
 fn a_block_limit_answers_429_with_retry_after() {
     let dir = TestDir::new("velocity-block");
-    let g = gateway(&dir, json!({"client": {"per_hour": 2, "action": "block"}}));
+    let g = gateway(&dir, Some(json!({"client": {"per_hour": 2, "action": "block"}})));
     for email in ["a@gmail.com", "b@gmail.com"] {
         assert_eq!(g.envoy.signup_json(email).status, 200, "{email}");
     }
@@ -76,6 +80,24 @@ fn velocity_without_the_mailbox_secret_is_refused_at_start_naming_the_flag() {
     );
     out.expect_code(2, "velocity without a secret");
     assert!(out.stderr.contains("--mailbox-secret"), "{}", out.stderr);
+    // A guessable secret is refused too (the filter's 32-byte minimum, surrounding space trimmed
+    // by both), and never echoed.
+    let short = "  a secret too short to be safe \n";
+    let out = email_verdict_tests::sidecar::run_raw(
+        dir.path(),
+        &[
+            "serve",
+            "--ext-authz-config",
+            &file.display().to_string(),
+            "--state",
+            "sqlite:x.db",
+            "--mailbox-secret",
+            short,
+        ],
+    );
+    out.expect_code(2, "a short secret");
+    assert!(out.stderr.contains("at least 32 bytes"), "{}", out.stderr);
+    assert!(!out.stderr.contains("too short to be safe"), "{}", out.stderr);
     std::fs::write(&file, r#"{"failure_mode":"open"}"#).unwrap();
     let out = email_verdict_tests::sidecar::run_raw(
         dir.path(),

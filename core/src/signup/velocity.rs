@@ -235,6 +235,19 @@ pub fn too_many_signups(passed: &Passed, request_id: Option<&str>) -> Vec<u8> {
     serde_json::to_vec(&body).unwrap_or_default()
 }
 
+/// The least length of the mailbox hash's secret, in bytes (after trimming surrounding
+/// whitespace, as both the filter and the sidecar read it): as long as a SHA-256 output, so it
+/// cannot be guessed.
+pub const MIN_MAILBOX_SECRET: usize = 32;
+
+/// The secret as every reader takes it: surrounding whitespace (a Secret file's trailing line
+/// break) trimmed, so the gateway and the sidecar hash with the same bytes; `None` when shorter
+/// than [`MIN_MAILBOX_SECRET`].
+pub fn mailbox_secret(text: &str) -> Option<Vec<u8>> {
+    let secret = text.trim();
+    (secret.len() >= MIN_MAILBOX_SECRET).then(|| secret.as_bytes().to_vec())
+}
+
 /// The canonical mailbox of `email` (`details::normalize_email`: dots, `+tags`, googlemail.com,
 /// case where the provider folds it) as HMAC-SHA256 under the operator's secret, hex: the
 /// mailbox leaves the gateway only so. Two gateways and the sidecar with the same secret give
@@ -267,6 +280,14 @@ pub fn client_network(ip: IpAddr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_is_trimmed_and_must_keep_32_bytes() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        assert_eq!(mailbox_secret(&format!("  {secret}\n")), Some(secret.as_bytes().to_vec()));
+        assert_eq!(mailbox_secret(&format!(" {} \n", &secret[1..])), None);
+        assert_eq!(mailbox_secret(""), None);
+    }
 
     fn hash(email: &str) -> String {
         mailbox_hash(b"secret", &EmailAddress::parse(email).unwrap())

@@ -215,9 +215,12 @@ async fn judge_all(
         Settled::Disposable(v) | Settled::Safe(v) => {
             let v = if flag_subaddressed { v.flagged_subaddressed() } else { v };
             let refused = v.disposable && config.mode == Mode::Block;
+            // Every judged signup is counted, a refused one too (as the filter does: repeated
+            // attempts are what the counts are for); a refused one's answer stays the refusal.
             let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
-                (Some(email), Some(limits), Some(counting)) if !refused => {
+                (Some(email), Some(limits), Some(counting)) => {
                     match velocity::count(api, (limits, counting), email, client, &request.id).await {
+                        _ if refused => Vec::new(),
                         Counted::Pass(headers) => headers,
                         Counted::Blocked { body, retry_after } => return too_many_signups(body, retry_after),
                         Counted::Failed(e) => return failed(e, log),
