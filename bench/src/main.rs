@@ -7,16 +7,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use email_verdict_bench::build::Build;
 use email_verdict_bench::capture::Captured;
 use email_verdict_bench::report::Report;
 use email_verdict_bench::sidecar::Subject;
 use email_verdict_bench::wrk::Wrk;
-use email_verdict_bench::{Ctx, cold, flood, footprint, gateway, keys, sidecar};
+use email_verdict_bench::{Ctx, GATEWAY_PLAN, cold, flood, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
-
-/// The plan a gateway's key takes (`docs/api.md`, "Plans and limits"): the gateway cases of section 4
-/// are not capped by a key's burst.
-const GATEWAY_PLAN: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n";
 
 #[derive(Parser)]
 struct Args {
@@ -52,6 +49,12 @@ struct Args {
     /// Distinct domains of section 6.
     #[arg(long, default_value_t = 100_000)]
     bulk_domains: usize,
+    /// An older build to measure beside this one (`make bench BASELINE=DIR`): a checkout after
+    /// `make build filter`, or what `scripts/baseline.sh COMMIT` prepares. Section 4 runs every
+    /// row for both builds, alternating, each with its own configuration files, and adds a table
+    /// of both builds' rows with their ratios.
+    #[arg(long, value_name = "DIR")]
+    baseline: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -105,7 +108,7 @@ fn main() -> anyhow::Result<()> {
     };
     report.add(&cold.unwrap_or_default());
     if run(4) {
-        report.add(&gateway::run(&ctx, &sidecar, &capture)?);
+        report.add(&envoy_section(&ctx, &args, dns.addr(), &sidecar, &capture)?);
     }
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
     if run(6) {
@@ -115,6 +118,45 @@ fn main() -> anyhow::Result<()> {
         report.add(&flood::run(&ctx, dns.addr(), &args.flood_queues, args.flood_rate)?);
     }
     finish(&report, &out)
+}
+
+/// Section 4, for this build and, with `--baseline`, the older one (its own sidecar, keys and
+/// cached lookup).
+fn envoy_section(
+    ctx: &Ctx,
+    args: &Args,
+    dns: std::net::SocketAddr,
+    sidecar: &Sidecar,
+    capture: &Captured,
+) -> anyhow::Result<String> {
+    let current = Build::current();
+    let this = gateway::Side {
+        build: &current,
+        sidecar,
+        pro_key: &ctx.keys[0],
+        gateway_key: &ctx.gateway_key,
+        lookup: capture,
+    };
+    let Some(dir) = &args.baseline else {
+        return gateway::run(ctx, dns, &[this]);
+    };
+    let baseline = Build::baseline(dir)?;
+    eprintln!("baseline: {} ({})", baseline.label, baseline.tree.display());
+    let threads = args.server_threads.to_string();
+    let old = baseline.sidecar().dns(dns).settings(GATEWAY_PLAN).args(&["--threads", &threads]).start();
+    let pro_key = keys::create(&old, 1)?.remove(0);
+    let gateway_key = keys::create_on_plan(&old, "gateway", 1)?.remove(0);
+    let keys = [pro_key.clone()];
+    let subject = Subject { label: &baseline.label, sidecar: &old, keys: &keys, pids: vec![old.pid()] };
+    let lookup = sidecar::capture_cached(&subject, "gmail.com")?;
+    let that = gateway::Side {
+        build: &baseline,
+        sidecar: &old,
+        pro_key: &pro_key,
+        gateway_key: &gateway_key,
+        lookup: &lookup,
+    };
+    gateway::run(ctx, dns, &[this, that])
 }
 
 /// Section 2: the SQLite sidecar, and the same sidecar with its state in Redis (which shows how
