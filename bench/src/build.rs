@@ -68,7 +68,6 @@ impl Build {
             "envoy/plugin-config.json",
             "envoy/envoy.template.yaml",
             "envoy/ext-authz.template.yaml",
-            "envoy/ext-authz-config.json",
             "scripts/render-envoy.py",
         ] {
             if !dir.join(needed).is_file() {
@@ -107,6 +106,12 @@ impl Build {
         let path = self.tree.join("envoy/ext-authz-config.json");
         let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+    }
+
+    /// Whether this build counts signups at `/ext_authz`: its `serve` takes `--mailbox-secret`
+    /// and its tree has `envoy/ext-authz-config.json` (an older build has neither).
+    pub fn counts_at_ext_authz(&self) -> bool {
+        self.tree.join("envoy/ext-authz-config.json").is_file() && self.serve_knows("--mailbox-secret")
     }
 
     /// Whether `email-verdict serve` of this build takes `flag` (an older build may not).

@@ -147,7 +147,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         .set("/mailbox_secret", json!(MAILBOX_SECRET))
         .try_start()
         .map_err(|f| format!("its filter does not start with `velocity` ({})", first_error_line(&f.log)));
-    let counting_sidecar = if build.serve_knows("--mailbox-secret") {
+    let counting_sidecar = if build.counts_at_ext_authz() {
         let mut config = build.ext_authz_config()?;
         config["velocity"] = velocity();
         let file = write(dir.path(), "ext-authz-config.json", &config.to_string())?;
