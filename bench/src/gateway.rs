@@ -211,10 +211,11 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
     })
 }
 
-/// The first line of an Envoy log that says why it stopped.
+/// What the first error line of an Envoy log says (after its `[...]` prefixes), fit for a table cell.
 fn first_error_line(log: &str) -> String {
-    let line = log.lines().find(|l| l.contains("critical") || l.contains("error")).unwrap_or("see its log");
-    line.chars().take(200).collect()
+    let line = log.lines().find(|l| l.contains("[critical]") || l.contains("[error]")).unwrap_or("see its log");
+    let message = line.rsplit_once("] ").map_or(line, |(_, m)| m);
+    message.chars().take(160).map(|c| if c == '|' { '/' } else { c }).collect()
 }
 
 /// The sidecar's `/ext_authz` answer to the bench's signup, as Envoy's check sends it (its MX

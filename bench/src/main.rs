@@ -240,7 +240,7 @@ fn header(args: &Args, cpus: usize) -> String {
     format!(
         "# email-verdict benchmarks\n\n\
          {} UTC, commit {}; {cpus} × {} (/proc/cpuinfo); load average at start {}.\n\
-         `make bench` (runner: `email-verdict-bench --seconds {} --rounds {} --connections {} --keys {} --server-threads {}`).\n\
+         `make bench` (runner: `email-verdict-bench --seconds {} --rounds {} --connections {} --keys {} --server-threads {}{}`).\n\
          Client and servers share the machine: compare the ratios, measured side by side, not the absolute figures.\n",
         command("date", &["-u", "+%Y-%m-%d %H:%M"]),
         command("git", &["rev-parse", "--short", "HEAD"]),
@@ -251,6 +251,7 @@ fn header(args: &Args, cpus: usize) -> String {
         args.connections,
         args.keys,
         args.server_threads,
+        args.baseline.as_ref().map(|d| format!(" --baseline {}", d.display())).unwrap_or_default(),
     )
 }
 
