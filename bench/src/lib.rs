@@ -11,6 +11,7 @@
 //! reported as such, never silently averaged in.
 
 pub mod bare;
+pub mod build;
 pub mod bulk;
 pub mod capture;
 pub mod cold;
@@ -26,6 +27,10 @@ pub mod sidecar;
 pub mod wrk;
 
 use email_verdict_tests::TestDir;
+
+/// The plan a gateway's key takes (`docs/api.md`, "Plans and limits"): the gateway cases of section 4
+/// are not capped by a key's burst.
+pub const GATEWAY_PLAN: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n";
 
 /// What every section shares.
 pub struct Ctx {

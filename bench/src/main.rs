@@ -7,16 +7,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use email_verdict_bench::build::Build;
 use email_verdict_bench::capture::Captured;
 use email_verdict_bench::report::Report;
 use email_verdict_bench::sidecar::Subject;
 use email_verdict_bench::wrk::Wrk;
-use email_verdict_bench::{Ctx, cold, flood, footprint, gateway, keys, sidecar};
+use email_verdict_bench::{Ctx, GATEWAY_PLAN, cold, flood, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
-
-/// The plan a gateway's key takes (`docs/api.md`, "Plans and limits"): the gateway cases of section 4
-/// are not capped by a key's burst.
-const GATEWAY_PLAN: &str = "[plans.gateway]\ndaily-quota = \"unlimited\"\nburst-per-second = \"unlimited\"\n";
 
 #[derive(Parser)]
 struct Args {
@@ -52,6 +49,12 @@ struct Args {
     /// Distinct domains of section 6.
     #[arg(long, default_value_t = 100_000)]
     bulk_domains: usize,
+    /// An older build to measure beside this one (`make bench BASELINE=DIR`): a checkout after
+    /// `make build filter`, or what `scripts/baseline.sh COMMIT` prepares. Section 4 runs every
+    /// row for both builds, alternating, each with its own configuration files, and adds a table
+    /// of both builds' rows with their ratios.
+    #[arg(long, value_name = "DIR")]
+    baseline: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -81,6 +84,12 @@ fn main() -> anyhow::Result<()> {
         dir: TestDir::new("bench"),
     };
     let run = |section: u8| args.sections.contains(&section);
+    let baseline = match &args.baseline {
+        Some(dir) if run(2) || run(4) => {
+            Some(Baseline::start(dir, &args, dns.addr(), if run(2) { ctx.keys.len() } else { 1 })?)
+        }
+        _ => None,
+    };
     // Cold first: nothing may have looked its domain up before.
     let cold = if run(3) { Some(cold::run(&ctx, &sidecar, &dns)?) } else { None };
     if !run(2) && !run(4) {
@@ -95,17 +104,18 @@ fn main() -> anyhow::Result<()> {
         return finish(&report, &out);
     }
     let capture = if run(2) {
-        let (lookups, capture) = lookups(&ctx, &dns, &sidecar, &threads)?;
+        let (lookups, capture) = lookups(&ctx, &dns, &sidecar, &threads, baseline.as_ref())?;
         report.add(&lookups);
         capture
     } else {
         // Section 4 calls an endpoint answering a cached lookup's bytes: capture one.
-        let own = Subject { label: "sidecar", sidecar: &sidecar, keys: &ctx.keys, pids: vec![pid] };
+        let own =
+            Subject { label: "sidecar".into(), sidecar: &sidecar, keys: &ctx.keys, pids: vec![pid], versus: None };
         sidecar::capture_cached(&own, "gmail.com")?
     };
     report.add(&cold.unwrap_or_default());
     if run(4) {
-        report.add(&gateway::run(&ctx, &sidecar, &capture)?);
+        report.add(&envoy_section(&ctx, dns.addr(), &sidecar, &capture, baseline.as_ref())?);
     }
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
     if run(6) {
@@ -117,21 +127,101 @@ fn main() -> anyhow::Result<()> {
     finish(&report, &out)
 }
 
+/// The older build of `--baseline`, its sidecar started beside this build's (same settings), with
+/// keys of its own.
+struct Baseline {
+    build: Build,
+    sidecar: Sidecar,
+    keys: Vec<String>,
+    gateway_key: String,
+}
+
+impl Baseline {
+    fn start(dir: &std::path::Path, args: &Args, dns: std::net::SocketAddr, keys: usize) -> anyhow::Result<Baseline> {
+        let build = Build::baseline(dir)?;
+        eprintln!("baseline: {} ({})", build.label, build.tree.display());
+        let threads = args.server_threads.to_string();
+        let sidecar = build.sidecar().dns(dns).settings(GATEWAY_PLAN).args(&["--threads", &threads]).start();
+        let keys = keys::create(&sidecar, keys.max(1))?;
+        let gateway_key = keys::create_on_plan(&sidecar, "gateway", 1)?.remove(0);
+        Ok(Baseline { build, sidecar, keys, gateway_key })
+    }
+}
+
+/// Section 4, for this build and, with `--baseline`, the older one (its own sidecar, keys and
+/// cached lookup).
+fn envoy_section(
+    ctx: &Ctx,
+    dns: std::net::SocketAddr,
+    sidecar: &Sidecar,
+    capture: &Captured,
+    baseline: Option<&Baseline>,
+) -> anyhow::Result<String> {
+    let current = Build::current();
+    let this = gateway::Side {
+        build: &current,
+        sidecar,
+        pro_key: &ctx.keys[0],
+        gateway_key: &ctx.gateway_key,
+        lookup: capture,
+    };
+    let Some(old) = baseline else {
+        return gateway::run(ctx, dns, &[this]);
+    };
+    let subject = Subject {
+        label: old.build.label.clone(),
+        sidecar: &old.sidecar,
+        keys: &old.keys,
+        pids: vec![old.sidecar.pid()],
+        versus: None,
+    };
+    let lookup = sidecar::capture_cached(&subject, "gmail.com")?;
+    let that = gateway::Side {
+        build: &old.build,
+        sidecar: &old.sidecar,
+        pro_key: &old.keys[0],
+        gateway_key: &old.gateway_key,
+        lookup: &lookup,
+    };
+    gateway::run(ctx, dns, &[this, that])
+}
+
 /// Section 2: the SQLite sidecar, and the same sidecar with its state in Redis (which shows how
 /// much of a lookup the state store costs); also the capture of a cached `gmail.com` lookup.
-fn lookups(ctx: &Ctx, dns: &DnsCounter, sidecar: &Sidecar, threads: &str) -> anyhow::Result<(String, Captured)> {
+/// With a baseline, its sidecar (SQLite) is measured too, right after this build's.
+fn lookups(
+    ctx: &Ctx,
+    dns: &DnsCounter,
+    sidecar: &Sidecar,
+    threads: &str,
+    baseline: Option<&Baseline>,
+) -> anyhow::Result<(String, Captured)> {
     let redis = Redis::start();
     let on_redis = Sidecar::builder().dns(dns.addr()).state(&redis.url()).args(&["--threads", threads]).start();
     let redis_keys = keys::create(&on_redis, ctx.keys.len())?;
-    let subjects = [
-        Subject { label: "sidecar (state: SQLite, the default)", sidecar, keys: &ctx.keys, pids: vec![sidecar.pid()] },
-        Subject {
-            label: "sidecar (state: Redis)",
-            sidecar: &on_redis,
-            keys: &redis_keys,
-            pids: [Some(on_redis.pid()), redis.pid()].into_iter().flatten().collect(),
-        },
-    ];
+    let mut subjects = vec![Subject {
+        label: "sidecar (state: SQLite, the default)".into(),
+        sidecar,
+        keys: &ctx.keys,
+        pids: vec![sidecar.pid()],
+        versus: None,
+    }];
+    if let Some(old) = baseline {
+        subjects.push(Subject {
+            label: format!("sidecar (state: SQLite, the default), {}", old.build.label),
+            sidecar: &old.sidecar,
+            keys: &old.keys,
+            pids: vec![old.sidecar.pid()],
+            versus: Some(0),
+        });
+    }
+    subjects.push(Subject {
+        label: "sidecar (state: Redis)".into(),
+        sidecar: &on_redis,
+        keys: &redis_keys,
+        pids: [Some(on_redis.pid()), redis.pid()].into_iter().flatten().collect(),
+        versus: None,
+    });
     sidecar::run(ctx, &subjects, &["gmail.com", "mailinator.com"])
 }
 
@@ -150,7 +240,7 @@ fn header(args: &Args, cpus: usize) -> String {
     format!(
         "# email-verdict benchmarks\n\n\
          {} UTC, commit {}; {cpus} × {} (/proc/cpuinfo); load average at start {}.\n\
-         `make bench` (runner: `email-verdict-bench --seconds {} --rounds {} --connections {} --keys {} --server-threads {}`).\n\
+         `make bench` (runner: `email-verdict-bench --seconds {} --rounds {} --connections {} --keys {} --server-threads {}{}`).\n\
          Client and servers share the machine: compare the ratios, measured side by side, not the absolute figures.\n",
         command("date", &["-u", "+%Y-%m-%d %H:%M"]),
         command("git", &["rev-parse", "--short", "HEAD"]),
@@ -161,6 +251,7 @@ fn header(args: &Args, cpus: usize) -> String {
         args.connections,
         args.keys,
         args.server_threads,
+        args.baseline.as_ref().map(|d| format!(" --baseline {}", d.display())).unwrap_or_default(),
     )
 }
 

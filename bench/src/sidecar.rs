@@ -15,11 +15,14 @@ const TARGET: f64 = 0.8;
 
 /// One sidecar under test, with the keys (in its own state store) the load rotates over.
 pub struct Subject<'a> {
-    pub label: &'a str,
+    pub label: String,
     pub sidecar: &'a Sidecar,
     pub keys: &'a [String],
     /// The processes that serve it: the sidecar, and its Redis when it has one.
     pub pids: Vec<u32>,
+    /// Another build's sidecar (`--baseline`) compared with the subject of this index: its row
+    /// also gives that subject's requests/s and CPU per request over its own.
+    pub versus: Option<usize>,
 }
 
 /// A cached lookup of `domain`: asked twice, the second answer must say `cached: true`.
@@ -54,17 +57,21 @@ pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<
         let mut cases =
             vec![Case::new("bare Pingora, same bytes", bare.addr(), "/", Some(&bare_script), vec![bare.pid()])];
         for s in subjects {
-            let script = script(ctx, domain, s.label, s.keys)?;
-            cases.push(Case::new(s.label, s.sidecar.addr(), "/", Some(&script), s.pids.clone()));
+            let script = script(ctx, domain, &s.label, s.keys)?;
+            cases.push(Case::new(&s.label, s.sidecar.addr(), "/", Some(&script), s.pids.clone()));
         }
         let runs = ctx.alternate(&cases)?;
         let base = &runs[0];
         rows.push(format!("| `{domain}` | {} | {} | | | |", cases[0].name, cells(base)));
-        for (Case { name: label, .. }, ours) in cases.iter().zip(&runs).skip(1) {
+        for (i, (Case { name: label, .. }, ours)) in cases.iter().zip(&runs).enumerate().skip(1) {
             let ratio = ours.rps / base.rps;
             let ok = ratio >= TARGET && ours.clean() && base.clean();
             let cpu = cpu_ratio(ours, base);
-            rows.push(format!("| `{domain}` | {label} | {} | {cpu} | {ratio:.2} | {} |", cells(ours), met(ok)));
+            let versus = subjects[i - 1].versus.map_or_else(String::new, |j| {
+                let new = &runs[j + 1];
+                format!(" (new / old: {:.2} requests/s, {} CPU)", new.rps / ours.rps, cpu_ratio(new, ours))
+            });
+            rows.push(format!("| `{domain}` | {label}{versus} | {} | {cpu} | {ratio:.2} | {} |", cells(ours), met(ok)));
         }
         first.get_or_insert(capture);
     }

@@ -60,7 +60,13 @@ pub fn filter_wasm() -> PathBuf {
 
 /// `envoy/plugin-config.json`: the shipped plugin configuration.
 pub fn default_plugin_config() -> Value {
-    let p = crate::workspace_root().join("envoy/plugin-config.json");
+    plugin_config_of(&crate::workspace_root())
+}
+
+/// `<root>/envoy/plugin-config.json`: the plugin configuration of the tree at `root` (another
+/// build's: an older filter refuses a newer configuration's fields).
+pub fn plugin_config_of(root: &Path) -> Value {
+    let p = root.join("envoy/plugin-config.json");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()))
 }
@@ -163,10 +169,22 @@ pub fn render(out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
 
 /// [`render`] from another template (`envoy/ext-authz.template.yaml`); `None`: the default one.
 pub fn render_template(template: Option<&Path>, out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
+    render_in_tree(&crate::workspace_root(), template, out, sets, plugin)
+}
+
+/// [`render_template`] with the renderer of the tree at `root` (`scripts/render-envoy.py`, whose
+/// default template is that tree's `envoy/envoy.template.yaml`).
+pub fn render_in_tree(
+    root: &Path,
+    template: Option<&Path>,
+    out: &Path,
+    sets: &[(&str, String)],
+    plugin: &Value,
+) -> PathBuf {
     let plugin_file = out.with_extension("plugin.json");
     std::fs::write(&plugin_file, serde_json::to_string_pretty(plugin).expect("json")).expect("write plugin config");
     let mut cmd = Command::new("python3");
-    cmd.arg(crate::workspace_root().join("scripts/render-envoy.py"));
+    cmd.arg(root.join("scripts/render-envoy.py"));
     if let Some(template) = template {
         cmd.arg("--template").arg(template);
     }
@@ -188,15 +206,27 @@ pub struct EnvoyBuilder {
     api_key: Option<String>,
     concurrency: u32,
     edits: Vec<(String, String)>,
-    /// `None`: the filter (`envoy/envoy.template.yaml`); else this template, without the module.
+    /// `None`: the filter (`envoy/envoy.template.yaml`); else this template, without the module
+    /// (a name under the tree's `envoy/`, or an absolute path).
     template: Option<PathBuf>,
     sets: Vec<(&'static str, String)>,
+    /// The tree whose renderer, templates and plugin configuration are used.
+    tree: PathBuf,
+    /// The filter module; `None`: [`filter_wasm`].
+    wasm: Option<PathBuf>,
 }
 
 impl EnvoyBuilder {
     /// The shipped plugin config (`envoy/plugin-config.json`), one worker thread.
     pub fn new(sidecar: SocketAddr, app: SocketAddr) -> EnvoyBuilder {
-        let mut plugin = default_plugin_config();
+        Self::in_tree(&crate::workspace_root(), sidecar, app)
+    }
+
+    /// [`new`](Self::new) with the configuration files of another tree (another build's
+    /// checkout): its `envoy/plugin-config.json`, `envoy/*.template.yaml` and
+    /// `scripts/render-envoy.py`. Give that build's module with [`wasm`](Self::wasm).
+    pub fn in_tree(tree: &Path, sidecar: SocketAddr, app: SocketAddr) -> EnvoyBuilder {
+        let mut plugin = plugin_config_of(tree);
         // A loaded CI machine can take longer than the shipped timeout for a cold lookup; tests
         // of a slow sidecar set their own.
         set_pointer(&mut plugin, "/sidecar/timeout_ms", serde_json::json!(5000));
@@ -213,7 +243,15 @@ impl EnvoyBuilder {
             edits: Vec::new(),
             template: None,
             sets: Vec::new(),
+            tree: tree.to_path_buf(),
+            wasm: None,
         }
+    }
+
+    /// The filter module to load instead of [`filter_wasm`]'s (another build's).
+    pub fn wasm(mut self, path: &Path) -> Self {
+        self.wasm = Some(path.to_path_buf());
+        self
     }
 
     /// `EMAIL_VERDICT_API_KEY` in Envoy's environment (the shipped config reads the key from it).
@@ -264,7 +302,7 @@ impl EnvoyBuilder {
     /// [`ext_authz`](Self::ext_authz) with another template of `envoy/` (the reproductions of
     /// what istiod or Envoy Gateway generate).
     pub fn ext_authz_template(mut self, name: &str) -> Self {
-        self.template = Some(crate::workspace_root().join("envoy").join(name));
+        self.template = Some(self.tree.join("envoy").join(name));
         self
     }
 
@@ -298,10 +336,12 @@ impl EnvoyBuilder {
             ("APP_PORT", self.app.port().to_string()),
         ];
         if self.template.is_none() {
-            sets.push(("WASM_FILE", filter_wasm().display().to_string()));
+            let wasm = self.wasm.clone().unwrap_or_else(filter_wasm);
+            sets.push(("WASM_FILE", wasm.display().to_string()));
         }
         sets.extend(self.sets.iter().cloned());
-        let path = render_template(self.template.as_deref(), &dir.join("envoy.yaml"), &sets, &self.plugin);
+        let out = dir.join("envoy.yaml");
+        let path = render_in_tree(&self.tree, self.template.as_deref(), &out, &sets, &self.plugin);
         if !self.edits.is_empty() {
             let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
             for (from, to) in &self.edits {
