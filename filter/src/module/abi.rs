@@ -8,7 +8,8 @@
 //! `nm -D --defined-only`), and the hooks ([`HOOKS`]) are the `envoy_dynamic_module_on_*`
 //! symbols `src/module/mod.rs` exports.
 //!
-//! Moving to the next Envoy version (ARCHITECTURE.md, "The dynamic module"): read that
+//! Moving to the next Envoy version (ARCHITECTURE.md, "The dynamic module's bindings, and the
+//! next Envoy"): read that
 //! version's `abi.h` (and the ABI version string, `ENVOY_DYNAMIC_MODULES_ABI_VERSION`, which
 //! Envoy's binary also holds: `strings envoy | grep -x 'v[0-9.]*'`), compare every declaration
 //! below with it (names, parameter order and types, enum values), change [`ABI_VERSION`], then
