@@ -68,6 +68,7 @@ test: deps
 	$(MAKE) --no-print-directory filter
 	$(MAKE) --no-print-directory module
 	$(CARGO) test --release --workspace
+	$(CARGO) test --release -p email-verdict-filter --features dynamic-module --lib module
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory lint
 
@@ -84,6 +85,7 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release -p email-verdict-filter --features dynamic-module --all-targets -- -D warnings
 
 data:
 	python3 scripts/update-data.py
