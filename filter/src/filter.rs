@@ -222,6 +222,14 @@ impl RequestFilter {
         }
     }
 
+    /// True while callouts are in flight (the request is held for them). A host whose "pause"
+    /// in the headers phase still hands it the body (the dynamic module's `StopIteration`) must
+    /// then hold the body back from it instead (`StopAllIteration...`), as a Wasm VM's pause
+    /// does: the body is delivered once the request is resumed.
+    pub fn awaits_callouts(&self) -> bool {
+        matches!(self.state, State::AwaitingVerdicts { .. })
+    }
+
     /// After an internal error of the host glue (the dynamic module caught a panic): the request
     /// is answered as `failure_mode` says for a sidecar error, like a failed host call (deny: the
     /// failure reply; allow: on, with the bypass header while the headers are held). A request

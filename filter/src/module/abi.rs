@@ -169,6 +169,7 @@ pub const METRICS_SUCCESS: MetricsResult = 0;
 /// `envoy_dynamic_module_type_on_http_filter_request_headers_status`.
 pub const HEADERS_CONTINUE: u32 = 0;
 pub const HEADERS_STOP_ITERATION: u32 = 1;
+pub const HEADERS_STOP_ALL_ITERATION_AND_WATERMARK: u32 = 4;
 /// `envoy_dynamic_module_type_on_http_filter_request_body_status`.
 pub const BODY_CONTINUE: u32 = 0;
 pub const BODY_STOP_ITERATION_AND_BUFFER: u32 = 1;

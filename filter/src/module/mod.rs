@@ -568,6 +568,13 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     stream.host.envoy = envoy;
     match stream.run("request headers", |f, h| f.on_request_headers(h, end_of_stream)) {
         Action::Continue => abi::HEADERS_CONTINUE,
+        // Held for callouts: the body (if any) waits in Envoy, under flow control, and comes to
+        // the filter once it resumes; with `StopIteration` Envoy would hand it over now, and the
+        // filter, still waiting, could not take it.
+        Action::Pause if stream.filter.as_ref().is_some_and(RequestFilter::awaits_callouts) => {
+            abi::HEADERS_STOP_ALL_ITERATION_AND_WATERMARK
+        }
+        // Held while the body is read (the header hold), or answered.
         Action::Pause => abi::HEADERS_STOP_ITERATION,
     }
 }
