@@ -226,6 +226,7 @@ impl RequestFilter {
     /// in the headers phase still hands it the body (the dynamic module's `StopIteration`) must
     /// then hold the body back from it instead (`StopAllIteration...`), as a Wasm VM's pause
     /// does: the body is delivered once the request is resumed.
+    #[cfg(feature = "dynamic-module")]
     pub fn awaits_callouts(&self) -> bool {
         matches!(self.state, State::AwaitingVerdicts { .. })
     }

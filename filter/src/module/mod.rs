@@ -135,30 +135,36 @@ fn env_var(name: &str) -> Result<String, EnvError> {
     std::env::var(name).map_err(|_| EnvError::NotSetInEnvoy)
 }
 
+/// A configuration and this thread's parsed copy of it (`None`: it did not parse here).
+type ThreadCopy = (Weak<ModuleConfig>, Option<Rc<FilterConfig>>);
+
 thread_local! {
-    /// This thread's parsed copy of each live configuration.
-    static CONFIGS: RefCell<Vec<(Weak<ModuleConfig>, Rc<FilterConfig>)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's copy of each live configuration.
+    static CONFIGS: RefCell<Vec<ThreadCopy>> = const { RefCell::new(Vec::new()) };
 }
 
-/// This thread's [`FilterConfig`] of `config`, parsed on first use.
+/// This thread's [`FilterConfig`] of `config`, parsed on first use. The main thread validated
+/// the same document, so it fails only when the environment changed since (a variable removed):
+/// logged once per thread, and the thread's requests follow `failure_mode` ([`fallback`]).
 fn thread_config(config: &Arc<ModuleConfig>) -> Option<Rc<FilterConfig>> {
     CONFIGS.with(|configs| {
         let mut configs = configs.borrow_mut();
         configs.retain(|(c, _)| c.strong_count() > 0);
         if let Some((_, parsed)) = configs.iter().find(|(c, _)| std::ptr::eq(c.as_ptr(), Arc::as_ptr(config))) {
-            return Some(Rc::clone(parsed));
+            return parsed.clone();
         }
-        match FilterConfig::from_json(&config.json, &env_var) {
-            Ok(parsed) => {
-                let parsed = Rc::new(parsed);
-                configs.push((Arc::downgrade(config), Rc::clone(&parsed)));
-                Some(parsed)
-            }
+        let parsed = match FilterConfig::from_json(&config.json, &env_var) {
+            Ok(parsed) => Some(Rc::new(parsed)),
             Err(e) => {
-                log(LogLevel::Error, &format!("{LOG_PREFIX}bad configuration on this thread, passing requests: {e}"));
+                log(
+                    LogLevel::Error,
+                    &format!("{LOG_PREFIX}bad configuration on this thread, failure_mode applies: {e}"),
+                );
                 None
             }
-        }
+        };
+        configs.push((Arc::downgrade(config), parsed.clone()));
+        parsed
     })
 }
 
@@ -468,10 +474,10 @@ unsafe fn chunks(chunks: *const EnvoyBuffer, count: usize, max: usize) -> Vec<u8
 /// One HTTP stream.
 struct Stream {
     config: Arc<ModuleConfig>,
-    /// `None`: no configuration on this thread (passes), or after a panic (`after_panic`).
+    /// `None`: no configuration on this thread, or after a panic (`after_panic`).
     filter: Option<RequestFilter>,
     host: ModuleHost,
-    /// What every later hook answers once a panic was handled.
+    /// What every later hook answers once a panic (or a missing configuration) was handled.
     after_panic: Option<Action>,
 }
 
@@ -481,7 +487,12 @@ impl Stream {
         if let Some(action) = self.after_panic {
             return action;
         }
-        let Some(filter) = self.filter.as_mut() else { return Action::Continue };
+        let Some(filter) = self.filter.as_mut() else {
+            // No configuration on this thread: no verdict can be had.
+            let action = fallback(&self.config, &mut self.host);
+            self.after_panic = Some(action);
+            return action;
+        };
         let host = &mut self.host;
         match catch_unwind(AssertUnwindSafe(|| f(filter, host))) {
             Ok(action) => action,

@@ -97,3 +97,13 @@ fn the_environment_is_envoys_own() {
     assert_eq!(env_var("EMAIL_VERDICT_TEST_UNSET_VARIABLE"), Err(EnvError::NotSetInEnvoy));
     assert!(env_var("PATH").is_ok());
 }
+
+#[test]
+fn without_a_configuration_on_its_thread_a_stream_follows_failure_mode() {
+    for (mode, want) in [("deny", Action::Pause), ("allow", Action::Continue)] {
+        let mut s = stream(mode);
+        s.filter = None;
+        assert_eq!(s.run("request headers", |_, _| panic!("never called")), want, "{mode}");
+        assert_eq!(s.run("request body", |_, _| panic!("never called")), want, "{mode}");
+    }
+}
