@@ -548,8 +548,8 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
     config: FilterConfigModulePtr,
     envoy: FilterEnvoyPtr,
 ) -> FilterModulePtr {
-    // A null answer would close the stream; a stream that cannot be made passes instead, as
-    // `failure_mode` decides in its first hook.
+    // A thread without its configuration still makes a stream (its hooks follow `failure_mode`);
+    // only a panic here answers null, which makes Envoy close the stream.
     let make = || {
         // SAFETY: Envoy hands back our pointer.
         let config = unsafe { config_ref(config) };
