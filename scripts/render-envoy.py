@@ -3,6 +3,7 @@
 
     scripts/render-envoy.py                      # the defaults: what envoy/envoy.yaml holds
     scripts/render-envoy.py -o envoy/envoy.yaml  # regenerate it (make envoy-config)
+    scripts/render-envoy.py --template envoy/module.template.yaml -o envoy/module.yaml  # the module's
     scripts/render-envoy.py --set LISTEN_PORT=10001 --set WASM_FILE=/abs/x.wasm \\
         --plugin-config my-config.json -o /tmp/envoy.yaml
 
@@ -21,6 +22,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(ROOT, "envoy", "envoy.template.yaml")
+MODULE_TEMPLATE = os.path.join(ROOT, "envoy", "module.template.yaml")
 PLUGIN_CONFIG = os.path.join(ROOT, "envoy", "plugin-config.json")
 
 DEFAULTS = {
@@ -32,6 +34,8 @@ DEFAULTS = {
     "APP_ADDRESS": "127.0.0.1",
     "APP_PORT": "3000",
     "WASM_FILE": "target/email_verdict_filter.wasm",
+    # envoy/module.template.yaml only (`make module` copies the shared object there)
+    "MODULE_FILE": "target/libemail_verdict_filter.so",
     # envoy/ext-authz.template.yaml only
     # /signup in any case, with a trailing slash or sub-path, ;params (or an encoded %3B) or a
     # .suffix; also after any earlier segment holding a ;param (`/;x/signup`, `/%3Bx/signup`,
@@ -66,6 +70,22 @@ HEADER = """\
 #   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/envoy.yaml
 # The filter refuses to start without that variable (also under --mode validate, which
 # configures the filter): the key comes from the environment, never from this file.
+"""
+
+MODULE_HEADER = """\
+# Envoy in front of a signup app, with the email-verdict filter as an Envoy DYNAMIC MODULE (a
+# native shared object, no Wasm) on every request whose method a signup route of the plugin
+# config names (it matches the paths itself).
+# GENERATED from envoy/module.template.yaml by scripts/render-envoy.py: edit the template (and
+# envoy/plugin-config.json), then `make envoy-config`.
+#
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
+# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, module {MODULE_FILE}.
+# A relative module path is resolved against Envoy's working directory: run from the repo root:
+#   make module
+#   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/module.yaml
+# The filter refuses its configuration without that variable (also under --mode validate): the
+# key comes from Envoy's environment, never from this file.
 """
 
 
@@ -147,9 +167,14 @@ def main(argv):
         template = f.read()
     try:
         # Every template but the filter's configures Envoy's ext_authz against the sidecar.
-        filter_template = os.path.abspath(args.template) == TEMPLATE
-        header = HEADER if filter_template else EXT_AUTHZ_HEADER
-        out, used = render(template, values, header, os.path.abspath(args.template))
+        template_path = os.path.abspath(args.template)
+        if template_path == TEMPLATE:
+            header = HEADER
+        elif template_path == MODULE_TEMPLATE:
+            header = MODULE_HEADER
+        else:
+            header = EXT_AUTHZ_HEADER
+        out, used = render(template, values, header, template_path)
     except KeyError as e:
         ap.error(f"the template uses {{{{{e.args[0]}}}}} but it has no value")
     except ValueError as e:

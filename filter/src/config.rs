@@ -31,6 +31,8 @@ pub enum EnvError {
     NotSet,
     /// Only `wasm32-wasip1` modules can read the VM's environment.
     Unsupported,
+    /// Not set in Envoy's own environment (the dynamic module reads the process environment).
+    NotSetInEnvoy,
 }
 
 /// The JSON document, field for field. `email` .. `on_unreadable_body` are core's
@@ -475,6 +477,10 @@ fn read_env(env: &dyn Fn(&str) -> Result<String, EnvError>, field: &str, name: &
         EnvError::NotSet => ConfigError::invalid(
             field,
             format!("environment variable {name} is not set in the Wasm VM (vm_config.environment_variables)"),
+        ),
+        EnvError::NotSetInEnvoy => ConfigError::invalid(
+            field,
+            format!("environment variable {name} is not set in Envoy's environment (the dynamic module reads it)"),
         ),
         EnvError::Unsupported => {
             ConfigError::invalid(field, "environment variables can only be read by the wasm32-wasip1 build")

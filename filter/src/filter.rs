@@ -222,6 +222,21 @@ impl RequestFilter {
         }
     }
 
+    /// After an internal error of the host glue (the dynamic module caught a panic): the request
+    /// is answered as `failure_mode` says for a sidecar error, like a failed host call (deny: the
+    /// failure reply; allow: on, with the bypass header while the headers are held). A request
+    /// already answered stays answered. Logs nothing: the caller logs the one line. Only the
+    /// dynamic module needs it (a panic kills a Wasm VM before anything could call it).
+    #[cfg(any(test, feature = "dynamic-module"))]
+    pub fn on_internal_error(&mut self, host: &mut impl Host) -> Action {
+        if matches!(self.state, State::Responded) {
+            return Action::Pause;
+        }
+        let config = Rc::clone(&self.config);
+        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.fail(Bypass::SidecarError);
+        self.settle(step)
+    }
+
     fn body_complete(&mut self, host: &mut impl Host) -> Action {
         let State::AwaitingBody { kind, early, judging } = std::mem::replace(&mut self.state, State::Passthrough)
         else {

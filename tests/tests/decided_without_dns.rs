@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use email_verdict_tests::dns::BlackHole;
-use email_verdict_tests::envoy::{EnvoyBuilder, gateway_with};
+use email_verdict_tests::envoy::{EnvoyBuilder, each_build, gateway_with, gateway_with_on};
 use email_verdict_tests::verdict::{check_error, check_ok};
 use email_verdict_tests::{Sidecar, TestDir, UpstreamApp};
 
@@ -145,41 +145,45 @@ fn the_decisions_endpoint_serves_the_gateway_key_only() {
 
 /// The filter keeps the sidecar's decisions: with the sidecar down, a reviewer's block (and
 /// a fresh subdomain under it) and the operator's blocklist are still blocked, and a name a
-/// reviewer vouched for is not blocked by the embedded strong lists.
+/// reviewer vouched for is not blocked by the embedded strong lists. Both builds: the dynamic
+/// module fetches from the main thread, woken by its own clock thread.
 #[test]
 fn the_filter_keeps_the_decisions_for_when_the_sidecar_is_down() {
     let dir = TestDir::new("decisions-filter");
     let blocklist = dir.join("blocklist.txt");
     std::fs::write(&blocklist, "operator-blocked.example\n").unwrap();
     let bl = blocklist.to_str().unwrap().to_owned();
-    let mut g = gateway_with(
-        |s| s.keys(&["gateway"]).args(&["--blocklist", &bl]),
-        |b| b.set("/decision_sync_seconds", serde_json::json!(1)),
-    );
-    g.sidecar.cli().run(&["review", "set", "reviewer-blocked.example", "disposable"]).expect_code(0, "block");
-    g.sidecar.cli().run(&["review", "set", "mailinator.com", "safe", "--note", "test"]).expect_code(0, "allow");
-    // The list is fetched every second: wait for two fetches after the decisions (the first
-    // may have been under way as they were made).
-    let syncs = || g.envoy.counter("email_verdict.decision_syncs").unwrap_or(0);
-    let before = syncs();
-    email_verdict_tests::envoy::eventually("two syncs after the decisions", || syncs() >= before + 2);
-    g.sidecar.kill();
-    for email in [
-        "a@reviewer-blocked.example",
-        "b@fresh-77.reviewer-blocked.example",
-        "c@operator-blocked.example",
-        "d@yopmail.com",
-    ] {
-        let resp = g.envoy.signup_json(email);
-        assert_eq!(resp.status, 403, "{email}: blocked without the sidecar\n{resp}");
-    }
-    assert_eq!(g.app.count(), 0, "{:?}", g.app.requests());
-    // Vouched for by a reviewer: the strong lists do not block it; failure_mode (allow) decides.
-    let resp = g.envoy.signup_json("e@mailinator.com");
-    assert_eq!(resp.status, 200, "{resp}");
-    let req = g.app.wait_for_request(1);
-    assert_eq!(req.header("x-email-verdict-bypass"), Some("sidecar_error"), "{:?}", req.headers);
-    assert!(g.envoy.counter("email_verdict.local_decisions").unwrap_or(0) >= 4);
+    each_build(|build| {
+        let mut g = gateway_with_on(
+            build,
+            |s| s.keys(&["gateway"]).args(&["--blocklist", &bl]),
+            |b| b.set("/decision_sync_seconds", serde_json::json!(1)),
+        );
+        g.sidecar.cli().run(&["review", "set", "reviewer-blocked.example", "disposable"]).expect_code(0, "block");
+        g.sidecar.cli().run(&["review", "set", "mailinator.com", "safe", "--note", "test"]).expect_code(0, "allow");
+        // The list is fetched every second: wait for two fetches after the decisions (the first
+        // may have been under way as they were made).
+        let syncs = || g.envoy.counter("email_verdict.decision_syncs").unwrap_or(0);
+        let before = syncs();
+        email_verdict_tests::envoy::eventually("two syncs after the decisions", || syncs() >= before + 2);
+        g.sidecar.kill();
+        for email in [
+            "a@reviewer-blocked.example",
+            "b@fresh-77.reviewer-blocked.example",
+            "c@operator-blocked.example",
+            "d@yopmail.com",
+        ] {
+            let resp = g.envoy.signup_json(email);
+            assert_eq!(resp.status, 403, "{email}: blocked without the sidecar\n{resp}");
+        }
+        assert_eq!(g.app.count(), 0, "{:?}", g.app.requests());
+        // Vouched for by a reviewer: the strong lists do not block it; failure_mode (allow) decides.
+        let resp = g.envoy.signup_json("e@mailinator.com");
+        assert_eq!(resp.status, 200, "{resp}");
+        let req = g.app.wait_for_request(1);
+        assert_eq!(req.header("x-email-verdict-bypass"), Some("sidecar_error"), "{:?}", req.headers);
+        assert!(g.envoy.counter("email_verdict.local_decisions").unwrap_or(0) >= 4);
+    });
 }
 
 /// ext_authz: when the check gets no verdict (here: the key's plan is spent), a reviewer's

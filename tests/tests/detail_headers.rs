@@ -5,7 +5,7 @@
 //! reach the app, whatever the path (a verdict, no email, a request that is no signup, the
 //! sidecar down); switched off, none reach it; no email reaches a log line.
 
-use email_verdict_tests::envoy::{EnvoyBuilder, Gateway, gateway, gateway_with, signup};
+use email_verdict_tests::envoy::{EnvoyBuilder, Gateway, each_build, gateway_on, gateway_with, signup};
 use email_verdict_tests::{Recorded, Request, TestDir, UpstreamApp, free_port};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -98,12 +98,14 @@ fn the_app_gets_the_details_of_the_address_and_never_a_forged_one(g: &Gateway, m
 
 #[test]
 fn the_filter_passes_the_details_and_strips_forged_copies() {
-    let g = gateway(|b| b);
-    the_app_gets_the_details_of_the_address_and_never_a_forged_one(&g, "filter");
-    // A cached verdict (gmail.com was asked once above) carries this signup's own details.
-    let before = g.app.count();
-    let req = through(&g, &forge(json_signup("Info+news@gmail.com")), before + 1, "filter: from the cache");
-    assert_eq!(seen(&req), details("info@gmail.com", "true", "false"), "{:?}", req.headers);
+    each_build(|build| {
+        let g = gateway_on(build, |b| b);
+        the_app_gets_the_details_of_the_address_and_never_a_forged_one(&g, build.name());
+        // A cached verdict (gmail.com was asked once above) carries this signup's own details.
+        let before = g.app.count();
+        let req = through(&g, &forge(json_signup("Info+news@gmail.com")), before + 1, "filter: from the cache");
+        assert_eq!(seen(&req), details("info@gmail.com", "true", "false"), "{:?}", req.headers);
+    });
 }
 
 /// The shipped `--ext-authz-config` (`envoy/ext-authz-config.json`).
@@ -141,8 +143,10 @@ fn none_reach_the_app(g: &Gateway, mode: &str) {
 #[test]
 fn switched_off_no_detail_header_reaches_the_app() {
     let off = json!({ "normalized_email": false, "role_account": false, "relay": false });
-    let g = gateway(|b| b.set("/detail_headers", off.clone()));
-    none_reach_the_app(&g, "filter");
+    each_build(|build| {
+        let g = gateway_on(build, |b| b.set("/detail_headers", off.clone()));
+        none_reach_the_app(&g, build.name());
+    });
 
     let dir = TestDir::new("detail-headers-off");
     let file = dir.join("ext-authz.json");
@@ -154,9 +158,11 @@ fn switched_off_no_detail_header_reaches_the_app() {
 
 #[test]
 fn one_detail_header_switched_off_the_others_still_come() {
-    let g = gateway(|b| b.set("/detail_headers/normalized_email", json!(false)));
-    let req = through(&g, &forge(json_signup("postmaster@duck.com")), 1, "filter");
-    assert_eq!(seen(&req), [None, Some("true".into()), Some("true".into())], "{:?}", req.headers);
+    each_build(|build| {
+        let g = gateway_on(build, |b| b.set("/detail_headers/normalized_email", json!(false)));
+        let req = through(&g, &forge(json_signup("postmaster@duck.com")), 1, build.name());
+        assert_eq!(seen(&req), [None, Some("true".into()), Some("true".into())], "{:?}", req.headers);
+    });
 }
 
 // ---- without the sidecar -----------------------------------------------------------------------------
@@ -170,22 +176,24 @@ fn dead_sidecar() -> SocketAddr {
 fn with_the_sidecar_down_forged_copies_are_still_removed() {
     // The filter in flag mode: a strong-listed domain is judged in the proxy (local_fallback) and
     // gets the details computed there; any other goes on with the bypass header only.
-    let app = UpstreamApp::start();
-    let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr())
-        .api_key("ev_0123456789abcdef0123456789abcdef01234567")
-        .set("/mode", json!("flag"))
-        .start();
-    let resp = envoy.send(&forge(json_signup("Info@mailinator.com")));
-    assert_eq!(resp.status, 200, "{resp}");
-    let req = app.wait_for_request(1);
-    assert_eq!(req.headers_named("x-email-flags"), ["local_fallback"], "{:?}", req.headers);
-    assert_eq!(seen(&req), details("Info@mailinator.com", "true", "false"), "{:?}", req.headers);
-    let resp = envoy.send(&forge(json_signup("J.o.h.n@gmail.com")));
-    assert_eq!(resp.status, 200, "{resp}");
-    let req = app.wait_for_request(2);
-    assert_eq!(req.headers_named("x-email-verdict-bypass"), ["sidecar_error"], "{:?}", req.headers);
-    assert_eq!(seen(&req), NONE, "{:?}", req.headers);
-    drop(envoy);
+    each_build(|build| {
+        let app = UpstreamApp::start();
+        let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr())
+            .api_key("ev_0123456789abcdef0123456789abcdef01234567")
+            .build(build)
+            .set("/mode", json!("flag"))
+            .start();
+        let resp = envoy.send(&forge(json_signup("Info@mailinator.com")));
+        assert_eq!(resp.status, 200, "{resp}");
+        let req = app.wait_for_request(1);
+        assert_eq!(req.headers_named("x-email-flags"), ["local_fallback"], "{:?}", req.headers);
+        assert_eq!(seen(&req), details("Info@mailinator.com", "true", "false"), "{:?}", req.headers);
+        let resp = envoy.send(&forge(json_signup("J.o.h.n@gmail.com")));
+        assert_eq!(resp.status, 200, "{resp}");
+        let req = app.wait_for_request(2);
+        assert_eq!(req.headers_named("x-email-verdict-bypass"), ["sidecar_error"], "{:?}", req.headers);
+        assert_eq!(seen(&req), NONE, "{:?}", req.headers);
+    });
 
     // ext_authz with failure_mode_allow: through without an answer; Envoy's header mutation
     // removed the client's copies before the check.

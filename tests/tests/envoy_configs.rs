@@ -1,5 +1,6 @@
 //! The shipped gateway configuration: envoy/envoy.yaml is the rendered template and Envoy accepts
-//! it with the built filter; the Istio manifests parse, carry the same plugin configuration, and
+//! it with the built filter; envoy/module.yaml (the dynamic module) is its template rendered too,
+//! and envoy/envoy.yaml with the module as the filter; the Istio manifests parse, carry the same plugin configuration, and
 //! their Wasm filter configuration is accepted by Envoy too; a bad plugin configuration is
 //! rejected with a log line naming the field. Every list of verdict headers they hold is
 //! complete (`envoy_configs/headers.rs`).
@@ -91,6 +92,54 @@ fn envoy_yaml_is_the_rendered_template() {
         "envoy/envoy.yaml is not what envoy/envoy.template.yaml + envoy/plugin-config.json render to: \
          run `make envoy-config` (and never edit envoy/envoy.yaml by hand)"
     );
+}
+
+// ---- envoy/module.yaml (the filter as a dynamic module; loading it: module_abi.rs) -------------
+
+#[test]
+fn module_yaml_is_the_rendered_template() {
+    let out = envoy::run({
+        let mut c = Command::new("python3");
+        c.arg(workspace_root().join("scripts/render-envoy.py"))
+            .arg("--template")
+            .arg(workspace_root().join("envoy/module.template.yaml"));
+        c
+    });
+    assert!(out.success(), "scripts/render-envoy.py --template envoy/module.template.yaml failed\n{out}");
+    let shipped = std::fs::read_to_string(workspace_root().join("envoy/module.yaml")).expect("read envoy/module.yaml");
+    assert!(
+        shipped == out.stdout,
+        "envoy/module.yaml is not what envoy/module.template.yaml + envoy/plugin-config.json render to: \
+         run `make envoy-config` (and never edit envoy/module.yaml by hand)"
+    );
+}
+
+/// The module's configuration is the Wasm one but for the filter entry, which carries the same
+/// plugin configuration: the two templates cannot drift apart.
+#[test]
+fn module_yaml_is_envoy_yaml_with_the_module_as_the_filter() {
+    let mut wasm = load_yaml(&workspace_root().join("envoy/envoy.yaml")).remove(0);
+    let mut module = load_yaml(&workspace_root().join("envoy/module.yaml")).remove(0);
+    let filter_of = |doc: &mut Value| {
+        let filters = &mut doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"];
+        std::mem::take(&mut filters[0])
+    };
+    let (wasm_filter, module_filter) = (filter_of(&mut wasm), filter_of(&mut module));
+    assert_eq!(module, wasm, "envoy/module.yaml differs from envoy/envoy.yaml outside the filter entry");
+    assert_eq!(module_filter["name"], wasm_filter["name"], "the same filter name (per-route switches use it)");
+    let typed = &module_filter["typed_config"];
+    assert_eq!(
+        typed["@type"],
+        "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"
+    );
+    assert_eq!(typed["dynamic_module_config"]["module"]["local"]["filename"], "target/libemail_verdict_filter.so");
+    assert_eq!(typed["dynamic_module_config"]["do_not_close"], true);
+    let cfg = &typed["filter_config"];
+    assert_eq!(cfg["@type"], "type.googleapis.com/google.protobuf.StringValue", "{module_filter:#}");
+    let text = cfg["value"].as_str().expect("filter_config.value is a string");
+    let plugin: Value = serde_json::from_str(text).expect("the module's plugin configuration is JSON");
+    assert_eq!(plugin, plugin_config_of(&wasm_filter), "both builds get the same plugin configuration");
+    assert_eq!(plugin, default_plugin_config());
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! answers), or refusing the key. A domain on the embedded strong lists is then decided by the
 //! filter itself (local_fallback: blocked); any other follows failure_mode: "allow" lets the
 //! signup through with the bypass header, "deny" answers failure_status with
-//! {"error":"verdict_unavailable"} (filter/CONFIG.md).
+//! {"error":"verdict_unavailable"} (filter/CONFIG.md). The sidecar-down cases run on both builds
+//! of the filter (Wasm and dynamic module).
 
-use email_verdict_tests::envoy::{EnvoyBuilder, eventually, gateway_with};
+use email_verdict_tests::envoy::{EnvoyBuilder, each_build, eventually, gateway_with};
 use email_verdict_tests::{Response, SilentServer, UpstreamApp, free_port};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -28,38 +29,49 @@ fn dead_sidecar() -> SocketAddr {
 
 #[test]
 fn sidecar_down_allow_passes_with_the_bypass_header() {
-    let app = UpstreamApp::start();
-    let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr()).api_key(KEY).start();
-    let resp = envoy.signup_json("jane@unlisted.example");
-    assert_eq!(resp.status, 200, "sidecar down, failure_mode allow\n{resp}");
-    let req = app.wait_for_request(1);
-    assert_eq!(req.headers_named("x-email-verdict-bypass"), vec!["sidecar_error"], "{:?}", req.headers);
-    assert!(req.header("x-email-verdict").is_none(), "no verdict was had: {:?}", req.headers);
-    eventually("email_verdict.bypassed == 1", || envoy.counter("email_verdict.bypassed") == Some(1));
-    // A strong-listed domain is refused all the same (issue 13 item 4).
-    assert_local_block(&envoy.signup_json("temp@mailinator.com"), "sidecar down");
-    assert_eq!(app.count(), 1, "the disposable signup must not reach the app");
-    eventually("email_verdict.local_decisions == 1", || envoy.counter("email_verdict.local_decisions") == Some(1));
+    each_build(|build| {
+        let app = UpstreamApp::start();
+        let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr()).api_key(KEY).build(build).start();
+        let resp = envoy.signup_json("jane@unlisted.example");
+        assert_eq!(resp.status, 200, "sidecar down, failure_mode allow\n{resp}");
+        let req = app.wait_for_request(1);
+        assert_eq!(req.headers_named("x-email-verdict-bypass"), vec!["sidecar_error"], "{:?}", req.headers);
+        assert!(req.header("x-email-verdict").is_none(), "no verdict was had: {:?}", req.headers);
+        eventually("email_verdict.bypassed == 1", || envoy.counter("email_verdict.bypassed") == Some(1));
+        // A strong-listed domain is refused all the same (issue 13 item 4).
+        assert_local_block(&envoy.signup_json("temp@mailinator.com"), "sidecar down");
+        assert_eq!(app.count(), 1, "the disposable signup must not reach the app");
+        eventually("email_verdict.local_decisions == 1", || envoy.counter("email_verdict.local_decisions") == Some(1));
+    });
 }
 
 #[test]
 fn sidecar_down_deny_answers_503() {
-    let app = UpstreamApp::start();
-    let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr()).api_key(KEY).set("/failure_mode", json!("deny")).start();
-    assert_denied(&envoy.signup_json("jane@gmail.com"), 503, "sidecar down");
-    assert_eq!(app.count(), 0, "a denied signup must not reach the app");
-    eventually("email_verdict.denied_on_error == 1", || envoy.counter("email_verdict.denied_on_error") == Some(1));
+    each_build(|build| {
+        let app = UpstreamApp::start();
+        let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr())
+            .api_key(KEY)
+            .build(build)
+            .set("/failure_mode", json!("deny"))
+            .start();
+        assert_denied(&envoy.signup_json("jane@gmail.com"), 503, "sidecar down");
+        assert_eq!(app.count(), 0, "a denied signup must not reach the app");
+        eventually("email_verdict.denied_on_error == 1", || envoy.counter("email_verdict.denied_on_error") == Some(1));
+    });
 }
 
 #[test]
 fn sidecar_down_deny_uses_failure_status() {
-    let app = UpstreamApp::start();
-    let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr())
-        .api_key(KEY)
-        .set("/failure_mode", json!("deny"))
-        .set("/failure_status", json!(502))
-        .start();
-    assert_denied(&envoy.signup_form("jane@gmail.com"), 502, "sidecar down, failure_status 502");
+    each_build(|build| {
+        let app = UpstreamApp::start();
+        let envoy = EnvoyBuilder::new(dead_sidecar(), app.addr())
+            .api_key(KEY)
+            .build(build)
+            .set("/failure_mode", json!("deny"))
+            .set("/failure_status", json!(502))
+            .start();
+        assert_denied(&envoy.signup_form("jane@gmail.com"), 502, "sidecar down, failure_status 502");
+    });
 }
 
 #[test]

@@ -1,16 +1,17 @@
-//! Issue 32: signup counts at the gateway, through a real Envoy with the built filter and the
+//! Issue 32: signup counts at the gateway, through a real Envoy with the built filter (each build:
+//! Wasm and dynamic module; the client is the address Envoy names) and the
 //! real sidecar counting in its store. One canonical mailbox under three spellings counts as one
 //! (the app sees `x-email-mailbox-signups` 1, 2, 3); past a `flag` limit the app sees
 //! `x-email-velocity`; past a `block` limit the signup gets the 429. The mailbox leaves the proxy
 //! only as a keyed hash: neither the sidecar's log nor its request lines hold the address.
 
-use email_verdict_tests::envoy::{Gateway, gateway};
+use email_verdict_tests::envoy::{FilterBuild, Gateway, each_build, gateway_on};
 use serde_json::{Value, json};
 
 const SECRET: &str = "a test secret of at least 32 bytes...";
 
-fn counting(limits: Value) -> Gateway {
-    gateway(|b| {
+fn counting(build: FilterBuild, limits: Value) -> Gateway {
+    gateway_on(build, |b| {
         b.set("/velocity", limits)
             .set("/mailbox_secret", json!(SECRET))
             .remove("/mailbox_secret_env")
@@ -20,43 +21,50 @@ fn counting(limits: Value) -> Gateway {
 
 #[test]
 fn one_mailbox_under_three_spellings_counts_as_one_and_the_shipped_limit_flags_the_fourth() {
-    // The shipped configuration's counting (envoy/plugin-config.json: a mailbox's fourth signup
-    // in a day is flagged, the secret from Envoy's environment).
-    let g = gateway(|b| b.counting().set("/cache/ttl_seconds", json!(300)));
-    let spellings = ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com", "jo.hn+4@gmail.com"];
-    for (i, spelling) in spellings.iter().enumerate() {
-        let resp = g.envoy.signup_json(spelling);
-        assert_eq!(resp.status, 200, "{spelling}\n{resp}");
-        let seen = g.app.wait_for_request(i + 1);
-        let count = (i + 1).to_string();
-        assert_eq!(seen.header("x-email-mailbox-signups"), Some(count.as_str()), "{spelling}: {:?}", seen.headers);
-        assert_eq!(seen.header("x-email-client-signups"), Some(count.as_str()), "{spelling}");
-        let flagged = if i + 1 > 3 { Some("mailbox") } else { None };
-        assert_eq!(seen.header("x-email-velocity"), flagged, "{spelling}");
-    }
-    assert_eq!(g.envoy.counter("email_verdict.counted"), Some(4));
-    let log = g.sidecar.stderr_text().to_lowercase();
-    assert!(!log.contains("john") && !log.contains("jo.hn"), "the sidecar never sees the mailbox");
+    each_build(|build| {
+        // The shipped configuration's counting (envoy/plugin-config.json: a mailbox's fourth
+        // signup in a day is flagged, the secret from Envoy's environment).
+        let g = gateway_on(build, |b| b.counting().set("/cache/ttl_seconds", json!(300)));
+        let spellings = ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com", "jo.hn+4@gmail.com"];
+        for (i, spelling) in spellings.iter().enumerate() {
+            let resp = g.envoy.signup_json(spelling);
+            assert_eq!(resp.status, 200, "{spelling}\n{resp}");
+            let seen = g.app.wait_for_request(i + 1);
+            let count = (i + 1).to_string();
+            assert_eq!(seen.header("x-email-mailbox-signups"), Some(count.as_str()), "{spelling}: {:?}", seen.headers);
+            assert_eq!(seen.header("x-email-client-signups"), Some(count.as_str()), "{spelling}");
+            let flagged = if i + 1 > 3 { Some("mailbox") } else { None };
+            assert_eq!(seen.header("x-email-velocity"), flagged, "{spelling}");
+        }
+        assert_eq!(g.envoy.counter("email_verdict.counted"), Some(4));
+        let log = g.sidecar.stderr_text().to_lowercase();
+        assert!(!log.contains("john") && !log.contains("jo.hn"), "the sidecar never sees the mailbox");
+    });
 }
 
 #[test]
 fn a_block_limit_answers_429_and_a_forged_count_never_reaches_the_app() {
-    let g = counting(json!({ "client": { "per_hour": 2, "action": "block" } }));
-    for email in ["ann@gmail.com", "bob@gmail.com"] {
-        let resp = g.envoy.send(
-            &email_verdict_tests::envoy::signup("application/json", json!({ "email": email }).to_string().as_bytes())
+    each_build(|build| {
+        let g = counting(build, json!({ "client": { "per_hour": 2, "action": "block" } }));
+        for email in ["ann@gmail.com", "bob@gmail.com"] {
+            let resp = g.envoy.send(
+                &email_verdict_tests::envoy::signup(
+                    "application/json",
+                    json!({ "email": email }).to_string().as_bytes(),
+                )
                 .header("x-email-client-signups", "0")
                 .header("x-email-velocity", ""),
-        );
-        assert_eq!(resp.status, 200, "{email}\n{resp}");
-    }
-    let seen = g.app.wait_for_request(2);
-    assert_eq!(seen.headers_named("x-email-client-signups"), ["2"], "the client's copy replaced");
-    assert!(seen.header("x-email-velocity").is_none());
-    let resp = g.envoy.signup_json("carol@gmail.com");
-    assert_eq!(resp.status, 429, "{resp}");
-    assert_eq!(resp.header("retry-after"), Some("3600"));
-    let body = resp.json();
-    assert_eq!((body["error"].as_str(), body["scope"].as_str()), (Some("too_many_signups"), Some("client")));
-    assert_eq!(g.app.count(), 2);
+            );
+            assert_eq!(resp.status, 200, "{email}\n{resp}");
+        }
+        let seen = g.app.wait_for_request(2);
+        assert_eq!(seen.headers_named("x-email-client-signups"), ["2"], "the client's copy replaced");
+        assert!(seen.header("x-email-velocity").is_none());
+        let resp = g.envoy.signup_json("carol@gmail.com");
+        assert_eq!(resp.status, 429, "{resp}");
+        assert_eq!(resp.header("retry-after"), Some("3600"));
+        let body = resp.json();
+        assert_eq!((body["error"].as_str(), body["scope"].as_str()), (Some("too_many_signups"), Some("client")));
+        assert_eq!(g.app.count(), 2);
+    });
 }

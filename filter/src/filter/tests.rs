@@ -649,3 +649,29 @@ mod details;
 mod email;
 mod header_hold;
 mod velocity;
+
+/// The dynamic module's panic path: an internal error answers as `failure_mode` says for a
+/// sidecar error (deny: the failure reply; allow: on, with the bypass header), and a request
+/// already answered stays answered.
+#[test]
+fn an_internal_error_follows_failure_mode() {
+    let h = Harness::new(json!({ "failure_mode": "deny", "failure_status": 502 }));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@unlisted.example");
+    send(&mut f, &mut host);
+    assert_eq!(f.on_internal_error(&mut host), Action::Pause);
+    let sent = only_sent(&host);
+    assert_eq!((sent.status, sent.json()["error"].clone()), (502, json!("verdict_unavailable")));
+    assert_eq!(host.count(Counter::DeniedOnError), 1);
+    assert_eq!(f.on_internal_error(&mut host), Action::Pause, "answered once");
+    assert_eq!(host.sent.len(), 1);
+
+    let h = Harness::new(json!({}));
+    let mut f = h.filter();
+    let mut host = json_signup(&h, "a@unlisted.example");
+    send(&mut f, &mut host);
+    assert_eq!(f.on_internal_error(&mut host), Action::Continue);
+    assert!(host.sent.is_empty());
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_error"));
+    assert_eq!(host.count(Counter::Bypassed), 1);
+}

@@ -52,6 +52,7 @@ fn every_shipped_configuration_lists_every_verdict_header() {
     let root = workspace_root();
     let mut sources: Vec<(String, Vec<Value>)> = vec![
         ("envoy/envoy.yaml".into(), load_yaml(&root.join("envoy/envoy.yaml"))),
+        ("envoy/module.yaml".into(), load_yaml(&root.join("envoy/module.yaml"))),
         ("envoy/ext-authz.yaml".into(), load_yaml(&root.join("envoy/ext-authz.yaml"))),
         (
             "envoy/istio-generated-ext-authz.template.yaml".into(),
