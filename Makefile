@@ -11,19 +11,14 @@
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
-<<<<<<< HEAD
-#   make envoy-config   regenerates envoy/envoy.yaml and envoy/ext-authz.yaml from their templates
+#   make envoy-config   regenerates envoy/envoy.yaml, envoy/ext-authz.yaml and envoy/module.yaml from
+#                       their templates
 #   make bench          the benchmarks of BENCHMARKS.md, then `make quality`;
 #                       BASELINE=<dir or commit>: an older build beside this one in section 4,
 #                       case by case, both builds' rows and their ratio in one table
 #                       (BENCHMARKS.md, "How to compare two builds")
 #   make baseline       COMMIT=<rev> [DIR=<dir>]: builds that commit's sidecar and filter in a
 #                       temporary worktree into DIR (target/baseline/<short commit>), for BASELINE
-=======
-#   make envoy-config   regenerates envoy/envoy.yaml, envoy/ext-authz.yaml and envoy/module.yaml from
-#                       their templates
-#   make bench          the benchmarks of BENCHMARKS.md, then `make quality`
->>>>>>> module
 #   make quality        verdict quality (false positives, recall per source tier) before/after, then
 #                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
 #   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
@@ -34,11 +29,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-<<<<<<< HEAD
-.PHONY: all build filter image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
-=======
-.PHONY: all build filter module image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench quality
->>>>>>> module
+.PHONY: all build filter module image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
 
 all: build
 

@@ -103,9 +103,9 @@ impl FilterBuild {
         }
     }
 
-    /// The template and the placeholder naming the artifact.
-    fn template(self) -> (PathBuf, &'static str) {
-        let envoy = crate::workspace_root().join("envoy");
+    /// The template of the tree at `root` and the placeholder naming the artifact.
+    fn template(self, root: &Path) -> (PathBuf, &'static str) {
+        let envoy = root.join("envoy");
         match self {
             FilterBuild::Wasm => (envoy.join("envoy.template.yaml"), "WASM_FILE"),
             FilterBuild::Module => (envoy.join("module.template.yaml"), "MODULE_FILE"),
@@ -275,12 +275,8 @@ pub struct EnvoyBuilder {
     api_key: Option<String>,
     concurrency: u32,
     edits: Vec<(String, String)>,
-<<<<<<< HEAD
-    /// `None`: the filter (`envoy/envoy.template.yaml`); else this template, without the module
-    /// (a name under the tree's `envoy/`, or an absolute path).
-=======
-    /// `None`: the filter, as `build` says; else this template, without the filter.
->>>>>>> module
+    /// `None`: the filter, as `build` says; else this template, without the filter (a name
+    /// under the tree's `envoy/`, or an absolute path).
     template: Option<PathBuf>,
     build: FilterBuild,
     sets: Vec<(&'static str, String)>,
@@ -420,26 +416,21 @@ impl EnvoyBuilder {
             ("APP_ADDRESS", self.app.ip().to_string()),
             ("APP_PORT", self.app.port().to_string()),
         ];
-<<<<<<< HEAD
-        if self.template.is_none() {
-            let wasm = self.wasm.clone().unwrap_or_else(filter_wasm);
-            sets.push(("WASM_FILE", wasm.display().to_string()));
-        }
-        sets.extend(self.sets.iter().cloned());
-        let out = dir.join("envoy.yaml");
-        let path = render_in_tree(&self.tree, self.template.as_deref(), &out, &sets, &self.plugin);
-=======
         let template = match &self.template {
             Some(template) => template.clone(),
             None => {
-                let (template, placeholder) = self.build.template();
-                sets.push((placeholder, self.build.artifact().display().to_string()));
+                let (template, placeholder) = self.build.template(&self.tree);
+                let artifact = match (self.build, &self.wasm) {
+                    (FilterBuild::Wasm, Some(wasm)) => wasm.clone(),
+                    _ => self.build.artifact(),
+                };
+                sets.push((placeholder, artifact.display().to_string()));
                 template
             }
         };
         sets.extend(self.sets.iter().cloned());
-        let path = render_template(Some(&template), &dir.join("envoy.yaml"), &sets, &self.plugin);
->>>>>>> module
+        let out = dir.join("envoy.yaml");
+        let path = render_in_tree(&self.tree, Some(&template), &out, &sets, &self.plugin);
         if !self.edits.is_empty() {
             let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
             for (from, to) in &self.edits {
