@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use email_verdict_tests::envoy::FilterBuild;
 use email_verdict_tests::{EnvoyBuilder, Sidecar, SidecarBuilder, workspace_root};
 
 /// How a build's filter runs in Envoy. Section 4's filter rows take it as a parameter; the
@@ -18,6 +19,8 @@ use email_verdict_tests::{EnvoyBuilder, Sidecar, SidecarBuilder, workspace_root}
 pub enum Filter {
     /// The proxy-wasm module, loaded through the tree's `envoy/envoy.template.yaml`.
     Wasm(PathBuf),
+    /// The dynamic module (`make module`), loaded through `envoy/module.template.yaml`.
+    Module(PathBuf),
 }
 
 impl Filter {
@@ -25,6 +28,7 @@ impl Filter {
     pub fn describe(&self) -> String {
         match self {
             Filter::Wasm(path) => format!("Wasm module {}", file_name(path)),
+            Filter::Module(path) => format!("dynamic module {}", file_name(path)),
         }
     }
 }
@@ -51,6 +55,14 @@ impl Build {
             filter: Filter::Wasm(email_verdict_tests::envoy::filter_wasm()),
             tree,
         }
+    }
+
+    /// This build with the dynamic module as its filter (`make module`).
+    pub fn current_module() -> Build {
+        let mut build = Build::current();
+        build.label = format!("{}, dynamic module", build.label);
+        build.filter = Filter::Module(email_verdict_tests::envoy::filter_module());
+        build
     }
 
     /// An older build in `dir`: a checkout after `make build filter` (`target/release/email-verdict`,
@@ -93,6 +105,7 @@ impl Build {
         let builder = EnvoyBuilder::in_tree(&self.tree, sidecar, app);
         match &self.filter {
             Filter::Wasm(path) => builder.wasm(path),
+            Filter::Module(_) => builder.build(FilterBuild::Module),
         }
     }
 

@@ -25,7 +25,7 @@ use email_verdict_tests::{Envoy, Request, Sidecar, TestDir};
 use serde_json::{Value, json};
 
 use crate::bare::{Bare, write};
-use crate::build::Build;
+use crate::build::{Build, Filter};
 use crate::capture::Captured;
 use crate::envoy::{BenchEnvoy, pin};
 use crate::report::{cells, count, cpu_ratio, errors, met, ms};
@@ -78,7 +78,15 @@ pub struct Side<'a> {
     pub pro_key: &'a str,
     pub gateway_key: &'a str,
     pub lookup: &'a Captured,
+    /// Another filter of the first side's build (same sidecar): it runs the rows with a filter
+    /// only, the others being the first side's.
+    pub filter_only: bool,
 }
+
+/// The rows that run a filter (0-based); the others are the same whichever filter a build has.
+const FILTER_ROWS: [usize; 6] = [1, 3, 4, 6, 9, 10];
+/// The dynamic module's targets (issue 33): (row, baseline row, least ratio of requests/s).
+const MODULE_TARGETS: [(usize, usize, f64); 3] = [(1, 0, 0.99), (3, 2, 0.85), (4, 5, 1.0)];
 
 /// `velocity` with limits that never fire.
 fn velocity() -> Value {
@@ -250,7 +258,7 @@ fn cases(
     let sidecar_pid = side.sidecar.pid();
     let envoy = |row: usize, e: &Envoy, script| Case::new(ROWS[row], e.addr(), "/signup", script, vec![e.pid()]);
     let counting_pid = s.counting_sidecar.as_ref().map(|(c, _)| c.pid());
-    vec![
+    let all = vec![
         Some(Case::new(ROWS[0], s.plain.addr(), "/", None, vec![s.plain.pid()])),
         Some(Case::new(ROWS[1], s.shipped.addr(), "/", None, vec![s.shipped.pid()])),
         Some(Case::new(ROWS[2], s.plain.addr(), "/signup", post, vec![s.plain.pid()])),
@@ -263,7 +271,9 @@ fn cases(
         Some(envoy(9, &s.callout_sidecar, post).service(vec![sidecar_pid])),
         s.counting.as_ref().ok().map(|e| envoy(10, e, post).service(vec![sidecar_pid])),
         s.authz_counting.as_ref().ok().zip(counting_pid).map(|(e, pid)| envoy(11, e, post).service(vec![pid])),
-    ]
+    ];
+    let runs_row = |row: usize| !side.filter_only || FILTER_ROWS.contains(&row);
+    all.into_iter().enumerate().map(|(row, case)| case.filter(|_| runs_row(row))).collect()
 }
 
 pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String> {
@@ -297,6 +307,9 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
     let checks: Vec<String> =
         setups.iter().zip(&runs).map(|(s, r)| checks(s, r)).collect::<anyhow::Result<Vec<_>>>()?;
     let not_run = |i: usize, row: usize| match row {
+        _ if sides[i].filter_only && !FILTER_ROWS.contains(&row) => {
+            Some("no filter in this row: the first line's run".to_owned())
+        }
         10 => setups[i].counting.as_ref().err().cloned(),
         11 => setups[i].authz_counting.as_ref().err().cloned(),
         _ => None,
@@ -362,13 +375,23 @@ fn side_by_side(
                 .iter()
                 .filter(|(of, ..)| *of == row)
                 .filter_map(|(_, base, _)| {
-                    Some(format!("{:.2} vs row {}", r.rps / runs[i][*base].as_ref()?.rps, base + 1))
+                    // A filter-only side's baseline rows are the first side's runs.
+                    let base_run = runs[i][*base].as_ref().or(runs[0][*base].as_ref())?;
+                    let ratio = r.rps / base_run.rps;
+                    let target = match &side.build.filter {
+                        Filter::Module(_) => MODULE_TARGETS
+                            .iter()
+                            .find(|(of, b, _)| *of == row && b == base)
+                            .map(|(.., least)| format!(" (module target ≥ {least}: {})", met(ratio >= *least))),
+                        Filter::Wasm(_) => None,
+                    };
+                    Some(format!("{ratio:.2} vs row {}{}", base + 1, target.unwrap_or_default()))
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
             let service = r.service_cpu_us.map_or_else(String::new, |us| format!("{us:.1} µs"));
             let cpu = r.cpu_us.map_or_else(|| "?".to_owned(), |us| format!("{us:.1} µs"));
-            // The ratios on the baseline's line: this build's figure over the baseline's.
+            // The ratios on the other lines: the first line's figure over this line's.
             let ratios = match (i, new) {
                 (0, _) | (_, None) => " | | ".to_owned(),
                 (_, Some(n)) => format!(
@@ -403,14 +426,15 @@ fn side_by_side(
         })
         .collect();
     format!(
-        "\n### 4b. The two builds side by side\n\n\
-         The same rows, each build with its own sidecar, filter and configuration files; the two builds' runs of a \
-         row alternate (this build, the baseline, next row; then the next round). Builds: {}.\n\n\
-         | row | case | build | requests/s | p50 | p99 | errors | Envoy CPU / request | verdict service CPU / request | ratio within the build | new / old: requests/s | new / old: Envoy CPU | new / old: service CPU |\n\
+        "\n### 4b. The builds side by side\n\n\
+         The same rows, each build with its own sidecar, filter and configuration files (another filter of the same \
+         build shares its sidecar and runs only the rows with a filter); the builds' runs of a row alternate (the \
+         first line's build, the next, next row; then the next round). Builds: {}.\n\n\
+         | row | case | build | requests/s | p50 | p99 | errors | Envoy CPU / request | verdict service CPU / request | ratio within the build | first / this: requests/s | first / this: Envoy CPU | first / this: service CPU |\n\
          |---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n{}\n\n\
-         new / old: this build's figure over the baseline's, on the baseline's line (requests/s above 1: faster; \
-         CPU above 1: more CPU per request). Rows whose Envoy configuration is the same for both builds (1, 3, 6) \
-         show the run's noise.\n\n\
+         first / this: the first line's figure over this line's (requests/s above 1: the first is faster; CPU \
+         above 1: the first takes more CPU per request). Rows whose Envoy configuration is the same for both \
+         builds (1, 3, 6) show the run's noise.\n\n\
          Filter counters: {}.\n",
         builds.join("; "),
         lines.join("\n"),

@@ -55,6 +55,35 @@ struct Args {
     /// of both builds' rows with their ratios.
     #[arg(long, value_name = "DIR")]
     baseline: Option<PathBuf>,
+    /// The filter builds section 4 runs, each beside the others case by case: `wasm` (`make
+    /// filter`), `module` (the dynamic module, `make module`). The first gives table 4; with more,
+    /// table 4b has every build's rows and their ratios.
+    #[arg(long, value_delimiter = ',', default_values_t = [FilterArg::Wasm, FilterArg::Module])]
+    filters: Vec<FilterArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FilterArg {
+    Wasm,
+    Module,
+}
+
+impl std::fmt::Display for FilterArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FilterArg::Wasm => "wasm",
+            FilterArg::Module => "module",
+        })
+    }
+}
+
+impl FilterArg {
+    fn build(self) -> Build {
+        match self {
+            FilterArg::Wasm => Build::current(),
+            FilterArg::Module => Build::current_module(),
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -115,7 +144,7 @@ fn main() -> anyhow::Result<()> {
     };
     report.add(&cold.unwrap_or_default());
     if run(4) {
-        report.add(&envoy_section(&ctx, dns.addr(), &sidecar, &capture, baseline.as_ref())?);
+        report.add(&envoy_section(&ctx, dns.addr(), &sidecar, &capture, &args.filters, baseline.as_ref())?);
     }
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
     if run(6) {
@@ -155,18 +184,24 @@ fn envoy_section(
     dns: std::net::SocketAddr,
     sidecar: &Sidecar,
     capture: &Captured,
+    filters: &[FilterArg],
     baseline: Option<&Baseline>,
 ) -> anyhow::Result<String> {
-    let current = Build::current();
-    let this = gateway::Side {
-        build: &current,
-        sidecar,
-        pro_key: &ctx.keys[0],
-        gateway_key: &ctx.gateway_key,
-        lookup: capture,
-    };
+    let builds: Vec<Build> = filters.iter().map(|f| f.build()).collect();
+    let mut sides: Vec<gateway::Side> = builds
+        .iter()
+        .enumerate()
+        .map(|(i, build)| gateway::Side {
+            build,
+            sidecar,
+            pro_key: &ctx.keys[0],
+            gateway_key: &ctx.gateway_key,
+            lookup: capture,
+            filter_only: i > 0,
+        })
+        .collect();
     let Some(old) = baseline else {
-        return gateway::run(ctx, dns, &[this]);
+        return gateway::run(ctx, dns, &sides);
     };
     let subject = Subject {
         label: old.build.label.clone(),
@@ -176,14 +211,15 @@ fn envoy_section(
         versus: None,
     };
     let lookup = sidecar::capture_cached(&subject, "gmail.com")?;
-    let that = gateway::Side {
+    sides.push(gateway::Side {
         build: &old.build,
         sidecar: &old.sidecar,
         pro_key: &old.keys[0],
         gateway_key: &old.gateway_key,
         lookup: &lookup,
-    };
-    gateway::run(ctx, dns, &[this, that])
+        filter_only: false,
+    });
+    gateway::run(ctx, dns, &sides)
 }
 
 /// Section 2: the SQLite sidecar, and the same sidecar with its state in Redis (which shows how
