@@ -44,5 +44,6 @@ fi
 
 cargo build --release -p email-verdict -p email-verdict-bench
 scripts/build-filter.sh
+scripts/build-module.sh # section 4 runs the dynamic module beside the Wasm filter (--filters)
 cargo bench -p email-verdict-core --bench classify
 target/release/email-verdict-bench "${baseline[@]}" "$@"
