@@ -21,7 +21,8 @@
 #                       temporary worktree into DIR (target/baseline/<short commit>), for BASELINE
 #   make quality        verdict quality (false positives, recall per source tier) before/after, then
 #                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
-#   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
+#   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground;
+#                       FILTER=module: the filter as the Envoy dynamic module instead of Wasm
 #   make clean          removes build output and demo state
 
 SHELL := /bin/bash
@@ -101,8 +102,11 @@ data:
 # and curl lines; Ctrl-C / SIGTERM stops all of it. EMAIL_VERDICT_* variables reach the sidecar
 # unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:target/demo/demo.db
 # (fresh each run unless DEMO_KEEP_STATE=1). Installs only what the demo runs.
+# FILTER=module runs the filter as the Envoy dynamic module (built with scripts/build-module.sh,
+# envoy/module.template.yaml) instead of the Wasm filter.
+FILTER ?= wasm
 demo:
-	scripts/demo.sh
+	FILTER="$(FILTER)" scripts/demo.sh
 
 # The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
 # then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints
