@@ -147,3 +147,26 @@ fn what_envoy_gateway_generates_for_the_module_policy_enforces() {
         g.envoy.stats_matching("email_verdict")
     );
 }
+
+/// `scripts/module-version.sh` (what `make module` prints and the module image's labels carry)
+/// names the Envoy these tests run the module in: the operator's check of docs/gateway.md,
+/// "Which Envoy the module needs", done here.
+#[test]
+fn the_module_is_built_for_the_envoy_the_tests_run() {
+    let run = |cmd: &mut std::process::Command| -> String {
+        let out = cmd.output().expect("run");
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let declared = run(&mut std::process::Command::new(workspace_root().join("scripts/module-version.sh")));
+    let field = |name: &str| declared.lines().find_map(|l| l.strip_prefix(name)).expect(name).trim().to_string();
+    let version = run(std::process::Command::new(email_verdict_tests::envoy::envoy_binary()).arg("--version"));
+    // `<path>  version: <commit>/<release>/Clean/RELEASE/BoringSSL`
+    let release = version
+        .split_once("version: ")
+        .and_then(|(_, v)| v.split('/').nth(1))
+        .unwrap_or_else(|| panic!("no release in {version:?}"));
+    assert_eq!(release, field("envoy "), "scripts/module-version.sh vs the Envoy of the tests: {version}");
+    let minor = release.rsplit_once('.').map(|(m, _)| m).expect("X.Y.Z");
+    assert!(field("loads-in ").split(' ').any(|m| m == minor), "{declared}");
+}
