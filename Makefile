@@ -6,6 +6,8 @@
 #                       (scripts/build-module.sh)
 #   make image          the sidecar as an OCI image: target/image/email-verdict-oci.tar (scripts/image.sh)
 #   make filter-image   the filter as an OCI image for Istio / Envoy Gateway (scripts/filter-image.sh)
+#   make module-image   the dynamic module as an OCI image (linux/amd64) to mount into the proxy
+#                       (scripts/module-image.sh)
 #   make test           every check CI runs: installs deps (apt, Envoy), builds sidecar and filter,
 #                       tests (end to end with a real Envoy), bounded fuzzing, fmt, clippy
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
@@ -21,7 +23,8 @@
 #                       temporary worktree into DIR (target/baseline/<short commit>), for BASELINE
 #   make quality        verdict quality (false positives, recall per source tier) before/after, then
 #                       typo suggestions (precision, recall); QUALITY_ONLY=suggestions for those alone
-#   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground
+#   make demo           Envoy (127.0.0.1:10000) + filter + sidecar + demo app, in the foreground;
+#                       FILTER=module: the filter as the Envoy dynamic module instead of Wasm
 #   make clean          removes build output and demo state
 
 SHELL := /bin/bash
@@ -29,7 +32,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/email-verdict
 
-.PHONY: all build filter module image filter-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
+.PHONY: all build filter module image filter-image module-image envoy-config deps test fuzz lint fmt-check clippy data demo clean bench baseline quality
 
 all: build
 
@@ -56,6 +59,12 @@ image: build
 # Gateway's EnvoyExtensionPolicy pull; prints the digest their sha256 field wants for oci:// URLs.
 filter-image: filter
 	scripts/filter-image.sh
+
+# The dynamic module as an OCI image (one layer holding /libemail_verdict_filter.so, linux/amd64,
+# labelled with the Envoy release it is built for), built like the two above; mounted as an image
+# volume by envoy/istio/app-proxy-module.yaml and envoy/gateway/module.yaml.
+module-image: module
+	scripts/module-image.sh
 
 envoy-config:
 	python3 scripts/render-envoy.py -o envoy/envoy.yaml
@@ -101,8 +110,11 @@ data:
 # and curl lines; Ctrl-C / SIGTERM stops all of it. EMAIL_VERDICT_* variables reach the sidecar
 # unchanged; EMAIL_VERDICT_STATE, when set, replaces the demo state sqlite:target/demo/demo.db
 # (fresh each run unless DEMO_KEEP_STATE=1). Installs only what the demo runs.
+# FILTER=module runs the filter as the Envoy dynamic module (built with scripts/build-module.sh,
+# envoy/module.template.yaml) instead of the Wasm filter.
+FILTER ?= wasm
 demo:
-	scripts/demo.sh
+	FILTER="$(FILTER)" scripts/demo.sh
 
 # The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
 # then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints

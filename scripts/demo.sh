@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: the whole gateway on one machine, in the foreground.
+# `make demo FILTER=module` (FILTER=module scripts/demo.sh): the same, with the filter as an Envoy
+# dynamic module (target/libemail_verdict_filter.so, `make module`; envoy/module.template.yaml)
+# instead of the Wasm filter.
 #
 #   client --> Envoy 127.0.0.1:10000 --(POST /signup: email-verdict filter)--> demo app 127.0.0.1:3000
 #                       |  callout GET /api/v1/domain/<domain>
@@ -20,6 +23,9 @@
 # Without EMAIL_VERDICT_DNS the sidecar asks a local NSD that serves only the demo zones, so the
 # demo works offline and gives the same answers everywhere.
 # DEMO_APP_PORT (default 3000) moves the app. DEMO_SKIP_BUILD=1 skips deps and builds.
+# FILTER=wasm (default) or module: which build of the filter Envoy runs. Both read the same
+# plugin configuration (envoy/plugin-config.json) and get the key and the mailbox secret from
+# Envoy's environment (the Wasm VM through host_env_keys, the module directly).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,6 +33,8 @@ root=$PWD
 run=$root/target/demo
 bin=$root/target/release/email-verdict
 wasm=$root/target/email_verdict_filter.wasm
+module=$root/target/libemail_verdict_filter.so
+FILTER=${FILTER:-wasm}
 
 LISTEN=127.0.0.1:10000
 ENVOY_ADMIN_PORT=9901
@@ -42,6 +50,10 @@ die() {
   printf 'demo: error: %s\n' "$*" >&2
   exit 1
 }
+case $FILTER in
+  wasm | module) ;;
+  *) die "FILTER=$FILTER: use wasm (the proxy-wasm filter, the default) or module (the Envoy dynamic module)" ;;
+esac
 
 # ---- build and install -----------------------------------------------------------------------
 if [[ ${DEMO_SKIP_BUILD:-0} != 1 ]]; then
@@ -49,11 +61,20 @@ if [[ ${DEMO_SKIP_BUILD:-0} != 1 ]]; then
   scripts/install-deps.sh --demo | sed 's/^/  /'
   say "building the sidecar (cargo build --release: a few minutes the first time, seconds after)"
   cargo build --release -p email-verdict
-  say "building the filter (scripts/build-filter.sh)"
-  scripts/build-filter.sh
+  if [[ $FILTER == module ]]; then
+    say "building the filter as an Envoy dynamic module (scripts/build-module.sh)"
+    scripts/build-module.sh
+  else
+    say "building the filter (scripts/build-filter.sh)"
+    scripts/build-filter.sh
+  fi
 fi
 [[ -x $bin ]] || die "$bin is missing: run cargo build --release"
-[[ -f $wasm ]] || die "$wasm is missing: run make filter"
+if [[ $FILTER == module ]]; then
+  [[ -f $module ]] || die "$module is missing: run make module"
+else
+  [[ -f $wasm ]] || die "$wasm is missing: run make filter"
+fi
 envoy=$(scripts/envoy-path.sh) || die "no Envoy: run scripts/install-deps.sh"
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -205,13 +226,26 @@ start app python3 -u demo/app.py --listen "127.0.0.1:$APP_PORT"
 wait_until 10 "the demo app on 127.0.0.1:$APP_PORT" http_ok "http://127.0.0.1:$APP_PORT/"
 
 # ---- Envoy -------------------------------------------------------------------------------------
-python3 scripts/render-envoy.py -o "$run/envoy.yaml" \
+# The Wasm filter (envoy/envoy.template.yaml) or the dynamic module (envoy/module.template.yaml):
+# the same plugin configuration, the same routes; the filter's log lines under Envoy's `wasm` or
+# `dynamic_modules` logger, its counters under `wasmcustom.` or `dynamicmodulescustom.`.
+if [[ $FILTER == module ]]; then
+  render=(--template envoy/module.template.yaml --set "MODULE_FILE=$module")
+  logger=dynamic_modules
+  stats=dynamicmodulescustom
+  filter_note="the dynamic module $module"
+else
+  render=(--set "WASM_FILE=$wasm")
+  logger=wasm
+  stats=wasmcustom
+  filter_note="the Wasm filter $wasm"
+fi
+python3 scripts/render-envoy.py -o "$run/envoy.yaml" "${render[@]}" \
   --set "SIDECAR_ADDRESS=$sc_host" --set "SIDECAR_PORT=$sc_port" \
-  --set "APP_PORT=$APP_PORT" --set "ADMIN_PORT=$ENVOY_ADMIN_PORT" \
-  --set "WASM_FILE=$wasm"
+  --set "APP_PORT=$APP_PORT" --set "ADMIN_PORT=$ENVOY_ADMIN_PORT"
 start envoy env EMAIL_VERDICT_API_KEY="$gateway_key" EMAIL_VERDICT_MAILBOX_SECRET="$mailbox_secret" \
   "$envoy" -c "$run/envoy.yaml" \
-  --disable-hot-restart --log-level warn --component-log-level wasm:info
+  --disable-hot-restart --log-level warn --component-log-level "$logger:info"
 wait_until 30 "Envoy (GET http://127.0.0.1:$ENVOY_ADMIN_PORT/ready)" http_ok "http://127.0.0.1:$ENVOY_ADMIN_PORT/ready" LIVE
 
 # ---- what to try -------------------------------------------------------------------------------
@@ -222,7 +256,8 @@ cat <<EOF
 
  Demo API key (plan pro): $key
 
- Envoy            http://$LISTEN   (admin http://127.0.0.1:$ENVOY_ADMIN_PORT, stats: /stats?filter=wasmcustom)
+ Envoy            http://$LISTEN   (admin http://127.0.0.1:$ENVOY_ADMIN_PORT, stats: /stats?filter=$stats)
+ filter           $filter_note   (FILTER=wasm|module make demo)
  demo app         http://127.0.0.1:$APP_PORT
  sidecar          http://$SIDECAR_LISTEN   (admin and dashboard http://$SIDECAR_ADMIN)
  state            $STATE   (starts empty each run; DEMO_KEEP_STATE=1 make demo keeps it)
@@ -257,7 +292,7 @@ cat <<EOF
  curl -s -H 'Authorization: Bearer $key' 'http://$SIDECAR_LISTEN/api/v1/domain/John.Doe%40gmail.com'
 
  # what the filter counted
- curl -s 'http://127.0.0.1:$ENVOY_ADMIN_PORT/stats?filter=wasmcustom'
+ curl -s 'http://127.0.0.1:$ENVOY_ADMIN_PORT/stats?filter=$stats'
 
  Stop with Ctrl-C.
 ==========================================================================================

@@ -72,6 +72,17 @@ HEADER = """\
 # configures the filter): the key comes from the environment, never from this file.
 """
 
+GENERATED_MODULE_HEADER = """\
+# Envoy in front of a signup app, with the email-verdict filter as an Envoy DYNAMIC MODULE, in the
+# shape a control plane generates for the shipped manifests.
+# GENERATED from {TEMPLATE} by scripts/render-envoy.py: edit the
+# template (its own leading comment says what it reproduces), then render it again.
+#
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar {SIDECAR_ADDRESS}:{SIDECAR_PORT},
+# app {APP_ADDRESS}:{APP_PORT}.
+# The key comes from Envoy's environment (EMAIL_VERDICT_API_KEY), never from this file.
+"""
+
 MODULE_HEADER = """\
 # Envoy in front of a signup app, with the email-verdict filter as an Envoy DYNAMIC MODULE (a
 # native shared object, no Wasm) on every request whose method a signup route of the plugin
@@ -166,12 +177,15 @@ def main(argv):
     with open(args.template, encoding="utf-8") as f:
         template = f.read()
     try:
-        # Every template but the filter's configures Envoy's ext_authz against the sidecar.
+        # The other templates are the control planes' shapes: *-module.template.yaml with the
+        # dynamic module, the others Envoy's ext_authz against the sidecar.
         template_path = os.path.abspath(args.template)
         if template_path == TEMPLATE:
             header = HEADER
         elif template_path == MODULE_TEMPLATE:
             header = MODULE_HEADER
+        elif os.path.basename(template_path).endswith("-module.template.yaml"):
+            header = GENERATED_MODULE_HEADER
         else:
             header = EXT_AUTHZ_HEADER
         out, used = render(template, values, header, template_path)

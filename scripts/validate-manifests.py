@@ -58,6 +58,11 @@ PARTIALS = {
         "Deployment",
         "strategic-merge patch of a Deployment, checked as a partial Deployment",
     ),
+    "envoy/istio/app-proxy-module.yaml": (
+        "apps/v1",
+        "Deployment",
+        "strategic-merge patch of a Deployment, checked as a partial Deployment",
+    ),
 }
 
 # Custom resource groups -> (npm package, the prefix of its compiled schema modules). A module is
@@ -86,6 +91,14 @@ UPSTREAM = {
 NEWER_THAN_SCHEMA = {
     ("SecurityPolicy", "spec.extAuth.statusOnError"):
         "Envoy Gateway >= v1.8 (the schema package is generated from v1.7)",
+    # envoy/gateway/module.yaml: the dynamic module's registration and its use. Everything else
+    # in those two documents is checked; these fields (the point of the file) are not.
+    ("EnvoyProxy", "spec.dynamicModules"):
+        "no schema: @kubernetes-models/envoy-gateway 2.0.0 predates dynamicModules "
+        "(Envoy Gateway after v1.9, api/v1alpha1/dynamic_module_types.go)",
+    ("EnvoyExtensionPolicy", "spec.dynamicModule"):
+        "no schema: @kubernetes-models/envoy-gateway 2.0.0 predates dynamicModule "
+        "(Envoy Gateway after v1.9, api/v1alpha1/dynamic_module_types.go)",
 }
 
 # Runs the compiled validators. stdin: {"jobs": [{"module": PATH, "data": DOC}, ...]};

@@ -282,6 +282,8 @@ pub struct EnvoyBuilder {
     sets: Vec<(&'static str, String)>,
     /// The tree whose renderer, templates and plugin configuration are used.
     tree: PathBuf,
+    /// More variables for Envoy's environment.
+    env: Vec<(String, String)>,
     /// The filter module; `None`: [`filter_wasm`].
     wasm: Option<PathBuf>,
 }
@@ -316,6 +318,7 @@ impl EnvoyBuilder {
             sets: Vec::new(),
             tree: tree.to_path_buf(),
             wasm: None,
+            env: Vec::new(),
         }
     }
 
@@ -382,8 +385,21 @@ impl EnvoyBuilder {
 
     /// [`ext_authz`](Self::ext_authz) with another template of `envoy/` (the reproductions of
     /// what istiod or Envoy Gateway generate).
-    pub fn ext_authz_template(mut self, name: &str) -> Self {
+    pub fn ext_authz_template(self, name: &str) -> Self {
+        self.template(name)
+    }
+
+    /// Another template of `envoy/` instead of the filter's (one whose own placeholders, e.g.
+    /// `MODULE_FILE`, are set with [`placeholder`](Self::placeholder)); the plugin config still
+    /// fills `{{PLUGIN_CONFIG}}` and gives the signup methods.
+    pub fn template(mut self, name: &str) -> Self {
         self.template = Some(self.tree.join("envoy").join(name));
+        self
+    }
+
+    /// One more variable in Envoy's environment, e.g. `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
 
@@ -467,6 +483,9 @@ impl EnvoyBuilder {
             .env("EMAIL_VERDICT_MAILBOX_SECRET", crate::TEST_MAILBOX_SECRET);
         if let Some(k) = &self.api_key {
             cmd.env("EMAIL_VERDICT_API_KEY", k);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
         }
         let mut process = ChildProcess::spawn("envoy", cmd, dir.path());
         let deadline = std::time::Instant::now() + READY_TIMEOUT;

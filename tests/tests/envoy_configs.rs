@@ -8,46 +8,15 @@
 use email_verdict_tests::envoy::{self, EnvoyBuilder, default_plugin_config, filter_wasm, validate};
 use email_verdict_tests::{TestDir, UpstreamApp, workspace_root};
 use serde_json::{Value, json};
-use std::path::Path;
 use std::process::Command;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::YamlLoader;
 
 #[path = "envoy_configs/headers.rs"]
 mod headers;
+#[path = "envoy_configs/yaml.rs"]
+mod yaml;
 
-// ---- YAML as JSON ------------------------------------------------------------------------------
-
-fn to_json(y: &Yaml) -> Value {
-    match y {
-        Yaml::Real(s) => s.parse::<f64>().map(Value::from).unwrap_or_else(|_| Value::String(s.clone())),
-        Yaml::Integer(i) => json!(i),
-        Yaml::String(s) => json!(s),
-        Yaml::Boolean(b) => json!(b),
-        Yaml::Array(a) => Value::Array(a.iter().map(to_json).collect()),
-        Yaml::Hash(h) => Value::Object(
-            h.iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Yaml::String(s) => s.clone(),
-                        Yaml::Integer(i) => i.to_string(),
-                        Yaml::Boolean(b) => b.to_string(),
-                        other => panic!("unsupported YAML key {other:?}"),
-                    };
-                    (key, to_json(v))
-                })
-                .collect(),
-        ),
-        Yaml::Null => Value::Null,
-        Yaml::Alias(_) | Yaml::BadValue => panic!("unsupported YAML node {y:?}"),
-    }
-}
-
-/// Every document of a YAML file, as JSON.
-fn load_yaml(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", path.display()));
-    docs.iter().map(to_json).collect()
-}
+use yaml::{load_yaml, to_json};
 
 fn istio_dir() -> std::path::PathBuf {
     workspace_root().join("envoy/istio")
@@ -322,7 +291,7 @@ fn every_istio_manifest_parses() {
         let docs = load_yaml(f);
         assert!(!docs.is_empty(), "{}: no YAML document", f.display());
         for d in docs {
-            if f.file_name().is_some_and(|n| n == "app-proxy-env.yaml") {
+            if f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("app-proxy-")) {
                 // A patch, not a resource.
                 assert!(
                     d["spec"]["template"]["spec"]["containers"].is_array(),
@@ -514,7 +483,8 @@ fn manifests(dir: &str) -> Vec<Value> {
         .unwrap_or_else(|e| panic!("envoy/{dir}: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .filter(|p| !p.ends_with("app-proxy-env.yaml")) // a patch, not a resource
+        // patches, not resources
+        .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("app-proxy-")))
         .collect();
     files.sort();
     let docs: Vec<Value> = files.iter().flat_map(|f| load_yaml(f)).collect();
@@ -616,9 +586,9 @@ fn istio_manifests_refuse_underscore_headers() {
         assert_eq!(hcm["patch"]["operation"], "MERGE");
         hcm["patch"]["value"]["typed_config"].clone()
     };
-    // ext-authz.yaml and wasmplugin.yaml carry the same EnvoyFilter; envoyfilter.yaml has it in its
-    // own connection manager patch.
-    for file in ["ext-authz.yaml", "wasmplugin.yaml", "envoyfilter.yaml"] {
+    // ext-authz.yaml and wasmplugin.yaml carry the same EnvoyFilter; envoyfilter.yaml and
+    // module-envoyfilter.yaml have it in their own connection manager patch.
+    for file in ["ext-authz.yaml", "wasmplugin.yaml", "envoyfilter.yaml", "module-envoyfilter.yaml"] {
         let filters: Vec<Value> =
             load_yaml(&istio_dir().join(file)).into_iter().filter(|d| d["kind"] == "EnvoyFilter").collect();
         let refusing = filters.iter().filter(|f| {
@@ -684,4 +654,148 @@ fn envoy_gateway_manifests() {
     ] {
         assert_eq!(config[field], shipped[field], "EnvoyExtensionPolicy config.{field} vs envoy/plugin-config.json");
     }
+}
+
+// ---- the dynamic module in Istio and Envoy Gateway ---------------------------------------------
+
+/// The plugin configuration of a DynamicModuleFilter (its `filter_config` StringValue, as JSON).
+fn module_config_of(filter: &Value) -> Value {
+    let cfg = &filter["typed_config"]["filter_config"];
+    assert_eq!(cfg["@type"], "type.googleapis.com/google.protobuf.StringValue", "{filter:#}");
+    let text = cfg["value"].as_str().expect("filter_config.value is a string");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("the module's configuration is not JSON: {e}\n{text}"))
+}
+
+const DYNAMIC_MODULE_FILTER: &str =
+    "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter";
+
+/// `envoy/<template>` rendered with these `--set`s and this plugin configuration, as JSON.
+fn rendered_with(template: &str, sets: &[(&str, String)], plugin: &Value) -> Value {
+    let dir = TestDir::new("envoy-render");
+    let out = envoy::render_template(Some(&workspace_root().join(template)), &dir.join("out.yaml"), sets, plugin);
+    let text = std::fs::read_to_string(out).expect("read the rendered template");
+    to_json(&YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{template} rendered: {e}"))[0])
+}
+
+#[test]
+fn istio_module_envoyfilter_is_the_wasm_envoyfilter_with_the_module() {
+    let wasm = istio_doc("envoyfilter.yaml", "EnvoyFilter");
+    let module = istio_doc("module-envoyfilter.yaml", "EnvoyFilter");
+    // The same resource (applying one replaces the other), the same place, the same second patch.
+    assert_eq!(module["metadata"], wasm["metadata"]);
+    assert_eq!(module["spec"]["workloadSelector"], wasm["spec"]["workloadSelector"]);
+    let (mp, wp) = (&module["spec"]["configPatches"], &wasm["spec"]["configPatches"]);
+    assert_eq!(mp[1], wp[1], "the connection manager patch differs from envoyfilter.yaml's");
+    assert_eq!(mp[0]["match"], wp[0]["match"]);
+    assert_eq!(mp[0]["patch"]["operation"], "ADD");
+    assert_eq!(mp[0]["patch"]["filterClass"], wp[0]["patch"]["filterClass"]);
+    let filter = &mp[0]["patch"]["value"];
+    assert_eq!(filter["typed_config"]["@type"], DYNAMIC_MODULE_FILTER);
+    assert_eq!(filter["typed_config"]["filter_name"], "email_verdict");
+    let dm = &filter["typed_config"]["dynamic_module_config"];
+    assert_eq!((dm["name"].clone(), dm["do_not_close"].clone()), (json!("email_verdict_filter"), json!(true)));
+    // The plugin configuration: the Wasm EnvoyFilter's (flag mode, header hold, counts on).
+    let config = module_config_of(filter);
+    assert_eq!(config, plugin_config_of(&wp[0]["patch"]["value"]), "the two EnvoyFilters' plugin configurations");
+    let mut expected = shipped_config_for_istio();
+    expected["mode"] = json!("flag");
+    assert_eq!(config, expected, "module-envoyfilter.yaml vs envoy/plugin-config.json");
+
+    // app-proxy-module.yaml: the search path is where the volume is mounted, in istio-proxy.
+    let patch = &load_yaml(&istio_dir().join("app-proxy-module.yaml"))[0];
+    let annotations = &patch["spec"]["template"]["metadata"]["annotations"];
+    let parse = |key: &str| -> Value {
+        serde_json::from_str(annotations[key].as_str().unwrap_or_else(|| panic!("annotation {key}")))
+            .unwrap_or_else(|e| panic!("annotation {key} is not JSON: {e}"))
+    };
+    let (volumes, mounts) = (parse("sidecar.istio.io/userVolume"), parse("sidecar.istio.io/userVolumeMount"));
+    let mount = mounts["email-verdict-module"]["mountPath"].as_str().expect("the module's mount");
+    assert!(volumes["email-verdict-module"]["image"]["reference"].is_string(), "{volumes}");
+    let proxy = &patch["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(proxy["name"], "istio-proxy");
+    let env = proxy["env"].as_array().expect("env");
+    assert!(
+        env.contains(&json!({"name": "ENVOY_DYNAMIC_MODULES_SEARCH_PATH", "value": mount})),
+        "ENVOY_DYNAMIC_MODULES_SEARCH_PATH must be the mount path {mount}: {env:?}"
+    );
+
+    // The reproduction of what istiod generates holds this filter as written.
+    let generated = rendered_with("envoy/istio-generated-module.template.yaml", &[], &config);
+    let hcm = &generated["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let mut reproduced = hcm["http_filters"][0].clone();
+    assert_eq!(module_config_of(&reproduced), config);
+    let mut written = filter.clone();
+    for f in [&mut reproduced, &mut written] {
+        f["typed_config"].as_object_mut().unwrap().remove("filter_config");
+    }
+    assert_eq!(reproduced, written, "envoy/istio-generated-module.template.yaml vs the EnvoyFilter's filter");
+    for (k, v) in mp[1]["patch"]["value"]["typed_config"].as_object().unwrap() {
+        assert_eq!(&hcm[k], v, "the reproduction's connection manager: {k}");
+    }
+}
+
+#[test]
+fn envoy_gateway_module_registers_mounts_and_configures_the_module() {
+    let gateway = load_yaml(&workspace_root().join("envoy/gateway/gateway.yaml"));
+    let module = load_yaml(&workspace_root().join("envoy/gateway/module.yaml"));
+    let (base, proxy) = (doc_of(&gateway, "EnvoyProxy"), doc_of(&module, "EnvoyProxy"));
+    // gateway.yaml's EnvoyProxy (same name: applying module.yaml replaces it), with the module.
+    assert_eq!(proxy["metadata"], base["metadata"]);
+    assert_eq!(proxy["spec"]["bootstrap"], base["spec"]["bootstrap"], "the sidecar's static cluster");
+    let container = &proxy["spec"]["provider"]["kubernetes"]["envoyDeployment"]["container"];
+    let base_env = base["spec"]["provider"]["kubernetes"]["envoyDeployment"]["container"]["env"].as_array().unwrap();
+    let env = container["env"].as_array().expect("env");
+    for e in base_env {
+        assert!(env.contains(e), "gateway.yaml's {e} is missing from module.yaml's EnvoyProxy");
+    }
+    let env_names: Vec<&str> = env.iter().filter_map(|e| e["name"].as_str()).collect();
+    assert!(env_names.contains(&"EMAIL_VERDICT_MAILBOX_SECRET"), "the counts' secret: {env_names:?}");
+    assert!(container["image"].as_str().is_some_and(|i| i.contains("envoy") && i.contains("v1.40")), "{container}");
+    let registered = &proxy["spec"]["dynamicModules"][0];
+    assert_eq!(registered["source"]["type"], "Local");
+    let path = registered["source"]["local"]["path"].as_str().expect("source.local.path");
+    let (dir, file) = path.rsplit_once('/').expect("an absolute path");
+    assert_eq!(file, "libemail_verdict_filter.so");
+    let mount = &container["volumeMounts"][0];
+    assert_eq!(mount["mountPath"], dir, "the module's directory is the volume's mount");
+    let volume = &proxy["spec"]["provider"]["kubernetes"]["envoyDeployment"]["pod"]["volumes"][0];
+    assert_eq!(volume["name"], mount["name"]);
+    assert!(volume["image"]["reference"].is_string(), "{volume}");
+
+    let policy = doc_of(&module, "EnvoyExtensionPolicy");
+    assert_eq!(
+        policy["spec"]["targetRefs"],
+        doc_of(&manifests("gateway"), "EnvoyExtensionPolicy")["spec"]["targetRefs"]
+    );
+    let dm = &policy["spec"]["dynamicModule"][0];
+    assert_eq!(dm["name"], registered["name"], "the policy names the registered module");
+    assert_eq!(dm["filterName"], "email_verdict");
+    let config = &dm["config"];
+    let mut expected = default_plugin_config();
+    expected["sidecar"]["authority"] = json!("email-verdict.email-verdict.svc.cluster.local");
+    assert_eq!(config, &expected, "the policy's config vs envoy/plugin-config.json");
+    assert!(config.get("hold_headers").is_none(), "the module holds the headers in EG: no block-only mode");
+
+    // The reproduction of what EG generates: the filter EG names, the policy's config as JSON in
+    // a StringValue, the registered path as module.local.filename, enabled on the signup route.
+    let generated =
+        rendered_with("envoy/gateway-generated-module.template.yaml", &[("MODULE_FILE", path.to_string())], config);
+    let hcm = &generated["static_resources"]["listeners"][0]["default_filter_chain"]["filters"][0]["typed_config"];
+    let filter = &hcm["http_filters"][0];
+    let name = "envoy.filters.http.dynamic_modules/envoyextensionpolicy/shop/email-verdict/dynamic-module/0";
+    assert_eq!((filter["name"].as_str(), filter["disabled"].as_bool()), (Some(name), Some(true)));
+    assert_eq!(filter["typed_config"]["@type"], DYNAMIC_MODULE_FILTER);
+    assert_eq!(filter["typed_config"]["filter_name"], dm["filterName"]);
+    assert_eq!(
+        filter["typed_config"]["dynamic_module_config"],
+        json!({"module": {"local": {"filename": path}}, "do_not_close": registered["doNotClose"]})
+    );
+    assert_eq!(&module_config_of(filter), config);
+    let route = &hcm["route_config"]["virtual_hosts"][0]["routes"][0];
+    assert_eq!(
+        route["typed_per_filter_config"][name]["@type"],
+        "type.googleapis.com/envoy.config.route.v3.FilterConfig"
+    );
+    let regex = &doc_of(&gateway, "HTTPRoute")["spec"]["rules"][0]["matches"][0]["path"]["value"];
+    assert_eq!(&route["match"]["safe_regex"]["regex"], regex, "the signup route vs HTTPRoute signup");
 }

@@ -1,7 +1,8 @@
 //! The shipped artifacts, built by their scripts and run: the sidecar's OCI image
 //! (`scripts/image.sh`) started from its own configuration in a container runtime, and the
 //! filter's OCI Wasm image (`scripts/filter-image.sh`) opened the way Istio and Envoy Gateway open
-//! it and loaded by a real Envoy.
+//! it and loaded by a real Envoy; the dynamic module's image (`scripts/module-image.sh`) opened as
+//! an image volume would be, its module loaded by a real Envoy.
 //!
 //! Runtime: `runc` (Debian's), on the bundle `umoci unpack` makes from the image (its runtime
 //! spec carries the image's user, entry point, environment and working directory), when the
@@ -12,7 +13,7 @@
 //! on loopback) and its root file system is read-only, as `envoy/istio/sidecar.yaml` asks
 //! (`readOnlyRootFilesystem`); the state directory is a bind mount, as a volume would be.
 
-use email_verdict_tests::envoy::{self, filter_wasm, gateway};
+use email_verdict_tests::envoy::{self, FilterBuild, filter_module, filter_wasm, gateway, gateway_on};
 use email_verdict_tests::sidecar::{self, is_key};
 use email_verdict_tests::verdict::check_ok;
 use email_verdict_tests::{ChildProcess, Nsd, Request, TestDir, free_port, wait_for, workspace_root};
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 const SIDECAR_ARCHIVE: &str = "email-verdict-oci.tar";
 const FILTER_ARCHIVE: &str = "email-verdict-filter-oci.tar";
+const MODULE_ARCHIVE: &str = "email-verdict-module-oci.tar";
 /// The image's state directory (a volume in the image config).
 const STATE_DIR: &str = "/var/lib/email-verdict";
 const NONROOT: u32 = 65532;
@@ -49,6 +51,9 @@ fn build(script: &str, archive: &str, out: &Path, bin: &Path) -> Built {
     if script == "filter-image.sh" {
         cmd.env("EMAIL_VERDICT_FILTER_WASM", filter_wasm());
     }
+    if script == "module-image.sh" {
+        cmd.env("EMAIL_VERDICT_FILTER_MODULE", filter_module());
+    }
     let o = envoy::run(cmd);
     assert!(o.success(), "{script} failed (install its tools with scripts/install-deps.sh)\n{o}");
     let archive = out.join(archive);
@@ -68,6 +73,10 @@ fn build_sidecar(out: &Path) -> Built {
 
 fn build_filter(out: &Path) -> Built {
     build("filter-image.sh", FILTER_ARCHIVE, out, &sidecar::binary())
+}
+
+fn build_module(out: &Path) -> Built {
+    build("module-image.sh", MODULE_ARCHIVE, out, &sidecar::binary())
 }
 
 /// Runs a tool to completion and returns its stdout; panics with its output unless it succeeds.
@@ -137,6 +146,11 @@ fn two_builds_of_each_image_are_byte_identical() {
     let fb = build_filter(&dir.join("fb"));
     assert_eq!(fa.digest, fb.digest, "two builds of the filter image: different digests");
     assert!(std::fs::read(&fa.archive).unwrap() == std::fs::read(&fb.archive).unwrap(), "filter archives differ");
+
+    let ma = build_module(&dir.join("ma"));
+    let mb = build_module(&dir.join("mb"));
+    assert_eq!(ma.digest, mb.digest, "two builds of the module image: different digests");
+    assert!(std::fs::read(&ma.archive).unwrap() == std::fs::read(&mb.archive).unwrap(), "module archives differ");
 }
 
 #[test]
@@ -300,6 +314,64 @@ fn filter_image_holds_the_built_module_where_istio_reads_it_and_envoy_runs_it() 
     let g = gateway(|b| b.edit_config(&original, &extracted.display().to_string()));
     let config = std::fs::read_to_string(g.envoy.config_path()).unwrap();
     assert!(config.contains(&extracted.display().to_string()) && !config.contains(&original), "{config}");
+    let blocked = g.envoy.signup_json("temp.user@mailinator.com");
+    assert_eq!(blocked.status, 403, "a disposable signup through the image's module\n{blocked}");
+    assert_eq!(g.app.count(), 0, "the app saw a blocked signup");
+    let passed = g.envoy.signup_json("ann@gmail.com");
+    assert_eq!(passed.status, 200, "a good signup through the image's module\n{passed}");
+    assert_eq!(g.app.last().header("x-email-verdict"), Some("safe"), "{:?}", g.app.last().headers);
+}
+
+// ---- the dynamic module's image ----------------------------------------------------------------
+
+#[test]
+fn module_image_holds_the_built_module_for_amd64_and_envoy_loads_it() {
+    let dir = TestDir::new("module-image");
+    let built = build_module(&dir.join("out"));
+    let (layout, manifest, digest) = open_archive(&built.archive, dir.path());
+    assert_eq!(built.digest, digest, "the printed digest vs the archive's manifest");
+    let module_sha = sha256_hex(&filter_module());
+    assert!(built.stdout.contains(&module_sha), "the module's sha256 {module_sha} is not printed\n{}", built.stdout);
+    // Which Envoy it is for: printed, and in the labels (what `skopeo inspect` shows).
+    let version = tool("bash", &[&workspace_root().join("scripts/module-version.sh").display().to_string()]);
+    let field = |name: &str| -> String {
+        version.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).expect(name)
+    };
+    let (envoy_version, abi) = (field("envoy "), field("abi "));
+    assert!(built.stdout.contains(&format!("for Envoy {envoy_version} (dynamic-module ABI {abi}")), "{}", built.stdout);
+    let config = read_json(&blob(&layout, manifest["config"]["digest"].as_str().expect("config digest")));
+    assert_eq!((config["architecture"].as_str(), config["os"].as_str()), (Some("amd64"), Some("linux")), "{config:#}");
+    let labels = &config["config"]["Labels"];
+    assert_eq!(labels["io.email-verdict.envoy-version"], json!(envoy_version), "{config:#}");
+    assert_eq!(labels["io.email-verdict.envoy-abi"], json!(abi), "{config:#}");
+    assert_eq!(labels["io.email-verdict.envoy-loads-in"], json!(field("loads-in ")), "{config:#}");
+    assert!(
+        config["config"]["Entrypoint"].is_null() && config["config"]["Cmd"].is_null(),
+        "nothing to run: {config:#}"
+    );
+
+    // One layer: the module at the root, what an image volume shows at its mount path.
+    let layers = manifest["layers"].as_array().expect("layers");
+    assert_eq!(layers.len(), 1, "one layer: {manifest:#}");
+    let layer = blob(&layout, layers[0]["digest"].as_str().unwrap());
+    let listing = tool("tar", &["-tzvf", &layer.display().to_string()]);
+    let files: Vec<&str> = listing.lines().filter(|l| !l.starts_with('d')).collect();
+    assert_eq!(files.len(), 1, "one file in the layer:\n{listing}");
+    assert!(files[0].ends_with(" libemail_verdict_filter.so") && files[0].starts_with("-rwxr-xr-x"), "{listing}");
+    let extracted_dir = dir.join("layer");
+    std::fs::create_dir_all(&extracted_dir).unwrap();
+    tool("tar", &["-xzf", &layer.display().to_string(), "-C", &extracted_dir.display().to_string()]);
+    let extracted = extracted_dir.join("libemail_verdict_filter.so");
+    assert!(
+        std::fs::read(&extracted).unwrap() == std::fs::read(filter_module()).unwrap(),
+        "the image's module differs from {}",
+        filter_module().display()
+    );
+
+    // That module, not the build output, in a real Envoy in front of the real sidecar.
+    let g = gateway_on(FilterBuild::Module, |b| b.placeholder("MODULE_FILE", &extracted.display().to_string()));
+    let config = std::fs::read_to_string(g.envoy.config_path()).unwrap();
+    assert!(config.contains(&format!("filename: {}", extracted.display())), "{config}");
     let blocked = g.envoy.signup_json("temp.user@mailinator.com");
     assert_eq!(blocked.status, 403, "a disposable signup through the image's module\n{blocked}");
     assert_eq!(g.app.count(), 0, "the app saw a blocked signup");

@@ -9,13 +9,20 @@
 //! resolver, a server of your own). A ```` ```json output ```` block right after a block is what it
 //! prints: every line a JSON value whose fields must be in the output's JSON (`"..."` matches
 //! anything); a ```` ```text output ```` block's lines must each appear in the output, in order.
+//!
+//! `make demo FILTER=module` (the filter as the Envoy dynamic module) is started once too, for
+//! one blocked and one allowed signup. The demos use fixed ports, so they run one at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use email_verdict_tests::{TestDir, workspace_root};
+use email_verdict_tests::{Request, TestDir, envoy::filter_module, workspace_root};
 use serde_json::Value;
+use std::sync::Mutex;
+
+/// The demo's fixed ports: one demo at a time.
+static DEMO: Mutex<()> = Mutex::new(());
 
 /// One shell example and what it must print.
 #[derive(Debug)]
@@ -83,13 +90,15 @@ struct Demo {
 }
 
 impl Demo {
-    fn start(dir: &TestDir) -> Demo {
+    /// `make demo` with `FILTER=filter` (`wasm` or `module`).
+    fn start(dir: &TestDir, filter: &str) -> Demo {
         let log = dir.join("demo.log");
         let state = format!("sqlite:{}", workspace_root().join("target/demo/demo.db").display());
         let child = Command::new("bash")
             .arg(workspace_root().join("scripts/demo.sh"))
             .current_dir(workspace_root())
             .env("DEMO_SKIP_BUILD", "1")
+            .env("FILTER", filter)
             .env_remove("EMAIL_VERDICT_STATE")
             .env_remove("DEMO_KEEP_STATE")
             .env_remove("EMAIL_VERDICT_DNS")
@@ -214,9 +223,10 @@ fn the_parser_finds_blocks_outputs_and_skips() {
 
 #[test]
 fn the_documented_examples_work_as_written() {
+    let _one_demo = DEMO.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TestDir::new("readme");
     let cwd = workspace_root();
-    let demo = Demo::start(&dir);
+    let demo = Demo::start(&dir, "wasm");
     let mut failures = Vec::new();
     let mut ran = 0;
     for (file, text) in documents() {
@@ -231,4 +241,31 @@ fn the_documented_examples_work_as_written() {
     }
     assert!(ran > 5, "only {ran} examples found");
     assert!(failures.is_empty(), "{} of {ran} examples fail:\n\n{}", failures.len(), failures.join("\n----\n"));
+}
+
+#[test]
+fn the_demo_runs_the_dynamic_module_too() {
+    filter_module(); // fails at once, with how to build it, when it is missing
+    let _one_demo = DEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TestDir::new("readme-module");
+    let demo = Demo::start(&dir, "module");
+    let log = std::fs::read_to_string(&demo.log).unwrap_or_default();
+    assert!(log.contains("libemail_verdict_filter.so"), "the banner names the module\n{log}");
+    let envoy = std::net::SocketAddr::from(([127, 0, 0, 1], 10000));
+    let signup = |email: &str| {
+        Request::new("POST", "/signup")
+            .header("Content-Type", "application/json")
+            .body(serde_json::json!({ "email": email }).to_string().as_bytes())
+            .send(envoy)
+    };
+    let blocked = signup("temp@mailinator.com");
+    assert_eq!(blocked.status, 403, "a disposable signup through the module\n{blocked}\n{log}");
+    assert_eq!(blocked.json()["error"], "disposable_email", "{blocked}");
+    let allowed = signup("jane@gmail.com");
+    assert_eq!(allowed.status, 200, "a good signup through the module\n{allowed}");
+    // The demo app answers with the verdict headers it received.
+    assert_eq!(allowed.json()["verdict_headers"]["x-email-verdict"], "safe", "{allowed}");
+    let stats =
+        Request::get("/stats?filter=dynamicmodulescustom").send(std::net::SocketAddr::from(([127, 0, 0, 1], 9901)));
+    assert!(stats.text().contains("dynamicmodulescustom.email_verdict.blocked: 1"), "{}", stats.text());
 }
