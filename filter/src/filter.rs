@@ -426,7 +426,11 @@ impl<H: Host> Ctx<'_, H> {
             return self.fail(bypass); // counting fails closed, whatever the verdicts
         }
         let refuses = judging.worst.refuses(&by);
-        if !judging.pending.is_empty() && !refuses {
+        // A refusal waits for the signup's count (one callout, its timeout at most): a stream
+        // that ends may take its callouts with it (the dynamic module's do), and repeated
+        // refused attempts are what the counts are for. Verdicts still pending do not matter.
+        let counting = judging.pending.iter().any(|p| matches!(p.what, Waiting::Count));
+        if !judging.pending.is_empty() && (!refuses || counting) {
             return Step::AwaitVerdicts { judging, then };
         }
         match then {

@@ -68,3 +68,19 @@ fn a_block_limit_answers_429_and_a_forged_count_never_reaches_the_app() {
         assert_eq!(g.app.count(), 2);
     });
 }
+
+#[test]
+fn refused_signups_are_counted_too() {
+    each_build(|build| {
+        let g = counting(build, json!({ "client": { "per_hour": 100, "action": "flag" } }));
+        // The first refusal caches the verdict; the later ones are refused from the cache at
+        // once, and each still waits for its count (the stream's end must not lose it).
+        for _ in 0..8 {
+            assert_eq!(g.envoy.signup_json("temp@mailinator.com").status, 403);
+        }
+        assert_eq!(g.envoy.signup_json("ann@gmail.com").status, 200);
+        let seen = g.app.wait_for_request(1);
+        assert_eq!(seen.header("x-email-client-signups"), Some("9"), "{:?}", seen.headers);
+        assert_eq!(g.envoy.counter("email_verdict.counted"), Some(9));
+    });
+}
