@@ -1,14 +1,14 @@
 //! Issue 32, item 4: a wave of never-seen domains signing up on one mail server within the hour
 //! is one reviewer's step. Against the built binary and NSD (`waves.zone`: every `<name>.waves` a
 //! registrable domain of its own, all on `mx.wavemail.waves`; `flood.example.zone`: any name
-//! under it on `mx.flood.example`), on SQLite and on Redis: fifty new domains signed up on one
+//! under it on `mx.flood.example`), on SQLite, Redis and a Redis Cluster: fifty new domains signed up on one
 //! server put it first in the grouped queue with the count, though another server has more
 //! queued domains looked up more often (without signups); the metric moves; the dashboard shows
 //! the wave and the busiest mailboxes, clients and servers of the day.
 
 use std::time::Duration;
 
-use email_verdict_tests::{Nsd, Redis, Request, Response, Sidecar, wait_for};
+use email_verdict_tests::{Nsd, Redis, RedisCluster, Request, Response, Sidecar, wait_for};
 use serde_json::{Value, json};
 
 const WAVE_SERVER: &str = "mx.wavemail.waves";
@@ -149,5 +149,13 @@ fn a_wave_of_new_domains_leads_the_queue_on_redis() {
     let nsd = Nsd::start();
     let redis = Redis::start();
     let sc = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&["gateway"]).start();
+    a_wave_leads_the_queue(&sc);
+}
+
+#[test]
+fn a_wave_of_new_domains_leads_the_queue_on_a_redis_cluster() {
+    let nsd = Nsd::start();
+    let cluster = RedisCluster::start(3);
+    let sc = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&["gateway"]).start();
     a_wave_leads_the_queue(&sc);
 }
