@@ -10,9 +10,9 @@
 //! counts a wave in the metrics and leads the review queue's grouping by server.
 //!
 //! **The busiest**: then, off the request's path, the signup ranks its mailbox, client and
-//! server (by their day counts) and the server's wave on the store's boards; a value whose count
-//! cannot enter a full board (not above its floor, as last answered, trusted a minute) costs no
-//! store call.
+//! server (by their day counts) and the server's wave (when it grew) on the store's boards; a
+//! value whose count cannot enter a full board (not above its floor, as last answered, trusted a
+//! minute) costs no store call.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -128,7 +128,8 @@ impl Signups {
             (Board::Mailboxes, signup.mailbox.clone(), counts.mailbox.map(|w| w.day)),
             (Board::Clients, signup.client.clone(), counts.client.map(|w| w.day)),
             (Board::Servers, server, counts.server.map(|w| w.day)),
-            (Board::Waves, queued_on, wave.map(|w| w.new_domains)),
+            // Only when the set grew: a domain signing up again changes nothing there.
+            (Board::Waves, queued_on, wave.filter(|w| w.added).map(|w| w.new_domains)),
         ];
         let entries =
             ranked.into_iter().filter_map(|(board, value, count)| Some(Entry { board, value: value?, count: count? }));
