@@ -3,10 +3,11 @@
 //! call counting it everywhere ([`crate::state::SignupStore`]). Used by `POST /api/v1/signups`
 //! (the filter's call) and by `/ext_authz`, which counts in the process.
 //!
-//! **Waves** (issue 32, item 4): when this process last judged the signup's domain (within the
-//! hour) and queued it for review with a mail server of its own (`Verdicts::queued_on`), the
-//! signup also counts its registrable domain among the server's new domains of the last hour,
-//! beside the count and at the same time. A server reaching [`WAVE_THRESHOLD`] distinct ones
+//! **Waves** (issue 32, item 4): when the signup's domain waits for review with a mail server
+//! of its own — as this process last judged it within the hour (`Verdicts::queued_on`), else as
+//! the store's queue says (one read, remembered for the hour: the gateway's lookup may have
+//! reached another replica) — the signup also counts its registrable domain among the server's
+//! new domains of the last hour, beside the count and at the same time. A server reaching [`WAVE_THRESHOLD`] distinct ones
 //! counts a wave in the metrics and leads the review queue's grouping by server.
 //!
 //! **The busiest**: then, off the request's path, the signup ranks its mailbox, client and
@@ -104,16 +105,16 @@ impl Signups {
         .flatten()
         .collect();
         let now = self.clock.now_ms().div_euclid(1000);
-        let queued_on = verdicts.queued_on(&signup.domain);
-        let (windows, wave) = match &queued_on {
-            Some(on) => {
-                let new = NewDomain::new(on, registrable);
-                let (windows, wave) =
-                    tokio::join!(self.store.count_signup(&counters, now), self.store.count_new_domain(&new, now));
-                (windows?, self.wave(wave))
-            }
-            None => (self.store.count_signup(&counters, now).await?, None),
+        // The wave beside the count, at the same time (after one read of the queue when this
+        // process did not judge the domain lately).
+        let wave = async {
+            let on = self.queued_on(verdicts, &signup.domain).await?;
+            let wave = self.store.count_new_domain(&NewDomain::new(&on, registrable), now).await;
+            Some((on, self.wave(wave)?))
         };
+        let (windows, wave) = tokio::join!(self.store.count_signup(&counters, now), wave);
+        let windows = windows?;
+        let (queued_on, wave) = wave.unzip();
         let mut counts = Counts::default();
         for (counter, window) in counters.iter().zip(windows) {
             let slot = match counter.scope() {
@@ -135,6 +136,26 @@ impl Signups {
             ranked.into_iter().filter_map(|(board, value, count)| Some(Entry { board, value: value?, count: count? }));
         self.rank(entries.collect(), now);
         Ok(counts)
+    }
+
+    /// The mail server `domain` waits for review on, if it does: as this process last judged
+    /// it, else as the store's queue says (remembered for the hour). A store failure here fails
+    /// no signup: it is logged and counted, and the signup counts in no wave.
+    async fn queued_on(&self, verdicts: &Verdicts, domain: &Domain) -> Option<String> {
+        if let Some(known) = verdicts.queued_on(domain) {
+            return known;
+        }
+        match self.store.queued_server(domain.as_str()).await {
+            Ok(server) => {
+                verdicts.remember_queued_on(domain, server.clone());
+                server
+            }
+            Err(e) => {
+                self.metrics.store_error();
+                tracing::warn!(error = %e, "could not read the review queue for a signup");
+                None
+            }
+        }
     }
 
     /// The wave counted (a store failure there fails no signup: logged and counted).

@@ -54,9 +54,9 @@ pub struct Verdicts {
     threshold: u64,
     metrics: Arc<Metrics>,
     learned: Mutex<LruCache<u64, Instant>>,
-    /// The domains this process last queued for review with a mail server of their own: the
-    /// server they are grouped under, and when (Unix seconds). See [`Self::queued_on`].
-    queued: Mutex<LruCache<String, (String, i64)>>,
+    /// The domains this process last judged: the mail server each was queued under for review
+    /// (`None`: not queued on one), and when (Unix seconds). See [`Self::queued_on`].
+    queued: Mutex<LruCache<String, (Option<String>, i64)>>,
     /// Whether lookups feed the review queue and the infrastructure index ([`Self::read_only`]).
     feeds_store: bool,
     /// Domain ages from RDAP, when `--rdap` is on.
@@ -111,7 +111,7 @@ pub const DECIDED_DNS_WAIT: Duration = Duration::from_millis(100);
 const RELEARN_AFTER: Duration = Duration::from_secs(600);
 /// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
 const LEARNED_FACTS: usize = 10_000;
-/// Queued domains remembered for signup waves (the least recently judged are forgotten).
+/// Judged domains remembered for signup waves (the least recently judged are forgotten).
 const QUEUED_REMEMBERED: usize = 20_000;
 
 impl Verdicts {
@@ -292,27 +292,21 @@ impl Verdicts {
         infra::OwnInfra::of(&self.catalog(), &mx).hosts.into_iter().next()
     }
 
-    /// The mail server `domain` is grouped under in the review queue, when this process's last
-    /// judgement of it, within the hour, queued it for review and it has a mail server of its
-    /// own: a never-seen domain on that server, for its signups' wave. Never waits for anything.
-    pub fn queued_on(&self, domain: &Domain) -> Option<String> {
+    /// Whether `domain` waits for review on a mail server of its own, as this process last
+    /// learned it within the hour (its own judgement, or the store's answer it remembered):
+    /// `Some(Some(server))` grouped under that server, `Some(None)` not (not queued, or without
+    /// a server of its own), `None` not known here. Never waits for anything (a signup's wave).
+    pub fn queued_on(&self, domain: &Domain) -> Option<Option<String>> {
         let now = self.clock.now_ms().div_euclid(1000);
         let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
         let (server, at) = queued.get(domain.as_str())?;
         (*at > now - crate::state::signups::WAVE_WINDOW).then(|| server.clone())
     }
 
-    /// Remembers whether this judgement of `domain` queued it on a mail server of its own.
-    fn remember_queued(&self, domain: &Domain, cause: Option<&ReviewCause>) {
-        let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
-        match cause.and_then(|c| c.servers.first()) {
-            Some(server) => {
-                queued.put(domain.as_str().to_owned(), (server.clone(), self.clock.now_ms().div_euclid(1000)));
-            }
-            None => {
-                queued.pop(domain.as_str());
-            }
-        }
+    /// Remembers for an hour that `domain` waits on `server` (or does not, `None`).
+    pub fn remember_queued_on(&self, domain: &Domain, server: Option<String>) {
+        let now = self.clock.now_ms().div_euclid(1000);
+        self.queued.lock().unwrap_or_else(|p| p.into_inner()).put(domain.as_str().to_owned(), (server, now));
     }
 
     /// The catalog in force now.
@@ -381,7 +375,7 @@ impl Verdicts {
         // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
         let cause = review_cause(catalog, domain, signals, result, &infra, near, age.map(|a| a.days))
             .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
-        self.remember_queued(domain, cause.as_ref());
+        self.remember_queued_on(domain, cause.as_ref().and_then(|c| c.servers.first().cloned()));
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
         let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);

@@ -743,5 +743,16 @@ async fn waves_and_boards(open: impl Fn() -> Arc<dyn StateStore>) {
     let servers = store.busiest(Board::Servers, t3, BOARD_KEPT + 10).await.unwrap();
     assert_eq!(servers.len(), BOARD_KEPT);
     assert_eq!((servers[0].count, servers[BOARD_KEPT - 1].count, floor), (BOARD_KEPT as u64 + 10, 11, 11));
+
+    // What a signup reads when another replica judged its domain: the server it waits on.
+    let mut cause = ReviewCause::new(ReviewReason::Ambiguous);
+    cause.servers = vec!["mx.wave.example".into(), "192.0.2.98".into()];
+    store.note_for_review("w1.example", &cause, t0).await.unwrap();
+    store.note_for_review("bare.example", &ReviewCause::new(ReviewReason::NoMx), t0).await.unwrap();
+    assert_eq!(other.queued_server("w1.example").await.unwrap().as_deref(), Some("mx.wave.example"));
+    assert_eq!(other.queued_server("bare.example").await.unwrap(), None, "no server of its own");
+    assert_eq!(other.queued_server("never.example").await.unwrap(), None, "not queued");
+    store.decide(decision_on("w1.example", Some(Decision::Allow), t0 + 1)).await.unwrap();
+    assert_eq!(other.queued_server("w1.example").await.unwrap(), None, "decided: no longer waiting");
 }
 with_all_backends!(waves, waves_and_boards);

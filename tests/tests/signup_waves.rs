@@ -159,3 +159,30 @@ fn a_wave_of_new_domains_leads_the_queue_on_a_redis_cluster() {
     let sc = Sidecar::builder().dns(nsd.addr()).state(&cluster.url()).keys(&["gateway"]).start();
     a_wave_leads_the_queue(&sc);
 }
+
+/// Behind a load balancer the gateway's lookup and its signup count may reach two replicas: the
+/// one counting reads the shared queue for a domain it did not judge.
+#[test]
+fn a_wave_judged_on_one_replica_is_counted_on_another() {
+    let nsd = Nsd::start();
+    let redis = Redis::start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&["gateway"]).start();
+    let b = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).keys(&[]).start();
+    let domains: Vec<String> = (0..12).map(|i| format!("split{i}.waves")).collect();
+    for domain in &domains {
+        assert_eq!(a.lookup(domain).status, 200, "{domain}");
+    }
+    wait_for("twelve queued", Duration::from_secs(10), || (queued(&a) == 12).then_some(()));
+    let key = a.key().to_owned();
+    for domain in &domains {
+        let body = json!({"domain": domain}).to_string();
+        let req = Request::new("POST", "/api/v1/signups")
+            .bearer(&key)
+            .header("Content-Type", "application/json")
+            .body(body.as_bytes());
+        assert_eq!(b.send(&req).status, 200, "{domain}");
+    }
+    assert_eq!(groups(&a)[0], (WAVE_SERVER.to_owned(), 12, 12, true), "counted on b, seen from a");
+    assert_eq!(metric(&b, "email_verdict_signup_waves_total"), 1.0);
+    assert_eq!(metric(&a, "email_verdict_signup_waves_total"), 0.0, "a counted none");
+}
