@@ -7,8 +7,9 @@
 //! of its own — as this process last judged it within the hour (`Verdicts::queued_on`), else as
 //! the store's queue says (one read, remembered for the hour: the gateway's lookup may have
 //! reached another replica) — the signup also counts its registrable domain among the server's
-//! new domains of the last hour, beside the count and at the same time. A server reaching [`WAVE_THRESHOLD`] distinct ones
-//! counts a wave in the metrics and leads the review queue's grouping by server.
+//! new domains of the last hour, beside the count and at the same time. A server reaching
+//! [`WAVE_THRESHOLD`] distinct ones counts a wave in the metrics and leads the review queue's
+//! grouping by server.
 //!
 //! **The busiest**: then, off the request's path, the signup ranks its mailbox, client and
 //! server (by their day counts) and the server's wave (when it grew) on the store's boards; a
@@ -23,7 +24,7 @@ use email_verdict_core::signup::velocity::{Counts, Scope, SignupEvent, client_ne
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-pub use crate::state::queue::WAVE_THRESHOLD;
+use crate::state::queue::WAVE_THRESHOLD;
 use crate::state::signups::{Board, Entry, NewDomain, Wave};
 use crate::state::{Counter, StateError, StateStore};
 use crate::verdicts::Verdicts;

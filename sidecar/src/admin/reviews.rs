@@ -188,7 +188,13 @@ async fn server_groups(admin: &Admin, query: &str) -> AdminResult {
         .collect();
     Ok(Json(
         StatusCode::OK,
-        json!({ "servers": groups, "total": total, "offset": offset, "limit": limit, "wave_threshold": queue::WAVE_THRESHOLD }),
+        json!({
+            "servers": groups,
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "wave_threshold": queue::WAVE_THRESHOLD,
+        }),
     ))
 }
 
