@@ -234,6 +234,8 @@ pub struct Metrics {
     rdap_requests: Family<CheckLabels, Counter>,
     rdap_not_queued: Counter,
     outbound_refused: Family<RefusedLabels, Counter>,
+    new_domain_signups: Counter,
+    signup_waves: Counter,
     lists: lists::ListMetrics,
 }
 
@@ -261,6 +263,8 @@ impl Metrics {
             rdap_requests: Family::default(),
             rdap_not_queued: Counter::default(),
             outbound_refused: Family::default(),
+            new_domain_signups: Counter::default(),
+            signup_waves: Counter::default(),
             lists: lists::ListMetrics::default(),
         };
         metrics.register();
@@ -299,6 +303,11 @@ impl Metrics {
         let refused_help = "Outbound requests (RDAP, URL lists) not made to a non-public address, or redirects \
             not followed out of their origin, by purpose and reason";
         r.register("outbound_refused", refused_help, self.outbound_refused.clone());
+        let new_help = "Signups of a never-seen domain (queued for review) on a mail server of its own";
+        r.register("signups_new_domain", new_help, self.new_domain_signups.clone());
+        let waves_help = "Times a mail server reached the wave threshold: that many distinct never-seen domains \
+            signed up on it within an hour (each wave counted once, by the replica whose signup reached it)";
+        r.register("signup_waves", waves_help, self.signup_waves.clone());
         self.lists.register(r);
     }
 
@@ -421,6 +430,15 @@ impl Metrics {
         self.lists.failed(index, kind);
     }
 
+    /// A signup of a never-seen domain on its own mail server; `wave`: it brought the server's
+    /// distinct new domains of the last hour to the wave threshold.
+    pub fn new_domain_signup(&self, wave: bool) {
+        self.new_domain_signups.inc();
+        if wave {
+            self.signup_waves.inc();
+        }
+    }
+
     pub fn store_error(&self) {
         self.store_errors.inc();
     }
@@ -539,7 +557,7 @@ mod tests {
         m.list_known(0, "disposable"); // the list families show once a list exists
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 20, "{text}");
+        assert_eq!(families.len(), 22, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -119,19 +119,21 @@ async fn list_servers(store: &dyn StateStore, query: &Query, out: &mut impl Writ
     let mut items = store.review_queue().await?;
     let waiting = items.len();
     items.retain(|i| query.reason.is_none_or(|r| i.reason == r));
-    let (groups, total) = queue::groups(items, query.offset, query.limit, 3);
-    writeln!(out, "SERVER\tDOMAINS\tLOOKUPS\tPRIORITY\tREASONS\tSAMPLE")?;
+    let waves = crate::review::servers::waves(store, unix_now()).await?;
+    let (groups, total) = queue::groups(items, &waves, query.offset, query.limit, 3);
+    writeln!(out, "SERVER\tDOMAINS\tLOOKUPS\tPRIORITY\tREASONS\tSAMPLE\tNEW_LAST_HOUR")?;
     for g in &groups {
         let reasons: Vec<String> = g.reasons.iter().map(|(r, n)| format!("{r}:{n}")).collect();
         let server = if g.server.is_empty() { "-" } else { &g.server };
         writeln!(
             out,
-            "{server}\t{}\t{}\t{}\t{}\t{}",
+            "{server}\t{}\t{}\t{}\t{}\t{}\t{}",
             g.domains,
             g.lookups,
             g.priority,
             reasons.join(","),
-            g.sample.join(",")
+            g.sample.join(","),
+            g.new_domains_last_hour
         )?;
     }
     summary(store, groups.len(), total, waiting).await

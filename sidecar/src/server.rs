@@ -88,7 +88,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         pages,
         metrics: metrics.clone(),
         ext_authz: config.ext_authz.clone(),
-        signups: Signups::new(store.clone(), clock.clone()),
+        signups: Signups::new(store.clone(), clock.clone(), metrics.clone()),
         ext_authz_counting: config.ext_authz_counting.clone(),
     });
     let token_hash = config.admin_token.as_deref().map(hash_token);

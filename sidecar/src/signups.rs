@@ -2,16 +2,35 @@
 //! counters named, the domain's own mail server found without waiting for DNS, and one store
 //! call counting it everywhere ([`crate::state::SignupStore`]). Used by `POST /api/v1/signups`
 //! (the filter's call) and by `/ext_authz`, which counts in the process.
+//!
+//! **Waves** (issue 32, item 4): when the signup's domain waits for review with a mail server
+//! of its own — as this process last judged it within the hour (`Verdicts::queued_on`), else as
+//! the store's queue says (one read, remembered for the hour: the gateway's lookup may have
+//! reached another replica) — the signup also counts its registrable domain among the server's
+//! new domains of the last hour, beside the count and at the same time. A server reaching
+//! [`WAVE_THRESHOLD`] distinct ones counts a wave in the metrics and leads the review queue's
+//! grouping by server.
+//!
+//! **The busiest**: then, off the request's path, the signup ranks its mailbox, client and
+//! server (by their day counts) and the server's wave (when it grew) on the store's boards; a
+//! value whose count cannot enter a full board (not above its floor, as last answered, trusted a
+//! minute) costs no store call.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use email_verdict_core::Domain;
 use email_verdict_core::signup::velocity::{Counts, Scope, SignupEvent, client_network};
 
 use crate::clock::Clock;
+use crate::metrics::Metrics;
+use crate::state::queue::WAVE_THRESHOLD;
+use crate::state::signups::{Board, Entry, NewDomain, Wave};
 use crate::state::{Counter, StateError, StateStore};
 use crate::verdicts::Verdicts;
+
+/// How long a board's floor, as the store last answered it, is trusted.
+const FLOOR_TRUSTED_SECS: i64 = 60;
 
 /// A signup to count, checked: every value in the one form it is counted under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,15 +80,19 @@ fn client(text: &str) -> Result<String, String> {
 pub struct Signups {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+    /// Each board's floor (in [`Board::ALL`]'s order) and until when it is trusted (Unix s).
+    floors: Arc<Mutex<[(u64, i64); 4]>>,
 }
 
 impl Signups {
-    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
+        Self { store, clock, metrics, floors: Arc::default() }
     }
 
     /// Counts `signup` in each of its scopes (the registrable domain always; the server when the
-    /// MX cache knows it) in one store call; the counts, this signup included.
+    /// MX cache knows it) in one store call, and a never-seen domain in its server's wave beside
+    /// it; the counts, this signup included.
     pub async fn count(&self, verdicts: &Verdicts, signup: &Signup) -> Result<Counts, StateError> {
         let registrable = signup.domain.registrable().unwrap_or(signup.domain.as_str());
         let server = verdicts.known_mail_server(&signup.domain);
@@ -83,7 +106,16 @@ impl Signups {
         .flatten()
         .collect();
         let now = self.clock.now_ms().div_euclid(1000);
-        let windows = self.store.count_signup(&counters, now).await?;
+        // The wave beside the count, at the same time (after one read of the queue when this
+        // process did not judge the domain lately).
+        let wave = async {
+            let on = self.queued_on(verdicts, &signup.domain).await?;
+            let wave = self.store.count_new_domain(&NewDomain::new(&on, registrable), now).await;
+            Some((on, self.wave(wave)?))
+        };
+        let (windows, wave) = tokio::join!(self.store.count_signup(&counters, now), wave);
+        let windows = windows?;
+        let (queued_on, wave) = wave.unzip();
         let mut counts = Counts::default();
         for (counter, window) in counters.iter().zip(windows) {
             let slot = match counter.scope() {
@@ -94,8 +126,86 @@ impl Signups {
             };
             *slot = Some(window);
         }
+        let ranked = [
+            (Board::Mailboxes, signup.mailbox.clone(), counts.mailbox.map(|w| w.day)),
+            (Board::Clients, signup.client.clone(), counts.client.map(|w| w.day)),
+            (Board::Servers, server, counts.server.map(|w| w.day)),
+            // Only when the set grew: a domain signing up again changes nothing there.
+            (Board::Waves, queued_on, wave.filter(|w| w.added).map(|w| w.new_domains)),
+        ];
+        let entries =
+            ranked.into_iter().filter_map(|(board, value, count)| Some(Entry { board, value: value?, count: count? }));
+        self.rank(entries.collect(), now);
         Ok(counts)
     }
+
+    /// The mail server `domain` waits for review on, if it does: as this process last judged
+    /// it, else as the store's queue says (remembered for the hour). A store failure here fails
+    /// no signup: it is logged and counted, and the signup counts in no wave.
+    async fn queued_on(&self, verdicts: &Verdicts, domain: &Domain) -> Option<String> {
+        if let Some(known) = verdicts.queued_on(domain) {
+            return known;
+        }
+        match self.store.queued_server(domain.as_str()).await {
+            Ok(server) => {
+                verdicts.remember_queued_on(domain, server.clone());
+                server
+            }
+            Err(e) => {
+                self.metrics.store_error();
+                tracing::warn!(error = %e, "could not read the review queue for a signup");
+                None
+            }
+        }
+    }
+
+    /// The wave counted (a store failure there fails no signup: logged and counted).
+    fn wave(&self, wave: Result<Wave, StateError>) -> Option<Wave> {
+        match wave {
+            Ok(wave) => {
+                self.metrics.new_domain_signup(wave.added && wave.new_domains == WAVE_THRESHOLD);
+                Some(wave)
+            }
+            Err(e) => {
+                self.metrics.store_error();
+                tracing::warn!(error = %e, "could not count a new domain on its mail server");
+                None
+            }
+        }
+    }
+
+    /// Ranks on their boards, in the background, the entries that can enter them.
+    fn rank(&self, mut entries: Vec<Entry>, now: i64) {
+        {
+            let floors = self.floors.lock().unwrap_or_else(|p| p.into_inner());
+            entries.retain(|e| {
+                let (floor, until) = floors[board_index(e.board)];
+                now >= until || e.count > floor
+            });
+        }
+        if entries.is_empty() {
+            return;
+        }
+        let (store, floors, metrics) = (self.store.clone(), self.floors.clone(), self.metrics.clone());
+        tokio::spawn(async move {
+            match store.rank(&entries, now).await {
+                Ok(answered) => {
+                    let mut floors = floors.lock().unwrap_or_else(|p| p.into_inner());
+                    for (e, floor) in entries.iter().zip(answered) {
+                        floors[board_index(e.board)] = (floor, now + FLOOR_TRUSTED_SECS);
+                    }
+                }
+                Err(e) => {
+                    metrics.store_error();
+                    tracing::warn!(error = %e, "could not rank a signup's values");
+                }
+            }
+        });
+    }
+}
+
+fn board_index(board: Board) -> usize {
+    Board::ALL.iter().position(|b| *b == board).unwrap_or(0)
 }
 
 #[cfg(test)]

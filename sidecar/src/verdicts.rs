@@ -54,6 +54,9 @@ pub struct Verdicts {
     threshold: u64,
     metrics: Arc<Metrics>,
     learned: Mutex<LruCache<u64, Instant>>,
+    /// The domains this process last judged: the mail server each was queued under for review
+    /// (`None`: not queued on one), and when (Unix seconds). See [`Self::queued_on`].
+    queued: Mutex<LruCache<String, (Option<String>, i64)>>,
     /// Whether lookups feed the review queue and the infrastructure index ([`Self::read_only`]).
     feeds_store: bool,
     /// Domain ages from RDAP, when `--rdap` is on.
@@ -108,6 +111,8 @@ pub const DECIDED_DNS_WAIT: Duration = Duration::from_millis(100);
 const RELEARN_AFTER: Duration = Duration::from_secs(600);
 /// Facts remembered for that purpose (a bound, not a limit: a forgotten one is written again).
 const LEARNED_FACTS: usize = 10_000;
+/// Judged domains remembered for signup waves (the least recently judged are forgotten).
+const QUEUED_REMEMBERED: usize = 20_000;
 
 impl Verdicts {
     pub fn new(
@@ -119,9 +124,10 @@ impl Verdicts {
         metrics: Arc<Metrics>,
     ) -> Self {
         let learned = Mutex::new(LruCache::new(NonZeroUsize::new(LEARNED_FACTS).unwrap_or(NonZeroUsize::MIN)));
+        let queued = Mutex::new(LruCache::new(NonZeroUsize::new(QUEUED_REMEMBERED).unwrap_or(NonZeroUsize::MIN)));
         let dns_deadline = mx.lookup_timeout();
         let (threshold, feeds_store, ages) = (threshold.max(1), true, None);
-        Self { catalog, mx, store, clock, threshold, metrics, learned, feeds_store, ages, dns_deadline }
+        Self { catalog, mx, store, clock, threshold, metrics, learned, queued, feeds_store, ages, dns_deadline }
     }
 
     /// One lookup waits at most `deadline` for all its DNS work (the domain's MX, a listed
@@ -286,6 +292,23 @@ impl Verdicts {
         infra::OwnInfra::of(&self.catalog(), &mx).hosts.into_iter().next()
     }
 
+    /// Whether `domain` waits for review on a mail server of its own, as this process last
+    /// learned it within the hour (its own judgement, or the store's answer it remembered):
+    /// `Some(Some(server))` grouped under that server, `Some(None)` not (not queued, or without
+    /// a server of its own), `None` not known here. Never waits for anything (a signup's wave).
+    pub fn queued_on(&self, domain: &Domain) -> Option<Option<String>> {
+        let now = self.clock.now_ms().div_euclid(1000);
+        let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+        let (server, at) = queued.get(domain.as_str())?;
+        (*at > now - crate::state::signups::WAVE_WINDOW).then(|| server.clone())
+    }
+
+    /// Remembers for an hour that `domain` waits on `server` (or does not, `None`).
+    pub fn remember_queued_on(&self, domain: &Domain, server: Option<String>) {
+        let now = self.clock.now_ms().div_euclid(1000);
+        self.queued.lock().unwrap_or_else(|p| p.into_inner()).put(domain.as_str().to_owned(), (server, now));
+    }
+
     /// The catalog in force now.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.current()
@@ -352,6 +375,7 @@ impl Verdicts {
         // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
         let cause = review_cause(catalog, domain, signals, result, &infra, near, age.map(|a| a.days))
             .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
+        self.remember_queued_on(domain, cause.as_ref().and_then(|c| c.servers.first().cloned()));
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
         // (the very names in question) nor from mx_ip_match itself.
         let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);

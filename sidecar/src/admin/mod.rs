@@ -1,6 +1,6 @@
 //! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up),
 //! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the admin API under
-//! `/admin/v1/` (keys, reviews, warm-up, lists; bearer admin token). The server refuses to
+//! `/admin/v1/` (keys, reviews, warm-up, lists, the busiest signups; bearer admin token). The server refuses to
 //! listen on a non-loopback address without a token. Errors use the public API's body shape
 //! with admin codes. Its HTML face, the operator's dashboard at `/dashboard`, lives in
 //! [`dashboard`] and uses the same state and handlers.
@@ -10,6 +10,7 @@ pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod lists;
 mod reviews;
+mod signups;
 mod warmup;
 
 use std::sync::Arc;
@@ -213,6 +214,7 @@ impl AdminApp {
             ["admin", "v1", "keys", rest @ ..] => keys::route(&self.0, method, rest, &body, &query).await,
             ["admin", "v1", "reviews", rest @ ..] => reviews::route(&self.0, method, rest, &body, &query).await,
             ["admin", "v1", "warmup", rest @ ..] => warmup::route(&self.0, method, rest).await,
+            ["admin", "v1", "signups", rest @ ..] => signups::route(&self.0, method, rest, &query).await,
             ["admin", "v1", "lists", rest @ ..] => lists::route(&self.0, method, rest),
             _ => Err(AdminError::not_found("no such endpoint")),
         }

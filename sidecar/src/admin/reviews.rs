@@ -3,7 +3,7 @@
 //! | method | path | body | answer |
 //! |---|---|---|---|
 //! | GET | `/admin/v1/reviews?reason=&server=&q=&sort=priority\|oldest&limit=50&offset=0` | | one page of the queue (below) |
-//! | GET | `/admin/v1/reviews/servers?limit=50&offset=0` | | the queue grouped by mail server |
+//! | GET | `/admin/v1/reviews/servers?limit=50&offset=0` | | the queue grouped by mail server, waves first |
 //! | GET | `/admin/v1/reviews/learned?limit=50&offset=0` | | the servers the index knows |
 //! | GET | `/admin/v1/reviews/servers/{host or address}` | | one server: who taught it, its mark, the queued domains on it |
 //! | PUT or POST | `/admin/v1/reviews/servers/{host or address}` | `{"decision": "disposable"\|"safe", "note"?, "reviewer"?}` | the server, and `effect` |
@@ -21,6 +21,12 @@
 //! they list (the domain or a parent), `""` when none. `decision` is the one made on the domain
 //! itself (`null` when none); `applied` the one in force, made on the domain or on a parent up to
 //! its registrable domain (`{"decision", "on"}`, or `null`).
+//!
+//! The grouped queue: `{"servers": [group], "total", "offset", "limit", "wave_threshold"}`; a
+//! group: `{"server", "domains", "lookups", "priority", "reasons", "sample",
+//! "new_domains_last_hour", "wave"}`. A server with at least `wave_threshold` distinct never-seen
+//! domains signed up on it in the last hour (`wave: true`) comes first, the biggest first; then
+//! the groups by priority (`state/queue.rs`).
 //!
 //! A `disposable` decision on free webmail is refused with 409 `free_provider` (rule 2); a
 //! `disposable` mark on shared infrastructure with 409 `shared_mx` (rule 3).
@@ -162,7 +168,9 @@ async fn queue_page(admin: &Admin, query: &str) -> AdminResult {
 
 async fn server_groups(admin: &Admin, query: &str) -> AdminResult {
     let (offset, limit) = paging(query)?;
-    let (groups, total) = queue::groups(admin.store.review_queue().await?, offset, limit, 5);
+    let now = admin.clock.now_ms().div_euclid(1000);
+    let waves = servers::waves(&*admin.store, now).await?;
+    let (groups, total) = queue::groups(admin.store.review_queue().await?, &waves, offset, limit, 5);
     let groups: Vec<Value> = groups
         .iter()
         .map(|g| {
@@ -173,10 +181,21 @@ async fn server_groups(admin: &Admin, query: &str) -> AdminResult {
                 "priority": g.priority,
                 "reasons": g.reasons,
                 "sample": g.sample,
+                "new_domains_last_hour": g.new_domains_last_hour,
+                "wave": queue::is_wave(g.new_domains_last_hour),
             })
         })
         .collect();
-    Ok(Json(StatusCode::OK, json!({ "servers": groups, "total": total, "offset": offset, "limit": limit })))
+    Ok(Json(
+        StatusCode::OK,
+        json!({
+            "servers": groups,
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "wave_threshold": queue::WAVE_THRESHOLD,
+        }),
+    ))
 }
 
 async fn learned(admin: &Admin, query: &str) -> AdminResult {

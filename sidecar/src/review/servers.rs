@@ -2,12 +2,22 @@
 //! that taught it, its mark and history, the queued domains on it) and one decision for all its
 //! domains. The admin API, the CLI and the dashboard all go through here.
 
+use std::collections::HashMap;
+
 use email_verdict_core::{Catalog, Decision};
 
 use super::ReviewError;
 use crate::state::queue::on_server;
+use crate::state::signups::{BOARD_KEPT, Board};
 use crate::state::{MailServer, ServerKind, ServerMark, StateError, StateStore, Teacher};
 use crate::verdicts::{FACT_LIFETIME_SECS, owner_of};
+
+/// The mail servers with never-seen domains signing up on them: each one's distinct new domains
+/// in the last hour (the waves board, at most `BOARD_KEPT` servers), for the queue's grouping.
+pub async fn waves(store: &dyn StateStore, now: i64) -> Result<HashMap<String, u64>, StateError> {
+    let board = store.busiest(Board::Waves, now, BOARD_KEPT).await?;
+    Ok(board.into_iter().map(|r| (r.value, r.count)).collect())
+}
 
 /// Queued domains named in a report (the count is whole).
 const SAMPLE: usize = 20;

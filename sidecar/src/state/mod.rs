@@ -332,6 +332,11 @@ pub trait ReviewStore: Send + Sync + 'static {
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
     /// The most entries the queue keeps (`--review-queue-capacity`).
     fn queue_capacity(&self) -> usize;
+    /// The mail server `domain` is grouped under (its first own server) when it waits in the
+    /// queue undecided; `None` when it does not wait or has no server of its own. One read,
+    /// whatever the queue holds: a signup asks it (its wave) when this process did not judge the
+    /// domain lately.
+    async fn queued_server(&self, domain: &str) -> Result<Option<String>, StateError>;
     /// How many entries the bound dropped from the queue, by reason (undecided ones only).
     async fn review_dropped(&self) -> Result<Vec<(ReviewReason, u64)>, StateError>;
     /// Takes these entries out of the queue (a reviewer settled them otherwise: a mark on their

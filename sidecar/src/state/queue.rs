@@ -13,13 +13,23 @@
 //! bound drops decided entries first, then the lowest priority (the oldest among equals), and
 //! counts what it dropped by reason. Whatever the queue holds, the verdict's `review_required`
 //! stays the spec's: the queue is the reviewer's, not the API's.
+//!
+//! **Waves** (issue 32, item 4): grouped by mail server, a server on which at least
+//! [`WAVE_THRESHOLD`] never-seen domains signed up in the last hour (`state::signups`, "Waves")
+//! comes first, the biggest wave first, whatever the other groups weigh: many new domains on
+//! one server at once is one reviewer's step (one mark on the server), and the most urgent one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{ReviewItem, ReviewReason};
 
 /// Entries the queue keeps (each backend bounds it at this unless told otherwise).
 pub const QUEUE_CAPACITY: usize = 10_000;
+
+/// Distinct never-seen domains signed up on one mail server within an hour that make a wave.
+/// A small business's server sees a new domain now and then, a hosting company's a few an hour;
+/// ten distinct never-seen domains in an hour, every one signing up, is a campaign.
+pub const WAVE_THRESHOLD: u64 = 10;
 
 /// Own mail servers kept per entry (host names first, then addresses).
 pub const SERVERS_KEPT: usize = 8;
@@ -134,15 +144,29 @@ pub struct Group {
     pub server: String,
     pub domains: usize,
     pub lookups: u64,
-    /// The sum of its entries' priorities: the groups' order.
+    /// The sum of its entries' priorities: the groups' order after the waves.
     pub priority: u64,
+    /// Distinct never-seen domains signed up on it in the last hour (0 when not known).
+    pub new_domains_last_hour: u64,
     pub reasons: BTreeMap<&'static str, usize>,
     /// Its entries, highest priority first, at most `sample` of them.
     pub sample: Vec<String>,
 }
 
-/// The queue grouped by mail server, the groups that weigh most first, one page of them.
-pub fn groups(mut items: Vec<ReviewItem>, offset: usize, limit: usize, sample: usize) -> (Vec<Group>, usize) {
+/// Whether a group is a wave: [`WAVE_THRESHOLD`] new domains or more in the last hour.
+pub fn is_wave(new_domains_last_hour: u64) -> bool {
+    new_domains_last_hour >= WAVE_THRESHOLD
+}
+
+/// The queue grouped by mail server, one page of them: the waves first, biggest first (`waves`:
+/// a server's distinct new domains signed up in the last hour), then the groups that weigh most.
+pub fn groups(
+    mut items: Vec<ReviewItem>,
+    waves: &HashMap<String, u64>,
+    offset: usize,
+    limit: usize,
+    sample: usize,
+) -> (Vec<Group>, usize) {
     order(&mut items, Sort::Priority);
     let mut by_server: BTreeMap<String, Group> = BTreeMap::new();
     for item in &items {
@@ -158,7 +182,11 @@ pub fn groups(mut items: Vec<ReviewItem>, offset: usize, limit: usize, sample: u
         }
     }
     let mut all: Vec<Group> = by_server.into_values().collect();
-    all.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.server.cmp(&b.server)));
+    for g in &mut all {
+        g.new_domains_last_hour = if g.server.is_empty() { 0 } else { waves.get(&g.server).copied().unwrap_or(0) };
+    }
+    let wave = |g: &Group| if is_wave(g.new_domains_last_hour) { g.new_domains_last_hour } else { 0 };
+    all.sort_by(|a, b| wave(b).cmp(&wave(a)).then(b.priority.cmp(&a.priority)).then_with(|| a.server.cmp(&b.server)));
     let total = all.len();
     (all.into_iter().skip(offset).take(limit).collect(), total)
 }
@@ -240,7 +268,7 @@ mod tests {
         assert_eq!(q(Query { sort: Sort::Oldest, ..all.clone() })[0], "near.example", "first seen 1, by name");
         let p = page(items.clone(), &Query { reason: Some(NoMx), ..all });
         assert_eq!((p.items.len(), p.matching, p.waiting), (0, 0, 4));
-        let (groups, total) = groups(items.clone(), 0, 10, 1);
+        let (groups, total) = groups(items.clone(), &HashMap::new(), 0, 10, 1);
         let summary: Vec<_> = groups.iter().map(|g| (g.server.as_str(), g.domains, g.sample.clone())).collect();
         assert_eq!(total, 3);
         assert_eq!(
@@ -252,5 +280,33 @@ mod tests {
             ]
         );
         assert_eq!(on_server(&items, "mx.burn.example").count(), 2);
+    }
+
+    #[test]
+    fn a_wave_comes_first_whatever_the_others_weigh() {
+        use ReviewReason::*;
+        // Sixty names on one server, each looked up four times; four on another, once each.
+        let mut items: Vec<ReviewItem> =
+            (0..60).map(|i| item(&format!("f{i}.flood.example"), Ambiguous, 100, 4, &["mx.flood.example"])).collect();
+        items.extend((0..4).map(|i| item(&format!("w{i}.waves"), Ambiguous, 100, 1, &["mx.wave.waves"])));
+        items.push(item("weak.example", WeakListing, 500, 1, &["mx.weak.example"]));
+        let order = |waves: &[(&str, u64)]| -> Vec<(String, u64)> {
+            let waves = waves.iter().map(|(s, n)| (s.to_string(), *n)).collect();
+            groups(items.clone(), &waves, 0, 10, 1).0.into_iter().map(|g| (g.server, g.new_domains_last_hour)).collect()
+        };
+        let servers = |o: Vec<(String, u64)>| o.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+        assert_eq!(servers(order(&[])), ["mx.flood.example", "mx.weak.example", "mx.wave.waves"]);
+        let under = order(&[("mx.wave.waves", WAVE_THRESHOLD - 1), ("mx.weak.example", 1)]);
+        assert_eq!(under[2], ("mx.wave.waves".to_owned(), WAVE_THRESHOLD - 1), "under the bar: shown, not raised");
+        assert_eq!(under[1], ("mx.weak.example".to_owned(), 1));
+        let wave = order(&[("mx.wave.waves", 50), ("mx.weak.example", WAVE_THRESHOLD)]);
+        assert_eq!(
+            wave,
+            [
+                ("mx.wave.waves".to_owned(), 50),
+                ("mx.weak.example".to_owned(), WAVE_THRESHOLD),
+                ("mx.flood.example".to_owned(), 0)
+            ]
+        );
     }
 }

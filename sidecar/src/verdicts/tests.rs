@@ -170,3 +170,23 @@ async fn a_decision_stands_when_dns_is_slow_or_failing() {
     let r = v.verdict(&input("gnail.com"), Some(Decision::Block)).await.unwrap().result;
     assert!(!r.disposable && !r.domain_exists, "NXDOMAIN came from DNS");
 }
+
+/// Issue 32, item 4: a judgement remembers whether it queued the domain with a mail server of
+/// its own (that server, for the domain's signups: their wave); a domain not judged here is not
+/// known.
+#[tokio::test]
+async fn a_queued_domain_is_remembered_on_its_mail_server() {
+    let v = verdicts("queued-on");
+    let queued_on = |name: &str| v.queued_on(input(name).domain());
+    assert_eq!(queued_on("weakonly.example"), None, "not judged here: not known");
+    v.verdict(&input("weakonly.example"), None).await.unwrap();
+    assert_eq!(queued_on("weakonly.example"), Some(Some("mx.weakonly.example".to_owned())));
+    v.verdict(&input("burner.example"), None).await.unwrap();
+    assert_eq!(queued_on("burner.example"), Some(None), "strong-listed: not queued");
+    v.verdict(&input("gmial.com"), None).await.unwrap();
+    assert_eq!(queued_on("gmial.com"), Some(None), "queued (no MX), but no mail server of its own");
+    v.verdict(&input("weakonly.example"), Some(Decision::Allow)).await.unwrap();
+    assert_eq!(queued_on("weakonly.example"), Some(None), "decided since: no longer queued");
+    v.remember_queued_on(input("elsewhere.example").domain(), Some("mx.elsewhere.example".to_owned()));
+    assert_eq!(queued_on("elsewhere.example"), Some(Some("mx.elsewhere.example".to_owned())), "the store's answer");
+}

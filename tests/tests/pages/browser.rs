@@ -131,3 +131,37 @@ fn browser_review_queue_is_paged_filtered_and_decided_by_mail_server() {
     let history = sc.cli().run(&["review", "history", "mx.burnmail.test", "--server"]);
     assert!(history.stdout.contains("\tdisposable\tdashboard\ta burner network"), "{}", history.stdout);
 }
+
+/// Issue 32, item 4: a wave of never-seen domains signing up on one mail server leads the
+/// dashboard's queue by mail server and its home page, beside the day's busiest; one mark
+/// settles it.
+#[test]
+fn browser_a_signup_wave_leads_the_dashboard_and_one_mark_settles_it() {
+    let (sc, _nsd) = start_with(|b| b.keys(&["gateway"]));
+    for _ in 0..2 {
+        for i in 0..20 {
+            assert_eq!(sc.lookup(&format!("n{i}.flood.example")).status, 200);
+        }
+    }
+    for i in 0..12 {
+        let domain = format!("wave{i}.waves");
+        assert_eq!(sc.lookup(&domain).status, 200, "{domain}");
+        let (mailbox, client) = (["a1", "b2", "c3"][i % 3].repeat(32), format!("203.0.113.{}", i % 4));
+        let event = serde_json::json!({ "domain": domain, "mailbox": mailbox, "client": client });
+        let body = event.to_string();
+        let req = email_verdict_tests::Request::new("POST", "/api/v1/signups")
+            .bearer(sc.key())
+            .header("Content-Type", "application/json")
+            .body(body.as_bytes());
+        assert_eq!(sc.send(&req).status, 200, "{event}");
+    }
+    email_verdict_tests::wait_for("32 queued and the boards ranked", Duration::from_secs(10), || {
+        let queued = sc.cli().run(&["review", "list"]).stdout.lines().count() == 33;
+        let boards = email_verdict_tests::Request::get("/admin/v1/signups").send(sc.admin_addr()).json();
+        (queued && boards["waves"][0]["count"] == 12 && boards["clients"].as_array().is_some_and(|c| c.len() == 4))
+            .then_some(())
+    });
+    let out = node("waves.mjs", &[&format!("http://{}", sc.admin_addr()), &screenshots()]);
+    assert!(out.contains("waves: ok"), "{out}");
+    assert_eq!(sc.lookup_ok("wave3.waves")["result"]["verdict"], "disposable", "the mark decides the wave");
+}

@@ -8,6 +8,7 @@ use crate::admin::Admin;
 use crate::clock::{rfc3339, utc_day};
 use crate::pages::respond::{self, Headers, security_headers};
 use crate::plans::Plans;
+use crate::state::signups::Board;
 
 #[derive(Serialize)]
 struct LoginView<'a> {
@@ -38,6 +39,74 @@ struct HomeView {
     lists: Vec<ListRow>,
     list_refresh: String,
     today: String,
+    /// The busiest of the signups counted: waves (last hour), mailboxes, clients, servers (day).
+    busiest: Vec<BusiestTable>,
+    wave_threshold: u64,
+}
+
+/// One board of the busiest, as the home page shows it.
+#[derive(Serialize)]
+struct BusiestTable {
+    board: &'static str,
+    caption: &'static str,
+    column: &'static str,
+    count: &'static str,
+    /// Its values are mail servers (each links to its page).
+    servers: bool,
+    rows: Vec<BusiestRow>,
+}
+
+#[derive(Serialize)]
+struct BusiestRow {
+    value: String,
+    /// What the page prints: a mailbox hash shortened, else the value.
+    shown: String,
+    count: u64,
+    at: String,
+}
+
+/// Entries per board on the home page.
+const BUSIEST: usize = 10;
+/// Hex digits of a mailbox hash the page prints.
+const MAILBOX_SHOWN: usize = 12;
+
+fn busiest_table(board: Board, values: Vec<crate::state::signups::Ranked>) -> BusiestTable {
+    let (caption, column, count) = match board {
+        Board::Waves => {
+            ("Waves: never-seen domains signing up on one mail server, last hour", "Mail server", "New domains")
+        }
+        Board::Mailboxes => ("Busiest mailboxes, last day (keyed hash, shortened)", "Mailbox", "Signups"),
+        Board::Clients => ("Busiest clients, last day (IPv4 address or IPv6 /64)", "Client", "Signups"),
+        Board::Servers => ("Busiest mail servers, last day", "Mail server", "Signups"),
+    };
+    let rows = values
+        .into_iter()
+        .map(|r| BusiestRow {
+            shown: match board {
+                Board::Mailboxes => format!("{}…", r.value.chars().take(MAILBOX_SHOWN).collect::<String>()),
+                _ => r.value.clone(),
+            },
+            value: r.value,
+            count: r.count,
+            at: rfc3339(r.at),
+        })
+        .collect();
+    let servers = matches!(board, Board::Servers | Board::Waves);
+    BusiestTable { board: board.as_str(), caption, column, count, servers, rows }
+}
+
+/// Every board's first [`BUSIEST`] (a store failure leaves that board empty, not the page).
+async fn busiest(admin: &Admin) -> Vec<BusiestTable> {
+    let now = admin.clock.now_ms().div_euclid(1000);
+    let mut tables = Vec::new();
+    for board in [Board::Waves, Board::Mailboxes, Board::Clients, Board::Servers] {
+        let values = admin.store.busiest(board, now, BUSIEST).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "state store failed (dashboard busiest)");
+            Vec::new()
+        });
+        tables.push(busiest_table(board, values));
+    }
+    tables
 }
 
 #[derive(Serialize)]
@@ -238,6 +307,8 @@ pub async fn home(admin: &Admin, sess: &Session) -> Response<Vec<u8>> {
             secs => format!("every {secs} s"),
         },
         today,
+        busiest: busiest(admin).await,
+        wave_threshold: crate::state::queue::WAVE_THRESHOLD,
     };
     match admin.dashboard.sessions.take_flash(&sess.id) {
         Some(Flash::NewKey { id, secret }) => view.new_key = Some(NewKey { id, secret }),
@@ -342,6 +413,15 @@ pub(super) fn html(status: StatusCode, body: String, extra: Headers) -> Response
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mailboxes_are_shown_as_a_short_hash() {
+        let r = |value: &str| crate::state::signups::Ranked { value: value.into(), count: 3, at: 0 };
+        let mailboxes = busiest_table(Board::Mailboxes, vec![r(&"ab".repeat(32))]);
+        assert_eq!((mailboxes.rows[0].shown.as_str(), mailboxes.servers), ("abababababab…", false));
+        let servers = busiest_table(Board::Waves, vec![r("mx.wave.example")]);
+        assert_eq!((servers.rows[0].shown.as_str(), servers.servers), ("mx.wave.example", true));
+    }
 
     #[test]
     fn usage_bars_scale_to_the_busiest_day() {

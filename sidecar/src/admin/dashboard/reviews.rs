@@ -37,6 +37,7 @@ struct QueueView {
     last: usize,
     capacity: usize,
     dropped: String,
+    wave_threshold: u64,
     prev: Option<String>,
     next: Option<String>,
     /// This page's address, to come back to after a decision.
@@ -62,6 +63,9 @@ struct GroupRow {
     lookups: u64,
     priority: u64,
     reasons: String,
+    /// Distinct never-seen domains signed up on it in the last hour; a wave past the threshold.
+    new_domains_last_hour: u64,
+    wave: bool,
     sample: Vec<String>,
 }
 
@@ -110,7 +114,15 @@ pub async fn queue_page(admin: &Admin, sess: &Session, query: &str) -> Response<
     let (rows, groups, matching) = if by_server {
         let mut items = items;
         items.retain(|i| parsed_reason.is_none_or(|r| i.reason == r));
-        let (groups, total) = queue::groups(items, offset, PAGE, 5);
+        let now = admin.clock.now_ms().div_euclid(1000);
+        let waves = match servers::waves(&*admin.store, now).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(error = %e, "state store failed (dashboard)");
+                return plain(StatusCode::SERVICE_UNAVAILABLE, "the state store failed; retry later");
+            }
+        };
+        let (groups, total) = queue::groups(items, &waves, offset, PAGE, 5);
         let groups = groups
             .into_iter()
             .map(|g| GroupRow {
@@ -119,6 +131,8 @@ pub async fn queue_page(admin: &Admin, sess: &Session, query: &str) -> Response<
                 domains: g.domains,
                 lookups: g.lookups,
                 priority: g.priority,
+                wave: queue::is_wave(g.new_domains_last_hour),
+                new_domains_last_hour: g.new_domains_last_hour,
                 sample: g.sample,
             })
             .collect();
@@ -171,6 +185,7 @@ pub async fn queue_page(admin: &Admin, sess: &Session, query: &str) -> Response<
         matching,
         waiting,
         capacity: admin.store.queue_capacity(),
+        wave_threshold: queue::WAVE_THRESHOLD,
         dropped: if dropped.is_empty() { "none".to_owned() } else { dropped.join(", ") },
     };
     html(StatusCode::OK, admin.dashboard.templates.render("dashboard/reviews.html", &view), Vec::new())

@@ -265,6 +265,15 @@ impl ReviewStore for RedisStore {
             .collect()
     }
 
+    async fn queued_server(&self, domain: &str) -> Result<Option<String>, StateError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(QUEUE_KEYS[1]).arg(domain).cmd("SISMEMBER").arg(QUEUE_KEYS[5]).arg(domain);
+        let (cause, decided): (Option<String>, bool) = self.call(async |c| pipe.query_async(c).await).await?;
+        let Some(cause) = cause.filter(|_| !decided) else { return Ok(None) };
+        let v: serde_json::Value = serde_json::from_str(&cause).map_err(|_| invalid("cause"))?;
+        Ok(v["servers"].as_array().and_then(|a| a.first()).and_then(|s| s.as_str()).map(str::to_owned))
+    }
+
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {
         let fields: HashMap<String, String> =
             self.call(async |c| redis::cmd("HGETALL").arg(WARMUP).query_async(c).await).await?;

@@ -7,6 +7,13 @@
 //! On one server a signup is one script over its counters (one round trip); on a cluster it is
 //! the same script once per counter, sent together (one round trip's time, the counters'
 //! nodes in parallel). Counters are independent, so each being atomic is all a count needs.
+//!
+//! A server's new domains (its wave, `wave.lua`): `ev:{signup:server:<sha256>}:new`, a zset of
+//! domain hashes by their last signup, beside the server's counter (same slot), expiring an hour
+//! after its last one. The boards (`board.lua`): `ev:{signup-board}:<board>` (zset: value →
+//! count) and `…:<board>:at` (zset: value → when), at most `BOARD_KEPT` values each, all under
+//! one hash tag so a signup ranks its values in one script; a value is ranked only when it can
+//! enter its board (`signups.rs` remembers each board's floor), so that slot sees few writes.
 
 use std::sync::LazyLock;
 
@@ -15,10 +22,21 @@ use redis::Script;
 
 use super::{RedisStore, Target, unavailable};
 use crate::state::StateError;
-use crate::state::signups::{Buckets, COUNTER_TTL, Counter, SignupStore};
+use crate::state::signups::{
+    BOARD_KEPT, Board, Buckets, COUNTER_TTL, Counter, Entry, NewDomain, Ranked, SignupStore, WAVE_DOMAINS_KEPT,
+    WAVE_WINDOW, Wave, live,
+};
 use email_verdict_core::signup::velocity::Window;
 
 static COUNT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("signup.lua")));
+static WAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("wave.lua")));
+static BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("board.lua")));
+
+fn board_keys(board: Board) -> [String; 2] {
+    let counts = format!("ev:{{signup-board}}:{}", board.as_str());
+    let times = format!("{counts}:at");
+    [counts, times]
+}
 
 fn key(counter: &Counter) -> String {
     format!("ev:{{signup:{}}}", counter.name())
@@ -63,5 +81,64 @@ impl SignupStore for RedisStore {
             return Err(unavailable(format!("the count script answered {} numbers", counts.len())));
         }
         Ok(counts.chunks(2).map(|w| Window { hour: w[0], day: w[1] }).collect())
+    }
+
+    async fn count_new_domain(&self, new: &NewDomain, now: i64) -> Result<Wave, StateError> {
+        let set = format!("ev:{{signup:{}}}:new", new.server().name());
+        let (n, added): (u64, u64) = self
+            .call(async |c| {
+                WAVE.key(&set).arg(new.member()).arg(now).arg(WAVE_WINDOW).arg(WAVE_DOMAINS_KEPT).invoke_async(c).await
+            })
+            .await?;
+        Ok(Wave { new_domains: n, added: added == 1 })
+    }
+
+    async fn rank(&self, entries: &[Entry], now: i64) -> Result<Vec<u64>, StateError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let floors: Vec<u64> = self
+            .call(async |c| {
+                let mut call = BOARD.prepare_invoke();
+                call.arg(now);
+                for e in entries {
+                    let [counts, times] = board_keys(e.board);
+                    call.key(counts).key(times);
+                    call.arg(&e.value).arg(e.count).arg(e.board.lifetime()).arg(e.board.bucket()).arg(BOARD_KEPT);
+                }
+                call.invoke_async(c).await
+            })
+            .await?;
+        if floors.len() != entries.len() {
+            return Err(unavailable(format!("the board script answered {} numbers", floors.len())));
+        }
+        Ok(floors)
+    }
+
+    async fn busiest(&self, board: Board, now: i64, limit: usize) -> Result<Vec<Ranked>, StateError> {
+        let [counts, times] = board_keys(board);
+        let (counts, times): (Vec<(String, u64)>, Vec<(String, i64)>) = self
+            .call(async |c| {
+                redis::pipe()
+                    .cmd("ZRANGE")
+                    .arg(&counts)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .cmd("ZRANGE")
+                    .arg(&times)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(c)
+                    .await
+            })
+            .await?;
+        let times: std::collections::HashMap<String, i64> = times.into_iter().collect();
+        let values = counts
+            .into_iter()
+            .filter_map(|(value, count)| Some(Ranked { at: *times.get(&value)?, value, count }))
+            .collect();
+        Ok(live(board, values, now, limit))
     }
 }

@@ -162,6 +162,27 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX signup_buckets_by_expiry ON signup_buckets (expires);
 ",
+    // Issue 32, item 4: waves and the busiest (`state/signups.rs`). `signup_new_domains`: per
+    // server (`new:<sha256>`), the hashes of the never-seen domains signed up on it and when
+    // last; `signup_board`: per board, at most `BOARD_KEPT` values with their count and when.
+    "
+    CREATE TABLE signup_new_domains (
+        server  TEXT NOT NULL,
+        domain  TEXT NOT NULL,
+        seen    INTEGER NOT NULL,
+        PRIMARY KEY (server, domain)
+    );
+    CREATE INDEX signup_new_domains_by_server ON signup_new_domains (server, seen);
+    CREATE INDEX signup_new_domains_by_age ON signup_new_domains (seen);
+    CREATE TABLE signup_board (
+        board  TEXT NOT NULL,
+        value  TEXT NOT NULL,
+        count  INTEGER NOT NULL,
+        at     INTEGER NOT NULL,
+        PRIMARY KEY (board, value)
+    );
+    CREATE INDEX signup_board_by_count ON signup_board (board, count);
+",
 ];
 
 /// The migration that added `review_items.decided`: opening an older file sets it afterwards.

@@ -194,6 +194,18 @@ impl ReviewStore for SqliteStore {
         .await
     }
 
+    async fn queued_server(&self, domain: &str) -> Result<Option<String>, StateError> {
+        let domain = domain.to_owned();
+        self.with_conn(move |c| {
+            let servers: Option<String> = c
+                .prepare_cached("SELECT servers FROM review_items WHERE domain = ?1 AND decided = 0")
+                .and_then(|mut stmt| stmt.query_row([&domain], |r| r.get(0)).optional())
+                .map_err(unavailable)?;
+            Ok(servers.and_then(|s| ReviewCause::parse_sources(&s).into_iter().next()))
+        })
+        .await
+    }
+
     async fn warmup_progress(&self) -> Result<WarmupProgress, StateError> {
         self.with_conn(|c| {
             let row = c

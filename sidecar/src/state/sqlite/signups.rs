@@ -2,13 +2,21 @@
 //! `SLOTS` per counter), in the lookup path's group commit. Each count also deletes up to
 //! [`EXPIRED_PER_COUNT`] rows whose bucket has left its window (by the `expires` index): more
 //! than a count can create, so the table holds the last day's counters and a bounded backlog.
+//!
+//! Waves: `signup_new_domains`, one row per server and new domain, at most `WAVE_DOMAINS_KEPT`
+//! per server (its index by time gives the count and the oldest); each count also deletes a few
+//! rows of any server that left the hour. Boards: `signup_board`, at most `BOARD_KEPT` rows per
+//! board, so ranking reads and trims a bounded number of rows whatever else the store holds.
 
 use async_trait::async_trait;
 use rusqlite::{Connection, params};
 
 use super::{SqliteStore, unavailable};
 use crate::state::StateError;
-use crate::state::signups::{Buckets, Counter, DAY_BUCKET, DAY_BUCKETS, HOUR_BUCKET, HOUR_BUCKETS, SignupStore};
+use crate::state::signups::{
+    BOARD_KEPT, Board, Buckets, Counter, DAY_BUCKET, DAY_BUCKETS, Entry, HOUR_BUCKET, HOUR_BUCKETS, NewDomain, Ranked,
+    SignupStore, WAVE_DOMAINS_KEPT, WAVE_WINDOW, Wave, live,
+};
 use email_verdict_core::signup::velocity::Window;
 
 /// Expired rows deleted per count (a count writes at most 2 per counter, 4 counters).
@@ -31,6 +39,102 @@ impl SignupStore for SqliteStore {
         })
         .await
     }
+
+    async fn count_new_domain(&self, new: &NewDomain, now: i64) -> Result<Wave, StateError> {
+        let (set, member) = (new.set(), new.member().to_owned());
+        self.in_group(move |c| new_domain(c, &set, &member, now).map_err(unavailable)).await
+    }
+
+    async fn rank(&self, entries: &[Entry], now: i64) -> Result<Vec<u64>, StateError> {
+        let entries = entries.to_vec();
+        self.in_group(move |c| {
+            entries.iter().map(|e| rank(c, e, now)).collect::<rusqlite::Result<_>>().map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn busiest(&self, board: Board, now: i64, limit: usize) -> Result<Vec<Ranked>, StateError> {
+        self.with_conn(move |c| {
+            let mut stmt = c
+                .prepare_cached("SELECT value, count, at FROM signup_board WHERE board = ?1 AND at > ?2")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map(params![board.as_str(), now - board.lifetime()], |r| {
+                    Ok(Ranked { value: r.get(0)?, count: r.get::<_, i64>(1)?.max(0) as u64, at: r.get(2)? })
+                })
+                .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+                .map_err(unavailable)?;
+            Ok(live(board, rows, now, limit))
+        })
+        .await
+    }
+}
+
+/// A new domain on a server: the server's rows that left the hour go, the domain is added (or
+/// seen again), the oldest past the bound go; then a few rows of other servers that left it.
+fn new_domain(c: &Connection, set: &str, member: &str, now: i64) -> rusqlite::Result<Wave> {
+    let since = now - WAVE_WINDOW;
+    c.prepare_cached("DELETE FROM signup_new_domains WHERE server = ?1 AND seen <= ?2")?
+        .execute(params![set, since])?;
+    let added = c
+        .prepare_cached("INSERT OR IGNORE INTO signup_new_domains (server, domain, seen) VALUES (?1, ?2, ?3)")?
+        .execute(params![set, member, now])?
+        == 1;
+    if !added {
+        c.prepare_cached("UPDATE signup_new_domains SET seen = MAX(seen, ?3) WHERE server = ?1 AND domain = ?2")?
+            .execute(params![set, member, now])?;
+    }
+    let mut n: i64 = c
+        .prepare_cached("SELECT COUNT(*) FROM signup_new_domains WHERE server = ?1")?
+        .query_row(params![set], |r| r.get(0))?;
+    let kept = WAVE_DOMAINS_KEPT as i64;
+    if n > kept {
+        c.prepare_cached(
+            "DELETE FROM signup_new_domains WHERE rowid IN
+             (SELECT rowid FROM signup_new_domains WHERE server = ?1 ORDER BY seen LIMIT ?2)",
+        )?
+        .execute(params![set, n - kept])?;
+        n = kept;
+    }
+    c.prepare_cached(
+        "DELETE FROM signup_new_domains WHERE rowid IN
+         (SELECT rowid FROM signup_new_domains WHERE seen <= ?1 ORDER BY seen LIMIT ?2)",
+    )?
+    .execute(params![since, EXPIRED_PER_COUNT])?;
+    Ok(Wave { new_domains: n.max(0) as u64, added })
+}
+
+/// One entry ranked on its board (see [`SignupStore::rank`]); the board's floor.
+fn rank(c: &Connection, e: &Entry, now: i64) -> rusqlite::Result<u64> {
+    let board = e.board.as_str();
+    c.prepare_cached("DELETE FROM signup_board WHERE board = ?1 AND at <= ?2")?
+        .execute(params![board, now - e.board.lifetime()])?;
+    let count = i64::try_from(e.count).unwrap_or(i64::MAX);
+    c.prepare_cached(
+        "INSERT INTO signup_board (board, value, count, at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (board, value) DO UPDATE SET
+             count = CASE WHEN at > ?4 - ?5 THEN MAX(count, excluded.count) ELSE excluded.count END,
+             at = MAX(at, excluded.at)",
+    )?
+    .execute(params![board, e.value, count, now, e.board.bucket()])?;
+    let n: i64 = c
+        .prepare_cached("SELECT COUNT(*) FROM signup_board WHERE board = ?1")?
+        .query_row(params![board], |r| r.get(0))?;
+    let kept = BOARD_KEPT as i64;
+    if n > kept {
+        c.prepare_cached(
+            "DELETE FROM signup_board WHERE rowid IN
+             (SELECT rowid FROM signup_board WHERE board = ?1 ORDER BY count, at LIMIT ?2)",
+        )?
+        .execute(params![board, n - kept])?;
+    }
+    if n < kept {
+        return Ok(0);
+    }
+    let floor: i64 = c
+        .prepare_cached("SELECT MIN(count) FROM signup_board WHERE board = ?1")?
+        .query_row(params![board], |r| r.get(0))?;
+    Ok(floor.max(0) as u64)
 }
 
 /// One counter: the signup added to its hour and day buckets, then both windows read.
