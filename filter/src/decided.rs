@@ -38,6 +38,22 @@ pub fn claim(store: &mut (impl SharedData + ?Sized), now_ms: u64, period_ms: u64
     store.shared_data_set(DUE_KEY, next.as_bytes(), cas).is_ok()
 }
 
+/// The request headers of a fetch of the sidecar's decisions, with the stored `etag` (the
+/// same for every host).
+pub fn fetch_headers<'a>(sidecar: &'a crate::config::Sidecar, etag: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        (":method", "GET"),
+        (":path", PATH),
+        (":authority", sidecar.authority.as_str()),
+        ("authorization", sidecar.authorization.as_str()),
+        ("accept", "application/json"),
+    ];
+    if let Some(etag) = etag {
+        headers.push(("if-none-match", etag));
+    }
+    headers
+}
+
 /// The `ETag` of the stored list, to send as `If-None-Match`.
 pub fn stored_etag(store: &(impl SharedData + ?Sized)) -> Option<String> {
     let (value, _) = store.shared_data_get(LIST_KEY).ok()?;

@@ -363,16 +363,7 @@ impl Root {
         }
         let etag = decided::stored_etag(&host);
         let sidecar = &config.sidecar;
-        let mut headers = vec![
-            (":method", "GET"),
-            (":path", decided::PATH),
-            (":authority", sidecar.authority.as_str()),
-            ("authorization", sidecar.authorization.as_str()),
-            ("accept", "application/json"),
-        ];
-        if let Some(etag) = etag.as_deref() {
-            headers.push(("if-none-match", etag));
-        }
+        let headers = decided::fetch_headers(sidecar, etag.as_deref());
         // Through the SDK, like the stream's callout: the answer comes back to this context.
         if let Err(s) =
             proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout)

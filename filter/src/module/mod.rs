@@ -371,16 +371,7 @@ fn sync_decisions(config: &Arc<ModuleConfig>, envoy: FilterConfigEnvoyPtr) {
     }
     let etag = decided::stored_etag(&store);
     let sidecar = &parsed.sidecar;
-    let mut headers = vec![
-        (":method", "GET"),
-        (":path", decided::PATH),
-        (":authority", sidecar.authority.as_str()),
-        ("authorization", sidecar.authorization.as_str()),
-        ("accept", "application/json"),
-    ];
-    if let Some(etag) = etag.as_deref() {
-        headers.push(("if-none-match", etag));
-    }
+    let headers = decided::fetch_headers(sidecar, etag.as_deref());
     let mut headers = host::module_headers(&headers);
     let mut id = 0u64;
     // SAFETY: Envoy's configuration pointer on the main thread; live buffers; out-pointer.
