@@ -35,7 +35,7 @@ use crate::{Case, Ctx, GATEWAY_PLAN};
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
-const RATIOS: [(usize, usize, Option<f64>); 10] = [
+const RATIOS: [(usize, usize, Option<f64>); 13] = [
     (1, 0, Some(0.97)),
     (3, 2, Some(0.9)),
     (4, 5, Some(1.0)),
@@ -46,6 +46,9 @@ const RATIOS: [(usize, usize, Option<f64>); 10] = [
     (10, 3, None),
     (11, 8, None),
     (10, 11, None),
+    (12, 2, None),
+    (3, 12, None),
+    (13, 2, None),
 ];
 /// The header the diagnostic case carries the email in.
 const EMAIL_HEADER: &str = "x-signup-email";
@@ -55,7 +58,7 @@ const MAILBOX_SECRET: &str = "email-verdict-bench-mailbox-secret-0123456789";
 /// one firing would show as `too_many_signups` and as non-2xx answers.
 const NEVER: u64 = 1_000_000_000_000;
 /// The rows; their number is the position here, plus one.
-const ROWS: [&str; 12] = [
+const ROWS: [&str; 14] = [
     "no filter, GET /",
     "filter on, non-signup route, GET /",
     "no filter, POST /signup",
@@ -68,6 +71,8 @@ const ROWS: [&str; 12] = [
     "filter, POST /signup, callout every request → sidecar",
     "filter, POST /signup, cached verdict, counting on → sidecar",
     "ext_authz (envoy/ext-authz.yaml) → sidecar /ext_authz, counting on",
+    "(floor) no filter, POST /signup, Envoy's buffer filter + the 6 verdict headers added by the route",
+    "(diagnostic) filter on, POST /signup, not a signup in its configuration (the filter runs, reads nothing)",
 ];
 
 /// One build's side of the section: the build, its sidecar (serving, with its keys made) and
@@ -84,7 +89,7 @@ pub struct Side<'a> {
 }
 
 /// The rows that run a filter (0-based); the others are the same whichever filter a build has.
-const FILTER_ROWS: [usize; 6] = [1, 3, 4, 6, 9, 10];
+const FILTER_ROWS: [usize; 7] = [1, 3, 4, 6, 9, 10, 13];
 /// The dynamic module's targets (issue 33): (row, baseline row, least ratio of requests/s).
 const MODULE_TARGETS: [(usize, usize, f64); 3] = [(1, 0, 0.99), (3, 2, 0.85), (4, 5, 1.0)];
 
@@ -96,6 +101,10 @@ fn velocity() -> Value {
 /// Everything a side runs; the Envoys first, so they stop before what they call.
 struct Setup {
     plain: BenchEnvoy,
+    /// Row 13: what reading the body and adding the headers costs in Envoy's own code.
+    buffered: BenchEnvoy,
+    /// Row 14: the filter on the signup route, configured with no signup route.
+    idle_filter: Envoy,
     shipped: Envoy,
     callout: Envoy,
     in_header: Envoy,
@@ -129,6 +138,12 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
     let key = side.pro_key;
     let app_port = ("APP_PORT", app.addr().port().to_string());
     let plain = BenchEnvoy::start("no-filter", std::slice::from_ref(&app_port))?;
+    let buffered = BenchEnvoy::start("buffer", std::slice::from_ref(&app_port))?;
+    let idle_filter = build
+        .filter_envoy(sidecar.addr(), app.addr())
+        .api_key(key)
+        .set("/signup_routes", json!([{ "method": "POST", "path": "/not-the-signup" }]))
+        .start();
     let shipped = build.filter_envoy(sidecar.addr(), app.addr()).api_key(key).start();
     let callout =
         build.filter_envoy(endpoint.addr(), app.addr()).api_key(key).set("/cache/ttl_seconds", json!(0)).start();
@@ -202,6 +217,8 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
     }
     Ok(Setup {
         plain,
+        buffered,
+        idle_filter,
         shipped,
         callout,
         in_header,
@@ -271,6 +288,8 @@ fn cases(
         Some(envoy(9, &s.callout_sidecar, post).service(vec![sidecar_pid])),
         s.counting.as_ref().ok().map(|e| envoy(10, e, post).service(vec![sidecar_pid])),
         s.authz_counting.as_ref().ok().zip(counting_pid).map(|(e, pid)| envoy(11, e, post).service(vec![pid])),
+        Some(Case::new(ROWS[12], s.buffered.addr(), "/signup", post, vec![s.buffered.pid()])),
+        Some(envoy(13, &s.idle_filter, post)),
     ];
     let runs_row = |row: usize| !side.filter_only || FILTER_ROWS.contains(&row);
     all.into_iter().enumerate().map(|(row, case)| case.filter(|_| runs_row(row))).collect()
@@ -338,7 +357,11 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
          `envoy/ext-authz.yaml` (path normalization, header removal) or the shipped filter against the same \
          signup, with the gateway's key on the unlimited `gateway` plan. Rows 11–12 count every signup \
          (`velocity` with limits no run reaches; row 11: the filter's `POST /api/v1/signups` beside the cached \
-         verdict; row 12: the sidecar's `/ext_authz` with `--mailbox-secret`, a sidecar of its own).\n\n\
+         verdict; row 12: the sidecar's `/ext_authz` with `--mailbox-secret`, a sidecar of its own). Row 13 \
+         is a floor, no filter of ours: Envoy's own buffer filter holding the signup until its body is in and \
+         the route adding the six headers a safe cached signup gets, what any filter that reads the body first \
+         makes Envoy do (row 4 vs row 13: the filter's own cost above that floor). Row 14 runs the filter on the signup route with \
+         no signup route in its configuration: what the filter's mere presence on a POST costs.\n\n\
          Filter counters: {}.\n",
         rows.join("\n"),
         checks[0],
