@@ -3,7 +3,7 @@
 //! A generated corpus of signups (`framework_differentials/corpus.rs`: deterministic, seeded; JSON
 //! in every encoding, charset and content type behind a query address, bracket and case names,
 //! `;` query separators, multipart framing that parsers split differently, form charsets) goes
-//! through the shipped block-mode gateway: the Wasm filter in Envoy (`envoy/plugin-config.json`)
+//! through the shipped block-mode gateway: the filter in Envoy, both builds (Wasm and dynamic module; `envoy/plugin-config.json`)
 //! and Envoy's ext_authz calling the sidecar (`envoy/ext-authz-config.json`), each in front of a
 //! recording app. Every request that reached the app is replayed, byte for byte, to every reader
 //! of `tests/frameworks/` (Express 5, multer, busboy, formidable 3, Django, Starlette, FastAPI,
@@ -31,7 +31,7 @@ mod report;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use email_verdict_tests::envoy::{self, EnvoyBuilder, Gateway};
+use email_verdict_tests::envoy::{self, EnvoyBuilder, FilterBuild, Gateway};
 use email_verdict_tests::frameworks::{Frameworks, Reading};
 use email_verdict_tests::{Nsd, Recorded, Request, Sidecar, UpstreamApp};
 
@@ -45,14 +45,19 @@ const CASE_HEADER: &str = "x-corpus-case";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Via {
-    Filter,
+    /// The filter, in one of its builds (Wasm, dynamic module).
+    Filter(FilterBuild),
     ExtAuthz,
 }
 
 impl Via {
+    /// Every gateway the corpus goes through.
+    pub const ALL: [Via; 3] = [Via::Filter(FilterBuild::Wasm), Via::Filter(FilterBuild::Module), Via::ExtAuthz];
+
     pub fn name(self) -> &'static str {
         match self {
-            Via::Filter => "filter",
+            Via::Filter(FilterBuild::Wasm) => "filter (Wasm)",
+            Via::Filter(FilterBuild::Module) => "filter (dynamic module)",
             Via::ExtAuthz => "ext_authz",
         }
     }
@@ -61,8 +66,8 @@ impl Via {
 /// The shipped block-mode gateway in front of a recording app.
 pub fn start_gateway(via: Via) -> Gateway {
     envoy::envoy_binary();
-    if via == Via::Filter {
-        envoy::filter_wasm();
+    if let Via::Filter(build) = via {
+        build.artifact();
     }
     let config = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string();
     let nsd = Nsd::start();
@@ -73,7 +78,10 @@ pub fn start_gateway(via: Via) -> Gateway {
     let sidecar = sidecar.start();
     let app = UpstreamApp::start();
     let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
-    let envoy = if via == Via::Filter { envoy.start() } else { envoy.ext_authz().start() };
+    let envoy = match via {
+        Via::Filter(build) => envoy.build(build).start(),
+        Via::ExtAuthz => envoy.ext_authz().start(),
+    };
     Gateway { envoy, app, sidecar, nsd }
 }
 
@@ -186,7 +194,7 @@ fn no_framework_reads_a_disposable_address_the_gateway_let_through() {
     let frameworks = Frameworks::start();
     every_family_fools_a_framework_without_the_gateway(&frameworks, &cases);
     let mut runs = Vec::new();
-    for via in [Via::Filter, Via::ExtAuthz] {
+    for via in Via::ALL {
         runs.push((via, send_all(via, &cases)));
     }
     let all: Vec<&Trip> = runs.iter().flat_map(|(_, t)| t.iter()).collect();

@@ -10,7 +10,7 @@
 //! clients send (curl's and Python requests' multipart uploads with a binary file full of CR
 //! bytes) still goes through, judged.
 
-use email_verdict_tests::envoy::{Envoy, EnvoyBuilder, signup};
+use email_verdict_tests::envoy::{Envoy, EnvoyBuilder, FilterBuild, each_build, signup};
 use email_verdict_tests::werkzeug::{WerkzeugApp, read_batch, read_values};
 use email_verdict_tests::{Nsd, Request, Response, Sidecar};
 use serde_json::Value;
@@ -30,7 +30,8 @@ struct Setup {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Gateway {
-    Filter,
+    /// The filter, in each build (Wasm and the dynamic module).
+    Filter(FilterBuild),
     ExtAuthz,
 }
 
@@ -40,8 +41,8 @@ fn shipped_ext_authz_config() -> String {
 
 fn setup(gateway: Gateway) -> Setup {
     email_verdict_tests::envoy::envoy_binary();
-    if gateway == Gateway::Filter {
-        email_verdict_tests::envoy::filter_wasm();
+    if let Gateway::Filter(build) = gateway {
+        build.artifact();
     }
     let nsd = Nsd::start();
     let config = shipped_ext_authz_config();
@@ -53,7 +54,7 @@ fn setup(gateway: Gateway) -> Setup {
     let app = WerkzeugApp::start();
     let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
     let envoy = match gateway {
-        Gateway::Filter => envoy.start(),
+        Gateway::Filter(build) => envoy.build(build).start(),
         Gateway::ExtAuthz => envoy.ext_authz().start(),
     };
     Setup { envoy, app, _sidecar: sidecar, _nsd: nsd }
@@ -302,7 +303,7 @@ fn attacks_are_kept_out(gateway: Gateway) {
 
 #[test]
 fn bodies_that_hide_the_email_are_refused_by_the_filter() {
-    attacks_are_kept_out(Gateway::Filter);
+    each_build(|build| attacks_are_kept_out(Gateway::Filter(build)));
 }
 
 #[test]
@@ -335,7 +336,7 @@ fn invalid_addresses_are_refused(gateway: Gateway) {
 
 #[test]
 fn addresses_the_validators_refuse_are_invalid_at_the_filter() {
-    invalid_addresses_are_refused(Gateway::Filter);
+    each_build(|build| invalid_addresses_are_refused(Gateway::Filter(build)));
 }
 
 #[test]
@@ -393,7 +394,7 @@ fn real_clients_upload(gateway: Gateway) {
 
 #[test]
 fn real_clients_multipart_uploads_pass_the_filter_judged() {
-    real_clients_upload(Gateway::Filter);
+    each_build(|build| real_clients_upload(Gateway::Filter(build)));
 }
 
 #[test]
