@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use email_verdict_tests::dns::BlackHole;
-use email_verdict_tests::envoy::EnvoyBuilder;
+use email_verdict_tests::envoy::{EnvoyBuilder, each_build};
 use email_verdict_tests::http::Response;
 use email_verdict_tests::verdict::{check_error, check_ok};
 use email_verdict_tests::{Request, Sidecar, TestDir, UpstreamApp};
@@ -116,17 +116,23 @@ fn the_deadline_is_configurable() {
 /// verdict headers and no bypass, mailinator.com is blocked by the sidecar's answer.
 #[test]
 fn the_gateway_gets_verdicts_while_dns_is_silent() {
-    let dir = TestDir::new("dns-deadline-envoy");
-    let (sc, _dns) = sidecar_without_dns(&dir, |b| b);
-    let app = UpstreamApp::start();
-    let envoy = EnvoyBuilder::new(sc.addr(), app.addr()).api_key(sc.key()).start();
-    let resp = envoy.signup_json("ann@gmail.com");
-    assert_eq!(resp.status, 200, "{resp}");
-    let req = app.wait_for_request(1);
-    assert_eq!(req.header("x-email-verdict"), Some("safe"), "{:?}", req.headers);
-    assert_eq!(req.header("x-email-verdict-bypass"), None, "{:?}", req.headers);
-    assert_eq!(req.header("x-email-flags"), Some("free_provider"), "{:?}", req.headers);
-    let resp = envoy.signup_json("bob@mailinator.com");
-    assert_eq!(resp.status, 403, "{resp}");
-    assert_eq!(envoy.counter("email_verdict.local_decisions").unwrap_or(0), 0, "the sidecar decided, not the fallback");
+    each_build(|build| {
+        let dir = TestDir::new("dns-deadline-envoy");
+        let (sc, _dns) = sidecar_without_dns(&dir, |b| b);
+        let app = UpstreamApp::start();
+        let envoy = EnvoyBuilder::new(sc.addr(), app.addr()).api_key(sc.key()).build(build).start();
+        let resp = envoy.signup_json("ann@gmail.com");
+        assert_eq!(resp.status, 200, "{resp}");
+        let req = app.wait_for_request(1);
+        assert_eq!(req.header("x-email-verdict"), Some("safe"), "{:?}", req.headers);
+        assert_eq!(req.header("x-email-verdict-bypass"), None, "{:?}", req.headers);
+        assert_eq!(req.header("x-email-flags"), Some("free_provider"), "{:?}", req.headers);
+        let resp = envoy.signup_json("bob@mailinator.com");
+        assert_eq!(resp.status, 403, "{resp}");
+        assert_eq!(
+            envoy.counter("email_verdict.local_decisions").unwrap_or(0),
+            0,
+            "the sidecar decided, not the fallback"
+        );
+    });
 }

@@ -2,7 +2,7 @@
 //! callout and with the ext_authz check; the sidecar logs it beside its own id; the filter's
 //! block carries it (header and body), so an operator holding the 403 finds both log lines.
 
-use email_verdict_tests::envoy::gateway_with;
+use email_verdict_tests::envoy::{each_build, gateway_with, gateway_with_on};
 
 fn logged_ids(log: &str, route: &str) -> Vec<String> {
     log.lines()
@@ -13,14 +13,16 @@ fn logged_ids(log: &str, route: &str) -> Vec<String> {
 
 #[test]
 fn the_filters_block_carries_the_id_the_sidecar_logged() {
-    let g = gateway_with(|s| s, |b| b.set("/cache/ttl_seconds", serde_json::json!(0)));
-    let resp = g.envoy.signup_json("temp@mailinator.com");
-    assert_eq!(resp.status, 403, "{resp}");
-    let id = resp.header("x-request-id").expect("the block names the request").to_owned();
-    assert_eq!(resp.json()["request_id"], id.as_str(), "{resp}");
-    assert_eq!(resp.json()["error"], "disposable_email");
-    let logged = logged_ids(&g.sidecar.stderr_text(), "lookup");
-    assert_eq!(logged, vec![id], "the sidecar logged Envoy's id beside its own");
+    each_build(|build| {
+        let g = gateway_with_on(build, |s| s, |b| b.set("/cache/ttl_seconds", serde_json::json!(0)));
+        let resp = g.envoy.signup_json("temp@mailinator.com");
+        assert_eq!(resp.status, 403, "{resp}");
+        let id = resp.header("x-request-id").expect("the block names the request").to_owned();
+        assert_eq!(resp.json()["request_id"], id.as_str(), "{resp}");
+        assert_eq!(resp.json()["error"], "disposable_email");
+        let logged = logged_ids(&g.sidecar.stderr_text(), "lookup");
+        assert_eq!(logged, vec![id], "the sidecar logged Envoy's id beside its own");
+    });
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! every language, and as `x-email-suggestion` from ext_authz and from the filter in a real
 //! Envoy (the suggested domain only: the local part never leaves the proxy).
 
-use email_verdict_tests::envoy::{gateway, gateway_with, signup};
+use email_verdict_tests::envoy::{each_build, gateway_on, gateway_with, signup};
 use email_verdict_tests::verdict::check_ok;
 use email_verdict_tests::{Request, Sidecar, api_target, start};
 use serde_json::{Value, json};
@@ -80,23 +80,25 @@ fn the_public_page_says_did_you_mean_in_every_language() {
 
 #[test]
 fn the_filter_passes_the_suggested_domain_to_the_app_and_strips_forged_copies() {
-    let g = gateway(|b| b);
-    let body = json!({ "email": "ann@yhaoo.com" }).to_string();
-    let forged = signup("application/json", body.as_bytes()).header("x-email-suggestion", "evil.example");
-    assert_eq!(g.envoy.send(&forged).status, 200);
-    let seen = g.app.wait_for_request(1);
-    assert_eq!(seen.headers_named("x-email-suggestion"), ["yahoo.com"], "{:?}", seen.headers);
-    assert_eq!(seen.headers_named("x-email-domain"), ["yhaoo.com"]);
-    // A signup without a typo: a forged suggestion is removed, none added.
-    let body = json!({ "email": "ann@gmail.com" }).to_string();
-    let forged = signup("application/json", body.as_bytes()).header("x-email-suggestion", "evil.example");
-    assert_eq!(g.envoy.send(&forged).status, 200);
-    let seen = g.app.wait_for_request(2);
-    assert!(seen.header("x-email-suggestion").is_none(), "{:?}", seen.headers);
-    // Not a signup: stripped by the route.
-    let other = Request::new("GET", "/home").header("x-email-suggestion", "evil.example");
-    assert_eq!(g.envoy.send(&other).status, 200);
-    assert!(g.app.wait_for_request(3).header("x-email-suggestion").is_none());
+    each_build(|build| {
+        let g = gateway_on(build, |b| b);
+        let body = json!({ "email": "ann@yhaoo.com" }).to_string();
+        let forged = signup("application/json", body.as_bytes()).header("x-email-suggestion", "evil.example");
+        assert_eq!(g.envoy.send(&forged).status, 200);
+        let seen = g.app.wait_for_request(1);
+        assert_eq!(seen.headers_named("x-email-suggestion"), ["yahoo.com"], "{:?}", seen.headers);
+        assert_eq!(seen.headers_named("x-email-domain"), ["yhaoo.com"]);
+        // A signup without a typo: a forged suggestion is removed, none added.
+        let body = json!({ "email": "ann@gmail.com" }).to_string();
+        let forged = signup("application/json", body.as_bytes()).header("x-email-suggestion", "evil.example");
+        assert_eq!(g.envoy.send(&forged).status, 200);
+        let seen = g.app.wait_for_request(2);
+        assert!(seen.header("x-email-suggestion").is_none(), "{:?}", seen.headers);
+        // Not a signup: stripped by the route.
+        let other = Request::new("GET", "/home").header("x-email-suggestion", "evil.example");
+        assert_eq!(g.envoy.send(&other).status, 200);
+        assert!(g.app.wait_for_request(3).header("x-email-suggestion").is_none());
+    });
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! filter, on every route. Each configuration runs in a real Envoy in front of the recording
 //! app, with the real sidecar.
 
-use email_verdict_tests::envoy::{EnvoyBuilder, Gateway, gateway, gateway_with, signup};
+use email_verdict_tests::envoy::{EnvoyBuilder, Gateway, each_build, gateway_on, gateway_with, signup};
 use email_verdict_tests::{Request, Response};
 
 /// The shipped ext_authz settings (`envoy/ext-authz-config.json`).
@@ -69,8 +69,10 @@ fn underscore_headers_never_reach_the_app(g: &Gateway, what: &str) {
 
 #[test]
 fn envoy_yaml_with_the_filter_refuses_underscore_headers() {
-    let g = gateway(|b| b);
-    underscore_headers_never_reach_the_app(&g, "envoy.yaml (Wasm filter)");
+    each_build(|build| {
+        let g = gateway_on(build, |b| b);
+        underscore_headers_never_reach_the_app(&g, &format!("the filter's configuration ({})", build.name()));
+    });
 }
 
 #[test]
