@@ -47,40 +47,36 @@ fn plugin_config_of(filter: &Value) -> Value {
 
 // ---- envoy/envoy.yaml --------------------------------------------------------------------------
 
-#[test]
-fn envoy_yaml_is_the_rendered_template() {
+/// `envoy/<shipped>` is what `scripts/render-envoy.py` renders from `envoy/<template>` and the
+/// shipped plugin configuration (`None`: the renderer's default template).
+fn assert_rendered(template: Option<&str>, shipped: &str) {
     let out = envoy::run({
         let mut c = Command::new("python3");
         c.arg(workspace_root().join("scripts/render-envoy.py"));
+        if let Some(template) = template {
+            c.arg("--template").arg(workspace_root().join("envoy").join(template));
+        }
         c
     });
-    assert!(out.success(), "scripts/render-envoy.py failed\n{out}");
-    let shipped = std::fs::read_to_string(workspace_root().join("envoy/envoy.yaml")).expect("read envoy/envoy.yaml");
+    assert!(out.success(), "scripts/render-envoy.py ({template:?}) failed\n{out}");
+    let text = std::fs::read_to_string(workspace_root().join("envoy").join(shipped)).expect("read the shipped file");
     assert!(
-        shipped == out.stdout,
-        "envoy/envoy.yaml is not what envoy/envoy.template.yaml + envoy/plugin-config.json render to: \
-         run `make envoy-config` (and never edit envoy/envoy.yaml by hand)"
+        text == out.stdout,
+        "envoy/{shipped} is not what its template and envoy/plugin-config.json render to: run `make envoy-config` \
+         (and never edit envoy/{shipped} by hand)"
     );
+}
+
+#[test]
+fn envoy_yaml_is_the_rendered_template() {
+    assert_rendered(None, "envoy.yaml");
 }
 
 // ---- envoy/module.yaml (the filter as a dynamic module; loading it: module_abi.rs) -------------
 
 #[test]
 fn module_yaml_is_the_rendered_template() {
-    let out = envoy::run({
-        let mut c = Command::new("python3");
-        c.arg(workspace_root().join("scripts/render-envoy.py"))
-            .arg("--template")
-            .arg(workspace_root().join("envoy/module.template.yaml"));
-        c
-    });
-    assert!(out.success(), "scripts/render-envoy.py --template envoy/module.template.yaml failed\n{out}");
-    let shipped = std::fs::read_to_string(workspace_root().join("envoy/module.yaml")).expect("read envoy/module.yaml");
-    assert!(
-        shipped == out.stdout,
-        "envoy/module.yaml is not what envoy/module.template.yaml + envoy/plugin-config.json render to: \
-         run `make envoy-config` (and never edit envoy/module.yaml by hand)"
-    );
+    assert_rendered(Some("module.template.yaml"), "module.yaml");
 }
 
 /// The module's configuration is the Wasm one but for the filter entry, which carries the same
