@@ -32,7 +32,9 @@ fn node(script: &str, args: &[&str]) -> String {
     );
     let dir = TestDir::new("browser");
     let mut cmd = Command::new("node");
-    cmd.arg(browser_dir().join(script)).args(args).current_dir(browser_dir());
+    // Chromium's own temporary files (a profile, `.org.chromium.*`) go to the test's directory,
+    // removed with it, whatever state the browser ends in.
+    cmd.arg(browser_dir().join(script)).args(args).current_dir(browser_dir()).env("TMPDIR", dir.path());
     let mut child = ChildProcess::spawn(script, cmd, dir.path());
     let status = child.wait_timeout(NODE_TIMEOUT);
     let output = format!("{}\n{}", child.stdout_text(), child.stderr_text());
