@@ -11,7 +11,7 @@ use email_verdict_core::{BatchItem, BatchRequest, BatchResponse, ErrorCode, Look
 use futures::StreamExt;
 use pingora::protocols::http::ServerSession;
 
-use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
+use super::body::read_body;
 use super::lookup::{post_with_key, verdict_of};
 use super::{Api, ApiError, LogFields, Reply, Request};
 use crate::verdicts::record;
@@ -62,15 +62,7 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
 /// The body's inputs: JSON `{"inputs": [...]}` with 1 to 1,000 strings.
 async fn inputs(session: &mut ServerSession) -> Result<Vec<String>, ApiError> {
     let invalid = |message: String| ApiError::new(ErrorCode::InvalidInput, message);
-    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| match e {
-        Unread::TooLarge => invalid(format!("the body is larger than {MAX_BODY_BYTES} bytes")),
-        Unread::Failed => invalid("the body could not be read".to_owned()),
-        Unread::TimedOut => invalid(format!(
-            "the body was not received in time ({} s without a byte, {} s in all)",
-            BODY_IDLE.as_secs(),
-            BODY_TIME.as_secs()
-        )),
-    })?;
+    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| invalid(e.message(MAX_BODY_BYTES)))?;
     let inputs = parse_inputs(&body).map_err(|why| invalid(format!("{why}; the body is {SHAPE}")))?;
     match inputs.len() {
         0 => Err(invalid("\"inputs\" is empty: give 1 to 1000 domains or emails".to_owned())),

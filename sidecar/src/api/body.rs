@@ -26,6 +26,21 @@ pub enum Unread {
     TimedOut,
 }
 
+impl Unread {
+    /// What an API caller is told (`invalid_input`): the same words for every endpoint.
+    pub fn message(self, max: usize) -> String {
+        match self {
+            Unread::TooLarge => format!("the body is larger than {max} bytes"),
+            Unread::Failed => "the body could not be read".to_owned(),
+            Unread::TimedOut => format!(
+                "the body was not received in time ({} s without a byte, {} s in all)",
+                BODY_IDLE.as_secs(),
+                BODY_TIME.as_secs()
+            ),
+        }
+    }
+}
+
 /// The whole body, at most `max` bytes. A body not read to its end leaves the connection
 /// unusable for another request, so it is not kept alive.
 pub async fn read_body(session: &mut ServerSession, max: usize) -> Result<Vec<u8>, Unread> {

@@ -12,7 +12,7 @@ use email_verdict_core::signup::velocity::{SignupCounts, SignupEvent};
 use http::StatusCode;
 use pingora::protocols::http::ServerSession;
 
-use super::body::{BODY_IDLE, BODY_TIME, Unread, read_body};
+use super::body::read_body;
 use super::lookup::{post_with_key, refused_after_admission};
 use super::response::store_error;
 use super::{Api, ApiError, LogFields, Reply, Request};
@@ -55,15 +55,7 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
 /// The body: a [`SignupEvent`], checked.
 async fn event(session: &mut ServerSession) -> Result<Signup, ApiError> {
     let invalid = |message: String| ApiError::new(ErrorCode::InvalidInput, message);
-    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| match e {
-        Unread::TooLarge => invalid(format!("the body is larger than {MAX_BODY_BYTES} bytes")),
-        Unread::Failed => invalid("the body could not be read".to_owned()),
-        Unread::TimedOut => invalid(format!(
-            "the body was not received in time ({} s without a byte, {} s in all)",
-            BODY_IDLE.as_secs(),
-            BODY_TIME.as_secs()
-        )),
-    })?;
+    let body = read_body(session, MAX_BODY_BYTES).await.map_err(|e| invalid(e.message(MAX_BODY_BYTES)))?;
     parse(&body).map_err(invalid)
 }
 
