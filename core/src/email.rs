@@ -9,8 +9,8 @@ const MAX_ADDRESS: usize = 254;
 
 /// An email address that passed [`EmailAddress::parse`].
 ///
-/// Invariant: the local part is a non-empty dot-atom or quoted string of at most 64 octets,
-/// kept exactly as given (local parts are case-sensitive), without the characters
+/// Invariant: the local part is a non-empty dot-atom or quoted string of at most 64 octets
+/// ([`EmailAddress::parse_lenient`]: any length), kept exactly as given (local parts are case-sensitive), without the characters
 /// python-email-validator calls unsafe ([`unsafe_in_local`]); the domain is a normalized
 /// [`Domain`], written without a trailing dot; the whole address is at most 254 octets. Domain
 /// literals (`[192.0.2.1]`) are refused: the verdict is about a domain name.
@@ -22,6 +22,18 @@ pub struct EmailAddress {
 
 impl EmailAddress {
     pub fn parse(input: &str) -> Result<Self, InputError> {
+        Self::parse_with(input, MAX_LOCAL)
+    }
+
+    /// As python-email-validator's default (non-strict) mode reads an address, which apps built
+    /// on pydantic or WTForms store: a local part of any length, the whole still at most 254
+    /// octets. The gateway reads the signup's own address this way, so that it describes and
+    /// counts the address the app keeps.
+    pub fn parse_lenient(input: &str) -> Result<Self, InputError> {
+        Self::parse_with(input, MAX_ADDRESS)
+    }
+
+    fn parse_with(input: &str, max_local: usize) -> Result<Self, InputError> {
         let (local, domain) = input.rsplit_once('@').ok_or(InputError::EmptyLocalPart)?;
         if domain.is_empty() {
             return Err(InputError::EmptyDomain);
@@ -31,7 +43,7 @@ impl EmailAddress {
             return Err(InputError::EmptyLabel);
         }
         let domain = Domain::parse(domain)?;
-        check_local(local)?;
+        check_local(local, max_local)?;
         let address = Self { local: local.into(), domain };
         if address.len() > MAX_ADDRESS {
             return Err(InputError::EmailTooLong);
@@ -58,11 +70,11 @@ impl fmt::Display for EmailAddress {
     }
 }
 
-fn check_local(local: &str) -> Result<(), InputError> {
+fn check_local(local: &str, max: usize) -> Result<(), InputError> {
     if local.is_empty() {
         return Err(InputError::EmptyLocalPart);
     }
-    if local.len() > MAX_LOCAL {
+    if local.len() > max {
         return Err(InputError::LocalPartTooLong);
     }
     if local.chars().any(|c| !c.is_ascii() && c.is_whitespace()) {
@@ -251,6 +263,10 @@ mod tests {
         check("user@@example.com", Err(MalformedLocalPart));
         check("a,b@example.com", Err(MalformedLocalPart));
         check(&format!("{}@example.com", "a".repeat(65)), Err(LocalPartTooLong));
+        let long = format!("{}@outlook.com", "a".repeat(80));
+        assert_eq!(EmailAddress::parse_lenient(&long).map(|e| e.to_string()), Ok(long.clone()));
+        let too_long = format!("{}@outlook.com", "a".repeat(243));
+        assert_eq!(EmailAddress::parse_lenient(&too_long), Err(EmailTooLong));
         check("user@[192.0.2.1]", Err(IpLiteral));
         check("user@192.0.2.1", Err(IpLiteral));
         check("user@localhost", Err(SingleLabel));

@@ -78,6 +78,9 @@ pub struct PluginConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
+    /// Distinct registrable domains judged per signup (core's `extract`); more is refused.
+    #[serde(default = "default_max_domains")]
+    pub max_domains: u64,
     /// The secret of the mailbox hash (`velocity`): exactly one of the value and the name of
     /// an environment variable holding it, when `velocity` is set.
     #[serde(default)]
@@ -205,6 +208,9 @@ impl<'de> Deserialize<'de> for FailureMode {
     }
 }
 
+fn default_max_domains() -> u64 {
+    email_verdict_core::signup::extract::DEFAULT_MAX_DOMAINS as u64
+}
 fn default_failure_status() -> u64 {
     503
 }
@@ -321,6 +327,7 @@ impl PluginConfig {
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity.clone(),
             on_subaddressed: self.on_subaddressed,
+            max_domains: self.max_domains,
         }
     }
 

@@ -49,8 +49,9 @@ pub fn classify(response: &CalloutResponse) -> CalloutOutcome {
     }
 }
 
-/// `/api/v1/domain/<domain, percent-encoded>`: only the domain leaves the proxy.
-pub fn lookup_path(domain: &Domain) -> String {
+/// `/api/v1/domain/<domain, percent-encoded>`: only the domain leaves the proxy; with
+/// `?learn=false` for a name found in free text (no review queue, no RDAP at the sidecar).
+pub fn lookup_path(domain: &Domain, mention: bool) -> String {
     let mut path = String::from("/api/v1/domain/");
     for b in domain.as_str().bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -58,6 +59,9 @@ pub fn lookup_path(domain: &Domain) -> String {
         } else {
             path.push_str(&format!("%{b:02X}"));
         }
+    }
+    if mention {
+        path.push_str("?learn=false");
     }
     path
 }
@@ -122,7 +126,9 @@ mod tests {
 
     #[test]
     fn lookup_path_carries_only_the_domain() {
-        assert_eq!(lookup_path(&Domain::parse("Mailinator.COM").unwrap()), "/api/v1/domain/mailinator.com");
-        assert_eq!(lookup_path(&Domain::parse("bücher.example").unwrap()), "/api/v1/domain/xn--bcher-kva.example");
+        let path = |name: &str, mention| lookup_path(&Domain::parse(name).unwrap(), mention);
+        assert_eq!(path("Mailinator.COM", false), "/api/v1/domain/mailinator.com");
+        assert_eq!(path("bücher.example", false), "/api/v1/domain/xn--bcher-kva.example");
+        assert_eq!(path("the.coffee.shop", true), "/api/v1/domain/the.coffee.shop?learn=false");
     }
 }

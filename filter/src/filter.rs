@@ -30,7 +30,7 @@ use email_verdict_core::signup::velocity::{Action as LimitAction, Counts, too_ma
 use email_verdict_core::{Decision, Domain, EmailAddress, details};
 
 use crate::cache::Lookup;
-use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Problem, Unusable};
+use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Name, Problem, Unusable};
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Refusing, Settled,
     Subaddressed, VerdictSummary, Worst,
@@ -302,7 +302,7 @@ impl<H: Host> Ctx<'_, H> {
     fn signup_headers(&mut self, headers: &RequestHeaders, path: &str, end_of_stream: bool) -> Step {
         let sources = &self.config.enforce.email;
         let configured = extract::from_headers(|name| headers.values(name), &sources.headers);
-        let early = Carried::new(configured, Domains::default()).and(extract::read_query(path, &sources.query_params));
+        let early = Carried::new(configured, Domains::default()).and(extract::read_query(path, sources));
         let length = declared_length(headers);
         if end_of_stream || length == Some(0) {
             return self.judge_whole(early, Judging::default());
@@ -321,7 +321,7 @@ impl<H: Host> Ctx<'_, H> {
     /// decide (too many, an invalid one the policy denies) answered now, while the headers
     /// are still held.
     fn judge_early(&mut self, kind: BodyKind, early: Carried) -> Step {
-        let whole = early.clone().to_judge();
+        let whole = early.clone().to_judge(self.config.enforce.max_domains);
         match whole.problem {
             Some(Problem::TooManyDomains) => return self.too_many(),
             Some(Problem::Invalid(why)) if self.config.enforce.on_invalid_email == Policy::Deny => {
@@ -329,7 +329,7 @@ impl<H: Host> Ctx<'_, H> {
             }
             _ => {}
         }
-        let judging = self.judge(&whole.domains, Judging::default());
+        let judging = self.judge(&whole.names, Judging::default());
         self.next(judging, Then::ReadBody { kind, early })
     }
 
@@ -353,7 +353,7 @@ impl<H: Host> Ctx<'_, H> {
 
     /// The whole signup read: its problem's policy, then every domain not judged yet.
     fn judge_whole(&mut self, carried: Carried, judging: Judging) -> Step {
-        let whole = carried.to_judge();
+        let whole = carried.to_judge(self.config.enforce.max_domains);
         let problem = match whole.problem {
             None => None,
             Some(Problem::TooManyDomains) => return self.too_many(),
@@ -372,7 +372,7 @@ impl<H: Host> Ctx<'_, H> {
         let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, relay::is_relay(email.domain())));
         let mut judging = judging;
         judging.worst.set_primary(whole.primary.as_ref().map(|e| e.domain()));
-        let mut judging = self.judge(&whole.domains, judging);
+        let mut judging = self.judge(&whole.names, judging);
         if let (Some(secret), Some(email)) = (&self.config.mailbox_secret, &whole.primary) {
             self.count(secret, email, &mut judging);
         }
@@ -408,7 +408,11 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     fn too_many(&mut self) -> Step {
-        self.log(LogLevel::Debug, &format!("more than {} domains in one signup", extract::MAX_DOMAINS));
+        let max = self.config.enforce.max_domains;
+        self.log(
+            LogLevel::Debug,
+            &format!("more than {max} domains (or {} names) in one signup", max * extract::NAMES_PER_DOMAIN),
+        );
         self.host.increment(Counter::InvalidEmail);
         self.respond(&LocalReply::TOO_MANY_ADDRESSES)
     }

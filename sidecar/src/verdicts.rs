@@ -173,7 +173,19 @@ impl Verdicts {
 
     /// The verdict for `input`, given the reviewer's current `decision` for its domain.
     pub async fn verdict(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Judged, LookupError> {
-        let d = self.decided(input, decision).await?;
+        self.verdict_learning(input, decision, true).await
+    }
+
+    /// [`verdict`](Self::verdict); with `learn` false nothing is learned from the lookup: no
+    /// review queue, no infrastructure index, no RDAP (a name a gateway found in free text,
+    /// which nobody typed as their address).
+    pub async fn verdict_learning(
+        &self,
+        input: &LookupInput,
+        decision: Option<Decision>,
+        learn: bool,
+    ) -> Result<Judged, LookupError> {
+        let d = self.decided(input, decision, learn).await?;
         Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age, mx_unavailable: d.mx_unavailable })
     }
 
@@ -181,7 +193,7 @@ impl Verdicts {
     /// each MX host's addresses; the JSON API shows only what the verdict carries).
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let decision = self.decision(input.domain()).await?;
-        let d = self.decided(input, decision).await?;
+        let d = self.decided(input, decision, true).await?;
         Ok((d.result, d.mx))
     }
 
@@ -189,21 +201,26 @@ impl Verdicts {
     /// (for the public page; never part of the JSON record).
     pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
-        let d = self.decided(input, applied.as_ref().map(|a| a.decision)).await?;
+        let d = self.decided(input, applied.as_ref().map(|a| a.decision), true).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
         Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable })
     }
 
-    async fn decided(&self, input: &LookupInput, decision: Option<Decision>) -> Result<Decided, LookupError> {
+    async fn decided(
+        &self,
+        input: &LookupInput,
+        decision: Option<Decision>,
+        learn: bool,
+    ) -> Result<Decided, LookupError> {
         let domain = input.domain();
         // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
         let catalog = self.catalog.current();
         let deadline = Deadline::now() + self.dns_deadline;
         let lookup = match self.mx_for(&catalog, domain, decision, deadline).await {
             Ok(lookup) => lookup,
-            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure),
+            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, learn),
         };
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
@@ -232,9 +249,11 @@ impl Verdicts {
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         self.metrics.verdict(result.verdict);
         // A name DNS says does not exist is not asked about (nothing was registered).
-        let age = if lookup.mx.domain_exists() { self.age_of(domain) } else { None };
+        let age = if learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
-        self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
+        if learn {
+            self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
+        }
         Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age, mx_unavailable: false })
     }
 
@@ -267,6 +286,7 @@ impl Verdicts {
         domain: &Domain,
         decision: Option<Decision>,
         failure: DnsFailure,
+        learn: bool,
     ) -> Result<Decided, LookupError> {
         let mx = Arc::new(MxInfo::NoMx);
         let signals = catalog.signals(domain, &mx, decision);
@@ -274,7 +294,7 @@ impl Verdicts {
         tracing::debug!(domain = %domain, error = %failure, "no MX data in time; the verdict stands without it");
         self.metrics.verdict(result.verdict);
         self.metrics.decided_without_dns();
-        let age = self.age_of(domain);
+        let age = if learn { self.age_of(domain) } else { None };
         let infra = InfraJudgement::default();
         Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true })
     }

@@ -99,6 +99,10 @@ pub struct EmailSources {
     pub json_pointers: Vec<String>,
     #[serde(default = "default_form_fields")]
     pub form_fields: Vec<String>,
+    /// Fields never scanned for addresses: a name holding any of these (case-insensitively) is
+    /// a secret (`extract::is_secret`). Lowercase once resolved.
+    #[serde(default = "default_secret_fields")]
+    pub secret_fields: Vec<String>,
 }
 
 impl Default for EmailSources {
@@ -108,6 +112,7 @@ impl Default for EmailSources {
             query_params: Vec::new(),
             json_pointers: default_json_pointers(),
             form_fields: default_form_fields(),
+            secret_fields: default_secret_fields(),
         }
     }
 }
@@ -282,6 +287,10 @@ pub struct EnforcementConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
+    /// Distinct registrable domains judged per signup (and twice as many names); more is
+    /// refused (`too_many_addresses`).
+    #[serde(default = "default_max_domains")]
+    pub max_domains: u64,
 }
 
 impl Default for EnforcementConfig {
@@ -297,6 +306,7 @@ impl Default for EnforcementConfig {
             on_unreadable_body: Policy::deny(),
             velocity: None,
             on_subaddressed: Subaddressed::default(),
+            max_domains: default_max_domains(),
         }
     }
 }
@@ -314,6 +324,7 @@ impl EnforcementConfig {
         if let Some(velocity) = &self.velocity {
             velocity.validate().map_err(|(field, message)| ConfigError::invalid(field, message))?;
         }
+        check_range("max_domains", self.max_domains, 1, super::extract::MAX_DOMAINS_LIMIT as u64)?;
         check_status("block_response.status", self.block_response.status)
     }
 
@@ -325,6 +336,7 @@ impl EnforcementConfig {
             .map_err(|e| ConfigError::invalid("block_response.body", e.to_string()))?;
         let mut email = self.email;
         email.headers.iter_mut().for_each(|h| h.make_ascii_lowercase());
+        email.secret_fields.iter_mut().for_each(|f| *f = f.to_lowercase());
         let mut flag_headers = self.flag_headers;
         flag_headers.each_mut().into_iter().for_each(|name| name.make_ascii_lowercase());
         Ok(Enforcement {
@@ -339,6 +351,7 @@ impl EnforcementConfig {
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity,
             on_subaddressed: self.on_subaddressed,
+            max_domains: usize::try_from(self.max_domains).unwrap_or(usize::MAX),
         })
     }
 
@@ -367,7 +380,9 @@ impl EnforcementConfig {
                 ));
             }
         }
-        for (list, names) in [("query_params", &e.query_params), ("form_fields", &e.form_fields)] {
+        let lists =
+            [("query_params", &e.query_params), ("form_fields", &e.form_fields), ("secret_fields", &e.secret_fields)];
+        for (list, names) in lists {
             if let Some(i) = names.iter().position(String::is_empty) {
                 return Err(ConfigError::invalid(format!("email.{list}[{i}]"), "must not be empty"));
             }
@@ -406,6 +421,7 @@ pub struct Enforcement {
     pub on_unreadable_body: Policy,
     pub velocity: Option<VelocityLimits>,
     pub on_subaddressed: Subaddressed,
+    pub max_domains: usize,
 }
 
 /// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is
@@ -469,6 +485,12 @@ fn default_json_pointers() -> Vec<String> {
 }
 fn default_form_fields() -> Vec<String> {
     vec!["email".to_owned()]
+}
+fn default_secret_fields() -> Vec<String> {
+    ["password", "passwd", "pwd"].map(str::to_owned).to_vec()
+}
+fn default_max_domains() -> u64 {
+    super::extract::DEFAULT_MAX_DOMAINS as u64
 }
 fn default_block_status() -> u64 {
     403

@@ -4,16 +4,17 @@
 use super::*;
 
 impl<H: Host> Ctx<'_, H> {
-    /// Starts judging every domain of `domains` not judged yet: the cache, else a callout.
-    pub(super) fn judge(&mut self, domains: &[Domain], mut judging: Judging) -> Judging {
-        for domain in domains {
+    /// Starts judging every name of `names` not judged yet: the cache, else a callout (which
+    /// teaches the sidecar nothing for a name found in free text).
+    pub(super) fn judge(&mut self, names: &[Name], mut judging: Judging) -> Judging {
+        for Name { domain, mention } in names {
             if judging.judged.contains(domain) {
                 continue;
             }
             judging.judged.push(domain.clone());
             match self.cached(domain) {
                 Ok(judged) => judging.worst.add(judged),
-                Err(cas) => match self.call_sidecar(domain) {
+                Err(cas) => match self.call_sidecar(domain, *mention) {
                     Ok(token) => {
                         judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
                     }
@@ -44,9 +45,9 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    pub(super) fn call_sidecar(&mut self, domain: &Domain) -> Result<u32, Bypass> {
+    pub(super) fn call_sidecar(&mut self, domain: &Domain, mention: bool) -> Result<u32, Bypass> {
         let sidecar = &self.config.sidecar;
-        let path = decision::lookup_path(domain);
+        let path = decision::lookup_path(domain, mention);
         let headers = [
             (":method", "GET"),
             (":path", path.as_str()),

@@ -24,7 +24,7 @@
 //! read a body nor hold a connection open while it trickles one in. A body then has
 //! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
-use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Problem, ToJudge};
+use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Name, Problem, ToJudge};
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
     Policy, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
@@ -106,7 +106,7 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     let sources = &config.email;
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect::<Vec<_>>();
     let configured = extract::from_headers(values, &sources.headers);
-    let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, &sources.query_params));
+    let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, sources));
     let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"));
     let found = if body.is_empty() {
         Carried::nothing()
@@ -115,7 +115,7 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     } else {
         extract::read_body(&kind, &body, sources)
     };
-    let whole = early.and(found).to_judge();
+    let whole = early.and(found).to_judge(config.max_domains);
     let problem = match whole.problem {
         None => None,
         Some(problem) => match by_problem(api, problem) {
@@ -160,7 +160,7 @@ fn unreadable(api: &Api) -> Checked {
     by_policy(api, api.ext_authz.on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
 }
 
-/// Every domain of the signup judged at once (at most `extract::MAX_DOMAINS`); the worst
+/// Every name of the signup judged at once (within `max_domains`); the worst
 /// outcome answers (`signup::Worst`). A failure is our own: a 5xx, so Envoy's failure mode
 /// decides, unless a disposable verdict already refuses the signup.
 async fn judge_all(
@@ -179,7 +179,7 @@ async fn judge_all(
     let flag_subaddressed = subaddressed && config.on_subaddressed == Subaddressed::Flag;
     let catalog = api.verdicts.catalog();
     let details = whole.primary.as_ref().map(|email| AddressDetails::of(email, catalog.relay.contains(email.domain())));
-    log.domain = whole.domains.first().map(Domain::to_string);
+    log.domain = whole.names.first().map(|n| n.domain.to_string());
     let (key, mut error) = match api.auth.authenticate(key, request.client).await {
         Ok(key) => {
             log.key_id = Some(key.id.clone());
@@ -187,7 +187,7 @@ async fn judge_all(
         }
         Err(e) => (None, Some(auth_error(api, e))),
     };
-    let outcomes = futures::future::join_all(whole.domains.iter().map(|d| judge_domain(api, key.as_ref(), d))).await;
+    let outcomes = futures::future::join_all(whole.names.iter().map(|n| judge_domain(api, key.as_ref(), n))).await;
     let mut worst = Worst::default();
     worst.set_primary(whole.primary.as_ref().map(EmailAddress::domain));
     let mut local = false;
@@ -249,11 +249,13 @@ enum DomainOutcome {
     Failed(Option<ApiError>),
 }
 
-/// One domain, through the lookup API's own path ([`judge`]) with the gateway's key (none when
-/// it was refused): only the domain is judged, as the filter asks.
-async fn judge_domain(api: &Api, key: Option<&KeyRecord>, domain: &Domain) -> DomainOutcome {
+/// One name, through the lookup API's own path ([`judge`]) with the gateway's key (none when
+/// it was refused): only the domain is judged, as the filter asks; a name found in free text
+/// teaches nothing (`learn=false`).
+async fn judge_domain(api: &Api, key: Option<&KeyRecord>, name: &Name) -> DomainOutcome {
+    let domain = &name.domain;
     let verdict = match key {
-        Some(key) => judge(api, key, &LookupInput::Domain(domain.clone())).await.map_err(Some),
+        Some(key) => judge(api, key, &LookupInput::Domain(domain.clone()), !name.mention).await.map_err(Some),
         None => Err(None),
     };
     match verdict {

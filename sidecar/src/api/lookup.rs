@@ -26,12 +26,13 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
         Err(e) => return auth_error(api, e).into(),
     };
     log.key_id = Some(key.id.clone());
-    let (raw, input) = match parse(segment) {
+    let parsed = parse(segment).and_then(|(raw, input)| Ok((raw, input, learns(request.query.as_deref())?)));
+    let (raw, input, learn) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => return refused_after_admission(api, &key, e).await.into(),
     };
     log.domain = Some(input.domain().to_string());
-    match judge(api, &key, &input).await {
+    match judge(api, &key, &input, learn).await {
         Ok((judged, headers)) => {
             log.cached = Some(judged.result.cached);
             let record = record(&api.verdicts.catalog(), &raw, &input, judged);
@@ -42,15 +43,35 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
     }
 }
 
+/// `learn=false` in the query: the gateways' lookup of a name found in free text (a bio), which
+/// nobody typed as their address, so it must not fill the review queue nor ask RDAP.
+fn learns(query: Option<&str>) -> Result<bool, ApiError> {
+    let values = form_urlencoded::parse(query.unwrap_or_default().as_bytes()).filter(|(k, _)| k == "learn");
+    let mut learn = true;
+    for (_, value) in values {
+        learn &= match value.as_ref() {
+            "true" => true,
+            "false" => false,
+            _ => return Err(ApiError::new(ErrorCode::InvalidInput, "learn must be true or false")),
+        };
+    }
+    Ok(learn)
+}
+
 /// The verdict for `input` on `key`'s account: admission and the reviewer's decision read
 /// together, then the verdict; a request that gets no verdict gives its quota unit back. The
-/// one verdict path of the lookup API and ext_authz.
-pub(super) async fn judge(api: &Api, key: &KeyRecord, input: &LookupInput) -> Result<(Judged, Headers), ApiError> {
+/// one verdict path of the lookup API and ext_authz; `learn` false: [`crate::verdicts::Verdicts::verdict_learning`].
+pub(super) async fn judge(
+    api: &Api,
+    key: &KeyRecord,
+    input: &LookupInput,
+    learn: bool,
+) -> Result<(Judged, Headers), ApiError> {
     let (admission, decision) = tokio::join!(api.limiter.admit(key, 1), api.verdicts.decision(input.domain()));
     let mut grant = admission.map_err(ApiError::from)?;
     let verdict = async {
         let decision = decision.map_err(|e| lookup_error(input, e))?;
-        api.verdicts.verdict(input, decision).await.map_err(|e| lookup_error(input, e))
+        api.verdicts.verdict_learning(input, decision, learn).await.map_err(|e| lookup_error(input, e))
     };
     match verdict.await {
         Ok(result) => Ok((result, grant.headers())),

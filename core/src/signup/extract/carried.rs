@@ -1,73 +1,81 @@
-//! Every address a signup carries, whatever the field that holds it.
+//! Every domain a signup carries, whatever the field that holds it.
 //!
 //! Field names are the app framework's business (Express's qs reads `[email]=` as `email`, PHP
 //! and Rack have their own bracket rules, an app may read `invitee_email`), so the configured
 //! names only say which address is *the* signup's (`on_missing_email`, the detail headers). For
-//! the verdict, every value of the query and of the body whose whole trimmed text is an email
-//! address counts: every JSON string at any depth (object keys too), every form field and every
-//! multipart part, under any name. Their distinct domains are judged, at most [`MAX_DOMAINS`].
+//! the verdict, every `@` of every value of the query and of the body counts ([`scan`]): every
+//! JSON string at any depth (object keys too), every form field and every multipart text part,
+//! under any name but a secret one (`email.secret_fields`: a password is never scanned). Their
+//! names are judged, at most `max_domains` registrable domains and twice as many names.
 
 use crate::{Domain, EmailAddress};
 
-use super::Extracted;
+use super::{Extracted, scan};
 
-/// Distinct domains judged per signup; a signup carrying more is refused (`too_many_addresses`):
-/// each one costs a verdict (a cache read, or a callout).
-pub const MAX_DOMAINS: usize = 8;
+/// `max_domains` when the configuration does not set it: a team invite naming 9 domains signs up.
+pub const DEFAULT_MAX_DOMAINS: usize = 16;
+/// The largest `max_domains` a configuration may set.
+pub const MAX_DOMAINS_LIMIT: usize = 64;
+/// Names judged per registrable domain allowed, on average (a form of each IDNA mapping, a
+/// name's valid parents): each name is a cache read or a callout.
+pub const NAMES_PER_DOMAIN: usize = 2;
+/// Names kept while reading: past this the signup is over any bound.
+const KEPT: usize = MAX_DOMAINS_LIMIT * NAMES_PER_DOMAIN + 1;
 
-/// The longest text that can be an address (254 octets) with some whitespace around it.
-const LONGEST: usize = 320;
+/// A name to judge. A name found only in free text (`mention`) is judged without feeding the
+/// review queue or RDAP: nobody typed it as their address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Name {
+    pub domain: Domain,
+    pub mention: bool,
+}
 
-/// The distinct domains of the addresses found, in the order found, bounded.
+/// The distinct names found, in the order found, bounded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Domains {
-    list: Vec<Domain>,
-    too_many: bool,
+    names: Vec<Name>,
+    overflow: bool,
 }
 
 impl Domains {
-    /// Adds the domain of `text` when its whole trimmed text is an address.
+    /// Adds every name behind an `@` of `text`.
     pub fn consider(&mut self, text: &str) {
-        if let Some(email) = address(text) {
-            self.add(email.domain());
-        }
+        scan::names_in(text, |found| self.add(found.domain, found.mention));
     }
 
-    pub fn add(&mut self, domain: &Domain) {
-        if self.list.contains(domain) {
-            return;
-        }
-        if self.list.len() == MAX_DOMAINS {
-            self.too_many = true;
+    pub fn add(&mut self, domain: Domain, mention: bool) {
+        if let Some(name) = self.names.iter_mut().find(|n| n.domain == domain) {
+            name.mention &= mention;
+        } else if self.names.len() == KEPT {
+            self.overflow = true;
         } else {
-            self.list.push(domain.clone());
+            self.names.push(Name { domain, mention });
         }
     }
 
-    /// More than [`MAX_DOMAINS`] were found: the rest were dropped.
-    pub fn too_many(&self) -> bool {
-        self.too_many
+    pub fn as_slice(&self) -> &[Name] {
+        &self.names
     }
 
-    pub fn as_slice(&self) -> &[Domain] {
-        &self.list
+    /// Over the bounds for `max_domains`: more distinct registrable domains, or more names than
+    /// [`NAMES_PER_DOMAIN`] times as many.
+    pub fn too_many(&self, max_domains: usize) -> bool {
+        let mut registrable: Vec<&str> = Vec::new();
+        for name in &self.names {
+            let r = name.domain.registrable().unwrap_or(name.domain.as_str());
+            if !registrable.contains(&r) {
+                registrable.push(r);
+            }
+        }
+        self.overflow || registrable.len() > max_domains || self.names.len() > max_domains * NAMES_PER_DOMAIN
     }
 
     fn extend(&mut self, other: Domains) {
-        self.too_many |= other.too_many;
-        for domain in &other.list {
-            self.add(domain);
+        self.overflow |= other.overflow;
+        for name in other.names {
+            self.add(name.domain, name.mention);
         }
     }
-}
-
-/// `text`, trimmed, as an address: cheap tests first (an `@`, a plausible length), since most
-/// values are not addresses.
-fn address(text: &str) -> Option<EmailAddress> {
-    if text.len() > LONGEST || !text.contains('@') {
-        return None;
-    }
-    EmailAddress::parse(text.trim()).ok()
 }
 
 /// What one part of a request (its headers and query, or its body) carries: what the configured
@@ -94,17 +102,19 @@ impl Carried {
         Carried { configured: self.configured.and(other.configured), domains: self.domains }
     }
 
-    /// What is to be judged, once the whole request has been read.
-    pub fn to_judge(self) -> ToJudge {
+    /// What is to be judged, once the whole request has been read, within `max_domains`.
+    pub fn to_judge(self, max_domains: usize) -> ToJudge {
         let mut domains = Domains::default();
         let (primary, problem) = match self.configured {
-            Extracted::Email(raw) => match EmailAddress::parse(raw.trim()) {
-                Ok(email) => {
-                    domains.add(email.domain()); // the signup's own address is judged first
-                    (Some(email), None)
+            Extracted::Email(raw) => {
+                let email = scan::unwrapped(&raw).and_then(|a| EmailAddress::parse_lenient(a).ok());
+                if let Some(email) = &email {
+                    domains.add(email.domain().clone(), false); // the signup's own address first
                 }
-                Err(_) => (None, Some(Problem::Invalid(None))),
-            },
+                domains.consider(&raw); // a configured header is read nowhere else
+                let problem = email.is_none().then_some(Problem::Invalid(None));
+                (email, problem)
+            }
             Extracted::NotFound => (None, Some(Problem::Missing)),
             Extracted::Invalid(why) => (None, Some(Problem::Invalid(Some(why)))),
             Extracted::Unreadable(why) => (None, Some(Problem::Unreadable(why))),
@@ -112,10 +122,10 @@ impl Carried {
         domains.extend(self.domains);
         let problem = match problem {
             Some(Problem::Unreadable(why)) => Some(Problem::Unreadable(why)),
-            _ if domains.too_many() => Some(Problem::TooManyDomains),
+            _ if domains.too_many(max_domains) => Some(Problem::TooManyDomains),
             other => other,
         };
-        ToJudge { primary, domains: domains.list, problem }
+        ToJudge { primary, names: domains.names, problem }
     }
 }
 
@@ -124,8 +134,9 @@ impl Carried {
 pub struct ToJudge {
     /// The address of the configured sources: the one the detail headers describe.
     pub primary: Option<EmailAddress>,
-    /// Every distinct domain to judge, the primary's first; at most [`MAX_DOMAINS`].
-    pub domains: Vec<Domain>,
+    /// Every distinct name to judge, the primary's domain first; when the signup is over the
+    /// bounds ([`Problem::TooManyDomains`]) not all of them.
+    pub names: Vec<Name>,
     /// Why the signup cannot be judged as it should: its policy decides.
     pub problem: Option<Problem>,
 }
@@ -136,7 +147,7 @@ pub enum Problem {
     /// The body cannot be read in full (`on_unreadable_body`), even when an address was found
     /// elsewhere: the body may hold another.
     Unreadable(super::Unreadable),
-    /// More than [`MAX_DOMAINS`] distinct domains: always refused.
+    /// More than `max_domains` distinct registrable domains, or too many names: always refused.
     TooManyDomains,
     /// The configured sources gave an unusable value (`on_invalid_email`).
     Invalid(Option<super::Unusable>),
@@ -149,18 +160,20 @@ mod tests {
     use super::*;
     use crate::signup::extract::{Unreadable, Unusable};
 
+    const MAX: usize = DEFAULT_MAX_DOMAINS;
+
     fn domains(texts: &[&str]) -> Domains {
         let mut d = Domains::default();
         texts.iter().for_each(|t| d.consider(t));
         d
     }
 
-    fn names(d: &[Domain]) -> Vec<&str> {
-        d.iter().map(Domain::as_str).collect()
+    fn names(d: &[Name]) -> Vec<&str> {
+        d.iter().map(|n| n.domain.as_str()).collect()
     }
 
     #[test]
-    fn only_whole_addresses_count() {
+    fn every_at_counts() {
         let d = domains(&[
             " ann@gmail.com\n",
             "Ann <x@mailinator.com>",
@@ -171,47 +184,73 @@ mod tests {
             "not an address",
             "a@b",
         ]);
-        assert_eq!(names(d.as_slice()), ["gmail.com", "mailinator.com"]);
-        assert!(!d.too_many());
+        assert_eq!(names(d.as_slice()), ["gmail.com", "mailinator.com", "yopmail.com"]);
+        let mentioned: Vec<bool> = d.as_slice().iter().map(|n| n.mention).collect();
+        assert_eq!(mentioned, [false, false, true]);
+        assert!(!d.too_many(MAX));
     }
 
     #[test]
-    fn the_bound_is_on_distinct_domains() {
-        let many: Vec<String> = (0..=MAX_DOMAINS).map(|i| format!("a@d{i}.example")).collect();
+    fn the_bounds_are_on_registrable_domains_and_names() {
+        let many: Vec<String> = (0..=MAX).map(|i| format!("a@d{i}.example")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-        assert!(domains(&refs[..MAX_DOMAINS]).as_slice().len() == MAX_DOMAINS);
-        assert!(!domains(&refs[..MAX_DOMAINS]).too_many());
-        assert!(domains(&refs).too_many());
+        assert_eq!(domains(&refs[..MAX]).as_slice().len(), MAX);
+        assert!(!domains(&refs[..MAX]).too_many(MAX));
+        assert!(domains(&refs).too_many(MAX));
+        assert!(!domains(&refs[..9]).too_many(MAX), "a team invite of 9 domains");
         let same: Vec<String> = (0..100).map(|i| format!("a{i}@d.example")).collect();
         let refs: Vec<&str> = same.iter().map(String::as_str).collect();
-        assert!(!domains(&refs).too_many());
+        assert!(!domains(&refs).too_many(MAX));
+        // Names under one registrable domain are bounded too.
+        let deep: Vec<String> = (0..=2 * MAX).map(|i| format!("a@s{i}.d.example")).collect();
+        let refs: Vec<&str> = deep.iter().map(String::as_str).collect();
+        assert!(domains(&refs).too_many(MAX));
+        // Past what is kept, whatever the setting.
+        let huge: Vec<String> = (0..=KEPT).map(|i| format!("a@d{i}.example")).collect();
+        let refs: Vec<&str> = huge.iter().map(String::as_str).collect();
+        assert!(domains(&refs).too_many(MAX_DOMAINS_LIMIT));
     }
 
     #[test]
     fn to_judge_puts_the_primary_first_and_names_the_worst_problem() {
         let carried = |configured, others: &[&str]| Carried::new(configured, domains(others));
         let email = |s: &str| Extracted::Email(s.to_owned());
-        let judged = carried(email("ann@gmail.com"), &["x@mailinator.com", "ann@gmail.com"]).to_judge();
-        assert_eq!(names(&judged.domains), ["gmail.com", "mailinator.com"]);
+        let judged = carried(email("ann@gmail.com"), &["x@mailinator.com", "ann@gmail.com"]).to_judge(MAX);
+        assert_eq!(names(&judged.names), ["gmail.com", "mailinator.com"]);
         assert_eq!(judged.primary.map(|p| p.to_string()), Some("ann@gmail.com".to_owned()));
         assert_eq!(judged.problem, None);
 
-        let missing = carried(Extracted::NotFound, &["x@mailinator.com"]).to_judge();
-        assert_eq!((names(&missing.domains), missing.problem), (vec!["mailinator.com"], Some(Problem::Missing)));
-        let invalid = carried(email("not an address"), &["x@mailinator.com"]).to_judge();
+        let missing = carried(Extracted::NotFound, &["x@mailinator.com"]).to_judge(MAX);
+        assert_eq!((names(&missing.names), missing.problem), (vec!["mailinator.com"], Some(Problem::Missing)));
+        let invalid = carried(email("not an address"), &["x@mailinator.com"]).to_judge(MAX);
         assert_eq!(invalid.problem, Some(Problem::Invalid(None)));
-        let conflicting = carried(Extracted::Invalid(Unusable::Conflicting), &[]).to_judge();
+        let conflicting = carried(Extracted::Invalid(Unusable::Conflicting), &[]).to_judge(MAX);
         assert_eq!(conflicting.problem, Some(Problem::Invalid(Some(Unusable::Conflicting))));
 
         // An address in the query does not make an unreadable body readable.
         let unreadable = Carried::new(email("ann@gmail.com"), Domains::default())
             .and(Carried::new(Extracted::Unreadable(Unreadable::Encoded), Domains::default()))
-            .to_judge();
+            .to_judge(MAX);
         assert_eq!(unreadable.problem, Some(Problem::Unreadable(Unreadable::Encoded)));
 
-        let many: Vec<String> = (0..MAX_DOMAINS).map(|i| format!("a@d{i}.example")).collect();
+        let many: Vec<String> = (0..MAX).map(|i| format!("a@d{i}.example")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-        let over = carried(email("ann@gmail.com"), &refs).to_judge();
-        assert_eq!((over.domains.len(), over.problem), (MAX_DOMAINS, Some(Problem::TooManyDomains)));
+        let over = carried(email("ann@gmail.com"), &refs).to_judge(MAX);
+        assert_eq!(over.problem, Some(Problem::TooManyDomains));
+    }
+
+    /// The configured address is read as the app's validator reads it: a pasted display name,
+    /// a long local part; its IDNA 2003 form is judged too.
+    #[test]
+    fn the_configured_address_is_read_leniently() {
+        let judge = |raw: &str| Carried::new(Extracted::Email(raw.to_owned()), Domains::default()).to_judge(MAX);
+        let pasted = judge("Ann Smith <ann@gmail.com>");
+        assert_eq!((pasted.primary.map(|p| p.to_string()), pasted.problem), (Some("ann@gmail.com".to_owned()), None));
+        let long = format!("{}@outlook.com", "a".repeat(80));
+        assert_eq!(judge(&long).problem, None);
+        let sharp = judge("bob@abyßmail.com");
+        assert_eq!(names(&sharp.names), ["xn--abymail-2va.com", "abyssmail.com"]);
+        let header = judge("bob@ab--cd.mailinator.com");
+        assert_eq!((names(&header.names), header.problem), (vec!["mailinator.com"], Some(Problem::Invalid(None))));
     }
 }

@@ -12,7 +12,8 @@
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{Carried, Domains, Extracted, Unreadable, Unusable, fold, single};
+use super::{Carried, Domains, Extracted, Unreadable, Unusable, fold, is_secret, single};
+use crate::signup::settings::EmailSources;
 
 /// A JSON value with objects as member lists (duplicates kept, in order). Numbers and booleans
 /// are never an email, so their values are not kept.
@@ -25,27 +26,29 @@ enum Node {
     Object(Vec<(String, Node)>),
 }
 
-/// The values at `pointers`, each followed down every duplicate key (see [`single`]), and the
-/// domains of every string in the document that is an address, object keys included.
-pub(super) fn read_json(body: &[u8], pointers: &[String]) -> Carried {
+/// The values at the configured pointers, each followed down every duplicate key (see
+/// [`single`]), and the names behind every `@` of every string in the document, object keys
+/// included, but below a secret key.
+pub(super) fn read_json(body: &[u8], sources: &EmailSources) -> Carried {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body); // a UTF-8 BOM, as Python reads it
     let Ok(doc) = serde_json::from_slice::<Node>(body) else {
         return Carried::new(Extracted::Unreadable(Unreadable::Malformed), Domains::default());
     };
     let mut domains = Domains::default();
-    every_string(&doc, &mut |s| domains.consider(s));
-    Carried::new(at_pointers(&doc, pointers), domains)
+    let secret = |key: &str| is_secret(key, &sources.secret_fields);
+    every_string(&doc, &secret, &mut |s| domains.consider(s));
+    Carried::new(at_pointers(&doc, &sources.json_pointers), domains)
 }
 
-/// Calls `f` with every string below `node`, keys included. Depth is bounded by serde_json's
-/// recursion limit (128).
-fn every_string(node: &Node, f: &mut impl FnMut(&str)) {
+/// Calls `f` with every string below `node`, keys included, but not below a `secret` key.
+/// Depth is bounded by serde_json's recursion limit (128).
+fn every_string(node: &Node, secret: &impl Fn(&str) -> bool, f: &mut impl FnMut(&str)) {
     match node {
         Node::String(s) => f(s),
-        Node::Array(items) => items.iter().for_each(|item| every_string(item, f)),
-        Node::Object(members) => members.iter().for_each(|(key, value)| {
+        Node::Array(items) => items.iter().for_each(|item| every_string(item, secret, f)),
+        Node::Object(members) => members.iter().filter(|(key, _)| !secret(key)).for_each(|(key, value)| {
             f(key);
-            every_string(value, f);
+            every_string(value, secret, f);
         }),
         Node::Null | Node::NotString => {}
     }

@@ -26,8 +26,9 @@ mod carried;
 mod fold;
 mod json;
 mod multipart;
+pub mod scan;
 
-pub use carried::{Carried, Domains, MAX_DOMAINS, Problem, ToJudge};
+pub use carried::{Carried, DEFAULT_MAX_DOMAINS, Domains, MAX_DOMAINS_LIMIT, NAMES_PER_DOMAIN, Name, Problem, ToJudge};
 pub use multipart::{MAX_HEADERS, MAX_PARTS};
 
 use super::settings::EmailSources;
@@ -185,14 +186,25 @@ pub fn from_header_values(values: Vec<Vec<u8>>) -> Extracted {
 }
 
 /// The query of `path` (percent-decoded, `+` is a space): the configured parameters, and every
-/// address in any parameter.
-pub fn read_query(path: &str, names: &[String]) -> Carried {
+/// name behind an `@` in any parameter but a secret one.
+pub fn read_query(path: &str, sources: &EmailSources) -> Carried {
     let Some((_, query)) = path.split_once('?') else {
         return Carried::nothing();
     };
     let query = query.split_once('#').map_or(query, |(q, _)| q);
-    let configured = from_pairs(|| form_urlencoded::parse(query.as_bytes()), names);
-    Carried::new(configured, pair_domains(query.as_bytes()))
+    let configured = from_pairs(|| form_urlencoded::parse(query.as_bytes()), &sources.query_params);
+    Carried::new(configured, pair_domains(query.as_bytes(), &sources.secret_fields))
+}
+
+/// Whether a field's name says it holds a secret (`email.secret_fields`, lowercase, matched
+/// anywhere in the lowercased name: `user[password]`, `newPassword`): never scanned, so its
+/// text never leaves the proxy, and no app stores an address from it.
+pub fn is_secret(name: &str, secret_fields: &[String]) -> bool {
+    if secret_fields.is_empty() {
+        return false;
+    }
+    let name = name.to_lowercase();
+    secret_fields.iter().any(|s| name.contains(s.as_str()))
 }
 
 /// A complete body of the given kind: the configured sources, and every address anywhere in
@@ -202,9 +214,9 @@ pub fn read_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Carrie
         return Carried::nothing();
     }
     match kind {
-        BodyKind::Json => json::read_json(body, &sources.json_pointers),
-        BodyKind::UrlEncoded => read_urlencoded(body, &sources.form_fields),
-        BodyKind::Multipart { boundary } => read_multipart(body, boundary, &sources.form_fields),
+        BodyKind::Json => json::read_json(body, sources),
+        BodyKind::UrlEncoded => read_urlencoded(body, sources),
+        BodyKind::Multipart { boundary } => read_multipart(body, boundary, sources),
         BodyKind::Unread(why) => unreadable(*why),
     }
 }
@@ -213,14 +225,20 @@ fn unreadable(why: Unreadable) -> Carried {
     Carried::new(Extracted::Unreadable(why), Domains::default())
 }
 
-/// The domains of the addresses among the values of `pairs`, split at `&` and, as Rack splits
-/// a query, at `;` too, with the spaces after a separator dropped as Rack drops them.
-fn pair_domains(pairs: &[u8]) -> Domains {
+/// The names behind every `@` among the values of `pairs` (but secret ones), split at `&` and,
+/// as Rack splits a query, at `;` too, with the spaces after a separator dropped as Rack drops
+/// them.
+fn pair_domains(pairs: &[u8], secret_fields: &[String]) -> Domains {
     let mut domains = Domains::default();
+    if !pairs.contains(&b'@') && !pairs.windows(3).any(|w| w.eq_ignore_ascii_case(b"%40")) {
+        return domains; // nothing to find: the common case, without decoding a pair
+    }
     let pieces = pairs.split(|&b| b == b'&').chain(pairs.split(|&b| b == b'&' || b == b';'));
     for piece in pieces {
-        for (_, value) in form_urlencoded::parse(piece.trim_ascii_start()) {
-            domains.consider(&value);
+        for (name, value) in form_urlencoded::parse(piece.trim_ascii_start()) {
+            if !is_secret(&name, secret_fields) {
+                domains.consider(&value);
+            }
         }
     }
     domains
@@ -230,7 +248,7 @@ fn pair_domains(pairs: &[u8]) -> Domains {
 /// is a body that is not UTF-8 text.
 /// A UTF-8 BOM is skipped (Express decodes bodies with iconv-lite, which drops it), and a pair
 /// after `&` and spaces counts under its name without them too (Rack splits at `/& */`).
-fn read_urlencoded(body: &[u8], names: &[String]) -> Carried {
+fn read_urlencoded(body: &[u8], sources: &EmailSources) -> Carried {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     if body.trim_ascii_start().first().is_some_and(|b| matches!(b, b'{' | b'[' | b'"')) {
         return unreadable(Unreadable::Malformed);
@@ -250,7 +268,7 @@ fn read_urlencoded(body: &[u8], names: &[String]) -> Carried {
     if let Some(why) = declared_charset(pairs().filter(|(k, _)| fold::same_name(k, CHARSET_FIELD)).map(|(_, v)| v)) {
         return unreadable(why);
     }
-    Carried::new(from_pairs(pairs, names), pair_domains(body))
+    Carried::new(from_pairs(pairs, &sources.form_fields), pair_domains(body, &sources.secret_fields))
 }
 
 /// The HTML5 `_charset_` field: the browser fills it with the form's encoding, and some servers
@@ -277,9 +295,12 @@ where
 }
 
 /// Every part is read: a part in a transfer encoding or charset the filter does not read makes
-/// the body unreadable whatever its name (Django decodes base64 parts). Parts that are not
-/// UTF-8 (files) hold no address, unless a configured name says they should.
-fn read_multipart(body: &[u8], boundary: &str, names: &[String]) -> Carried {
+/// the body unreadable whatever its name (Django decodes base64 parts). Files (a part with a
+/// non-empty `filename`, which every framework of the matrix hands the app as an upload) and
+/// parts that are not UTF-8 are not scanned, nor secret fields; a configured name is read
+/// whatever its part.
+fn read_multipart(body: &[u8], boundary: &str, sources: &EmailSources) -> Carried {
+    let names = &sources.form_fields;
     let parts = match multipart::parts(body, boundary) {
         Ok(parts) => parts,
         Err(why) => return unreadable(why),
@@ -294,8 +315,11 @@ fn read_multipart(body: &[u8], boundary: &str, names: &[String]) -> Carried {
         return unreadable(why);
     }
     let mut domains = Domains::default();
-    for text in parts.iter().filter_map(|p| std::str::from_utf8(p.value).ok()) {
-        domains.consider(text);
+    let secret = |p: &multipart::Part| p.name.as_deref().is_some_and(|n| is_secret(n, &sources.secret_fields));
+    for part in parts.iter().filter(|p| !p.file && !secret(p)) {
+        if let Ok(text) = std::str::from_utf8(part.value) {
+            domains.consider(text);
+        }
     }
     let mut found = Extracted::NotFound;
     for name in names {

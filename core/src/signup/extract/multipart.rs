@@ -51,6 +51,9 @@ pub struct Part<'a> {
     /// UTF-8/US-ASCII, or a `Content-Type` / `Content-Transfer-Encoding` apps may read
     /// differently: an app may decode the value into something the filter cannot see.
     pub encoded: bool,
+    /// A non-empty `filename` (or `filename*`): an upload to every framework of the matrix (Go
+    /// takes a part with an empty one for a field), never scanned for addresses.
+    pub file: bool,
 }
 
 pub fn valid_boundary(boundary: &str) -> bool {
@@ -111,7 +114,7 @@ pub fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>, Unread
             return Err(Unreadable::Ambiguous); // a delimiter after a line break of another style
         };
         let value = body.get(headers.content_start..end).unwrap_or_default();
-        out.push(Part { name: headers.name, value, encoded: headers.encoded });
+        out.push(Part { name: headers.name, value, encoded: headers.encoded, file: headers.file });
         next = following;
     }
 }
@@ -266,6 +269,7 @@ fn occurrences<'h>(haystack: &'h [u8], needle: &'h [u8]) -> impl Iterator<Item =
 struct Headers {
     name: Option<String>,
     encoded: bool,
+    file: bool,
     content_start: usize,
 }
 
@@ -347,8 +351,8 @@ fn interpret(fields: &[String], content_start: usize) -> Result<Headers, Unreada
             Err(_) => true, // apps may find a charset in it the filter does not
         };
     }
-    let name = disposition.map(disposition_name).transpose()?.flatten();
-    Ok(Headers { name, encoded, content_start })
+    let (name, file) = disposition.map(disposition_name).transpose()?.unwrap_or((None, false));
+    Ok(Headers { name, encoded, file, content_start })
 }
 
 /// The name a `Content-Disposition` value gives: `name`, or RFC 8187 `name*`, which must agree.
@@ -356,17 +360,19 @@ fn interpret(fields: &[String], content_start: usize) -> Result<Headers, Unreada
 /// The type is `form-data` and the parameters `name` and `filename` (`name*`, `filename*`), as
 /// every client sends: formidable finds `name=` after any word boundary (`x-name=`), RFC 2231
 /// continuations (`name*0=`) are joined by Werkzeug, Go and Python and not by busboy and Rails.
-fn disposition_name(value: &str) -> Result<Option<String>, Unreadable> {
+fn disposition_name(value: &str) -> Result<(Option<String>, bool), Unreadable> {
     let (essence, params) = header_value(value)?;
     if essence != "form-data" {
         return Err(Unreadable::Ambiguous);
     }
     let mut names: Vec<String> = Vec::new();
+    let mut file = false;
     for (key, v) in params {
         match key.as_str() {
             "name" => names.push(v),
             "name*" => names.push(ext_value(&v)?),
-            "filename" | "filename*" => {}
+            "filename" => file |= !v.is_empty(),
+            "filename*" => file |= ext_value(&v).is_ok_and(|f| !f.is_empty()),
             _ => return Err(Unreadable::Ambiguous),
         }
     }
@@ -378,7 +384,7 @@ fn disposition_name(value: &str) -> Result<Option<String>, Unreadable> {
     if names.iter().any(|n| n.contains("=?")) {
         return Err(Unreadable::Ambiguous);
     }
-    Ok(names.pop())
+    Ok((names.pop(), file))
 }
 
 /// Whether a parameter other than a disposition's own could be taken for `name`, `filename` or

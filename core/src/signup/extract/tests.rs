@@ -1,5 +1,4 @@
 use super::*;
-use crate::Domain;
 
 /// What the configured sources give (the tests of every address are below and in `carried`).
 fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extracted {
@@ -7,7 +6,8 @@ fn from_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Extracted 
 }
 
 fn from_query(path: &str, names: &[String]) -> Extracted {
-    read_query(path, names).configured
+    let sources = EmailSources { query_params: names.to_vec(), ..EmailSources::default() };
+    read_query(path, &sources).configured
 }
 
 fn sources(json: &[&str], form: &[&str]) -> EmailSources {
@@ -16,7 +16,12 @@ fn sources(json: &[&str], form: &[&str]) -> EmailSources {
         query_params: vec![],
         json_pointers: json.iter().map(|s| s.to_string()).collect(),
         form_fields: form.iter().map(|s| s.to_string()).collect(),
+        secret_fields: ["password", "passwd", "pwd"].map(str::to_owned).to_vec(),
     }
+}
+
+fn names(carried: &Carried) -> Vec<String> {
+    carried.domains.as_slice().iter().map(|n| n.domain.to_string()).collect()
 }
 
 fn email(s: &str) -> Extracted {
@@ -132,7 +137,7 @@ fn body_kind_for_request() {
     let kind = BodyKind::for_request(&v("application/x-www-form-urlencoded"), &[]);
     let read = read_body(&kind, b"email=x@mailinator.com", &json_only);
     assert_eq!(read.configured, Extracted::NotFound);
-    assert_eq!(read.domains.as_slice(), [Domain::parse("mailinator.com").unwrap()]);
+    assert_eq!(names(&read), ["mailinator.com"]);
     assert_eq!(from_body(&kind, b"", &json_only), Extracted::NotFound, "an empty body holds no email");
 }
 
@@ -590,10 +595,7 @@ fn strict_header_values() {
 #[test]
 fn every_address_is_found_whatever_its_name() {
     let s = sources(&["/email"], &["email"]);
-    let domains = |kind: &BodyKind, body: &str| -> Vec<String> {
-        let read = read_body(kind, body.as_bytes(), &s);
-        read.domains.as_slice().iter().map(|d| d.as_str().to_owned()).collect()
-    };
+    let domains = |kind: &BodyKind, body: &str| -> Vec<String> { names(&read_body(kind, body.as_bytes(), &s)) };
     let x = ["mailinator.com"];
     let form = BodyKind::UrlEncoded;
     // qs (Express `extended: true`), PHP and Rack bracket names; any field name.
@@ -627,13 +629,40 @@ fn every_address_is_found_whatever_its_name() {
     // Two addresses: both, the configured one first in the body's order.
     let both = r#"{"invitee":"x@mailinator.com","email":"ann@gmail.com"}"#;
     assert_eq!(domains(&BodyKind::Json, both), ["mailinator.com", "gmail.com"]);
-    // Text that merely holds an address is not one.
-    assert!(domains(&form, "bio=mail+me+at+x@mailinator.com").is_empty());
+    // Text that holds an address: its domain is judged too.
+    assert_eq!(domains(&form, "bio=mail+me+at+x@mailinator.com"), x);
     // The query, with Rack's `;`.
-    let query = read_query("/signup?email=ann@gmail.com&x=1;[email]=x%40mailinator.com", &["email".to_owned()]);
+    let query_sources = EmailSources { query_params: vec!["email".to_owned()], ..s.clone() };
+    let query = read_query("/signup?email=ann@gmail.com&x=1;[email]=x%40mailinator.com", &query_sources);
     assert_eq!(query.configured, email("ann@gmail.com"));
-    let names: Vec<&str> = query.domains.as_slice().iter().map(Domain::as_str).collect();
-    assert_eq!(names, ["gmail.com", "mailinator.com"]);
+    assert_eq!(names(&query), ["gmail.com", "mailinator.com"]);
+}
+
+/// Secrets are never scanned (their text must not leave the proxy), nor are uploaded files;
+/// a part with an empty `filename` is a field to Go and is scanned.
+#[test]
+fn secrets_and_files_are_not_scanned() {
+    let s = sources(&["/email"], &["email"]);
+    let form = BodyKind::UrlEncoded;
+    for body in
+        ["password=P%40ssw0rd.shop", "user[password]=P@ssw0rd.shop", "newPassword=P@ssw0rd.shop", "pwd=a@b.shop"]
+    {
+        assert!(names(&read_body(&form, body.as_bytes(), &s)).is_empty(), "{body}");
+    }
+    let json = r#"{"password":"P@ssw0rd.shop","user":{"Passwd":"x@mailinator.com"},"email":"ann@gmail.com"}"#;
+    assert_eq!(names(&read_body(&BodyKind::Json, json.as_bytes(), &s)), ["gmail.com"]);
+    let query = read_query("/s?pwd=x%40mailinator.com&c=ann@gmail.com", &s);
+    assert_eq!(names(&query), ["gmail.com"]);
+    let kind = BodyKind::Multipart { boundary: "B".to_owned() };
+    let file = |filename: &str| {
+        format!(
+            "--B\r\nContent-Disposition: form-data; name=\"list\"; filename=\"{filename}\"\r\n\r\nx@mailinator.com\r\n--B--\r\n"
+        )
+    };
+    assert!(names(&read_body(&kind, file("list.csv").as_bytes(), &s)).is_empty());
+    assert_eq!(names(&read_body(&kind, file("").as_bytes(), &s)), ["mailinator.com"]);
+    let secret = format!("{}--B--\r\n", part("password", "P@ssw0rd.shop"));
+    assert!(names(&read_body(&kind, secret.as_bytes(), &s)).is_empty());
 }
 
 /// Issue 30: a part in an encoding the filter does not read makes the body unreadable, whatever

@@ -182,16 +182,42 @@ fn every_address_is_judged_and_the_worst_decides() {
     assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("no_email"));
 }
 
-/// More distinct domains than `MAX_DOMAINS` in one signup are refused, whatever the policies.
+/// More distinct domains than `max_domains` in one signup are refused, whatever the policies;
+/// as many are judged.
 #[test]
 fn too_many_domains_are_refused() {
-    let h = Harness::new(json!({ "on_invalid_email": "allow", "on_unreadable_body": "allow" }));
-    let many: Vec<String> = (0..=extract::MAX_DOMAINS).map(|i| format!("a{i}=x%40d{i}.example")).collect();
-    let form = [("content-type", "application/x-www-form-urlencoded")];
-    let mut host = h.host("POST", "/signup", &form, many.join("&").as_bytes());
+    for max in [None, Some(3)] {
+        let config =
+            json!({ "on_invalid_email": "allow", "on_unreadable_body": "allow", "cache": { "ttl_seconds": 0 } });
+        let mut config = config;
+        if let Some(max) = max {
+            config["max_domains"] = json!(max);
+        }
+        let h = Harness::new(config);
+        let limit = max.unwrap_or(extract::DEFAULT_MAX_DOMAINS);
+        let many: Vec<String> = (0..=limit).map(|i| format!("a{i}=x%40d{i}.example")).collect();
+        let form = [("content-type", "application/x-www-form-urlencoded")];
+        let mut host = h.host("POST", "/signup", &form, many.join("&").as_bytes());
+        send(&mut h.filter(), &mut host);
+        assert!(host.dispatched.is_empty());
+        assert_eq!(only_sent(&host).json()["error"], json!("too_many_addresses"));
+        let mut host = h.host("POST", "/signup", &form, many[..limit].join("&").as_bytes());
+        send(&mut h.filter(), &mut host);
+        assert_eq!(host.dispatched.len(), limit, "as many as max_domains are judged");
+    }
+}
+
+/// A name found in free text is judged with `learn=false`; a value that is an address, even
+/// wrapped, as an address; a password is never read.
+#[test]
+fn mentions_are_judged_without_teaching_the_sidecar() {
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 } }));
+    let json = [("content-type", "application/json")];
+    let body = br#"{"email":"Ann <ann@gmail.com>","bio":"ask @the.coffee.shop","password":"P@ssw0rd.shop"}"#;
+    let mut host = h.host("POST", "/signup", &json, body);
     send(&mut h.filter(), &mut host);
-    assert!(host.dispatched.is_empty());
-    assert_eq!(only_sent(&host).json()["error"], json!("too_many_addresses"));
+    let paths: Vec<&str> = host.dispatched.iter().map(|d| d.header(":path").unwrap_or_default()).collect();
+    assert_eq!(paths, ["/api/v1/domain/gmail.com", "/api/v1/domain/the.coffee.shop?learn=false"]);
 }
 
 /// Every configured source is read: an email in a header and another in the body is invalid.
