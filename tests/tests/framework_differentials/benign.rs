@@ -31,8 +31,10 @@ fn json_case(what: &str, doc: serde_json::Value) -> Case {
     case(what, "/signup", "application/json", doc.to_string().into_bytes())
 }
 
-/// A multipart body: (name, filename, content type, bytes) per part.
-fn multipart(parts: &[(&str, Option<&str>, Option<&str>, &[u8])]) -> Vec<u8> {
+/// A multipart part: (name, filename, content type, bytes).
+type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+
+fn multipart(parts: &[Part]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, filename, ct, bytes) in parts {
         let file = filename.map(|f| format!("; filename=\"{f}\"")).unwrap_or_default();

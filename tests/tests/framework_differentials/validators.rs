@@ -113,11 +113,15 @@ pub fn every_family_fools_a_validator_without_the_gateway(v: &mut Validated, cas
 pub fn report(v: &Validated, cases: &[Case], runs: &[(Via, Vec<Trip>)]) -> usize {
     let mut by_family: BTreeMap<&str, BTreeMap<&str, (usize, usize, usize)>> = BTreeMap::new();
     let mut by_validator: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    // (family, value) -> gateway -> placements in which a validator stored a disposable address
+    let mut by_value: BTreeMap<(&str, &str), BTreeMap<&str, usize>> = BTreeMap::new();
     let mut dumped = Vec::new();
     let mut leaked = 0;
     for (via, trips) in runs {
         for t in trips {
             let case = &cases[t.case];
+            let value = case.what.rsplit_once(" in ").map_or(case.what.as_str(), |(v, _)| v);
+            let n = by_value.entry((case.family, value)).or_default().entry(via.name()).or_default();
             let e = by_family.entry(case.family).or_default().entry(via.name()).or_default();
             e.0 += 1;
             let Some(r) = &t.recorded else { continue };
@@ -127,6 +131,7 @@ pub fn report(v: &Validated, cases: &[Case], runs: &[(Via, Vec<Trip>)]) -> usize
                 continue;
             }
             e.2 += 1;
+            *n += 1;
             leaked += 1;
             for name in leaks.iter().map(|(n, _, _)| n.as_str()).collect::<HashSet<_>>() {
                 *by_validator.entry(name).or_default().entry(via.name()).or_default() += 1;
@@ -156,6 +161,12 @@ pub fn report(v: &Validated, cases: &[Case], runs: &[(Via, Vec<Trip>)]) -> usize
     for (name, vias) in &by_validator {
         let list: Vec<String> = vias.iter().map(|(via, n)| format!("{via} {n}")).collect();
         println!("  {name:<50} {}", list.join(", "));
+    }
+    println!("\nvalue (placements, of 8, in which a validator stored a disposable address, by gateway)");
+    for ((family, value), vias) in &by_value {
+        let list: Vec<String> = vias.iter().map(|(via, n)| format!("{via} {n}")).collect();
+        let shown: String = value.chars().take(60).collect();
+        println!("  {family:<20} {shown:<62} {}", list.join(", "));
     }
     if !dumped.is_empty() {
         println!("\nfirst leaks:\n{}", dumped.join("\n"));
