@@ -3,9 +3,11 @@
 # the app behind the gateway received (tests/frameworks/README.md), pinned, and only what is
 # missing: safe to run again and again (scripts/install-deps.sh runs it for `make test`).
 #
-#   Debian 12   golang-go (1.19), ruby-rack (2.2), php-cli (8.2): apt, versions from bookworm
-#   npm         Express 5, multer, busboy, formidable 3: `npm ci` from tests/frameworks/node's lockfile
-#   PyPI        Django, FastAPI (Starlette), python-multipart, Flask: pinned, in the project's .venv
+#   Debian 12   golang-go (1.19), ruby-rack (2.2), php-cli (8.2), ruby-mail (2.7): apt, bookworm's
+#   npm         Express 5, multer, busboy, formidable 3, and the email validators validator.js,
+#               express-validator, zod, joi, class-validator: `npm ci` from tests/frameworks/node's lockfile
+#   PyPI        Django, FastAPI (Starlette), python-multipart, Flask, and the email validators
+#               email-validator, pydantic, WTForms, marshmallow: pinned, in the project's .venv
 #   Go          target/frameworks/go-readers, built from tests/frameworks/go (standard library only)
 #
 # Prints one line per thing found or installed. Debian/Ubuntu; sudo when not root.
@@ -16,14 +18,15 @@ frameworks=$root/tests/frameworks
 export DEBIAN_FRONTEND=noninteractive
 
 # Pinned on PyPI (Werkzeug comes with schemathesis; Flask 3.1 uses it).
-PIP_PINS=("Django==5.2.19" "fastapi==0.165.0" "starlette==1.10.0" "python-multipart==0.0.34" "Flask==3.1.3")
+PIP_PINS=("Django==5.2.19" "fastapi==0.165.0" "starlette==1.10.0" "python-multipart==0.0.34" "Flask==3.1.3"
+  "email-validator==2.4.0" "pydantic==2.14.4" "idna==3.20" "WTForms==3.3.2" "marshmallow==4.4.0")
 
 # Debian packages: command:package (their versions are bookworm's: see the README's table).
 missing=()
-for entry in go:golang-go ruby:ruby-rack php:php-cli; do
+for entry in go:golang-go ruby:ruby-rack php:php-cli ruby:ruby-mail; do
   cmd=${entry%%:*} pkg=${entry#*:}
-  if [[ $pkg == ruby-rack ]]; then
-    ok() { command -v ruby >/dev/null 2>&1 && ruby -e 'require "rack"' 2>/dev/null; }
+  if [[ $pkg == ruby-* ]]; then
+    ok() { command -v ruby >/dev/null 2>&1 && ruby -e "require '${pkg#ruby-}'" 2>/dev/null; }
   else
     ok() { command -v "$cmd" >/dev/null 2>&1; }
   fi
@@ -67,7 +70,7 @@ fi
 
 # Go: the readers' binary, rebuilt when its source changed; Go's caches stay under target/.
 out=$root/target/frameworks
-go_src=$(cat "$frameworks/go/go.mod" "$frameworks/go/main.go" | sha256sum | cut -d' ' -f1)
+go_src=$(cat "$frameworks/go/go.mod" "$frameworks/go/"*.go | sha256sum | cut -d' ' -f1)
 go_stamp=$out/go-readers.built-from
 if [[ -x $out/go-readers && -f $go_stamp && $(cat "$go_stamp") == "$go_src" ]]; then
   echo "found      Go readers ($out/go-readers)"

@@ -105,13 +105,7 @@ impl Frameworks {
 
     /// What every reader of every adapter reads from this request, in a stable order.
     pub fn read_all(&self, recorded: &Recorded) -> Vec<Reading> {
-        let mut req = Request::new(&recorded.method, &recorded.target).timeout(Duration::from_secs(30));
-        for (n, v) in &recorded.headers {
-            if !FRAMING.contains(&n.as_str()) {
-                req = req.header(n, v);
-            }
-        }
-        let req = req.body(&recorded.body);
+        let req = replay(recorded);
         std::thread::scope(|s| {
             let handles: Vec<_> = self.adapters.iter().map(|a| s.spawn(|| read_one(a, &req))).collect();
             handles.into_iter().flat_map(|h| h.join().expect("an adapter thread panicked")).collect()
@@ -120,17 +114,90 @@ impl Frameworks {
 }
 
 fn read_one(a: &Adapter, req: &Request) -> Vec<Reading> {
-    let resp = match req.try_send(a.addr) {
-        Ok(r) if r.status == 200 => r,
+    match answer(a, req) {
+        Ok(json) => readings_of(&json),
         // The framework's HTTP server itself refused the request: no handler ran.
-        Ok(r) if (400..500).contains(&r.status) => {
-            return vec![(format!("{}.server", a.name), Err(format!("HTTP {}", r.status)))];
+        Err(status) => vec![(format!("{}.server", a.name), Err(format!("HTTP {status}")))],
+    }
+}
+
+/// What one email validator would store: (validator, the value it got, what it returns), for
+/// every value (and JSON object key, form or query name) a reader of its language exposed.
+pub type Stored = (String, String, String);
+
+/// The header that asks an adapter to run its language's email validators too.
+const VALIDATORS: &str = "x-validators";
+
+impl Frameworks {
+    /// [`Frameworks::read_all`] and what every email validator of every adapter would store from
+    /// the values its readers exposed (`tests/frameworks/*/validators.*`).
+    pub fn validate_all(&self, recorded: &Recorded) -> (Vec<Reading>, Vec<Stored>) {
+        let mut r = recorded.clone();
+        r.headers.push((VALIDATORS.into(), "1".into()));
+        let req = replay(&r);
+        let answers: Vec<Value> = std::thread::scope(|s| {
+            let handles: Vec<_> = self.adapters.iter().map(|a| s.spawn(|| answer(a, &req))).collect();
+            handles.into_iter().filter_map(|h| h.join().expect("an adapter thread panicked").ok()).collect()
+        });
+        let mut readings = Vec::new();
+        let mut stored = Vec::new();
+        for json in &answers {
+            readings.extend(readings_of(json));
+            for (name, pairs) in json["validators"].as_object().into_iter().flatten() {
+                for p in pairs.as_array().into_iter().flatten() {
+                    let (Some(v), Some(s)) = (p[0].as_str(), p[1].as_str()) else { continue };
+                    stored.push((name.clone(), v.to_owned(), s.to_owned()));
+                }
+            }
         }
+        (readings, stored)
+    }
+
+    /// Where mail to each address would go: the domains Python's mail stack (its IDNA 2003
+    /// codec), UTS-46 (transitional and not) and the raw text give, lower-cased, without
+    /// trailing dots (`tests/frameworks/python/validators.py`, `delivery`).
+    pub fn delivery(&self, addresses: &[String]) -> Vec<Vec<String>> {
+        let python = self.adapters.iter().find(|a| a.name == "python").expect("the python adapter");
+        let body = serde_json::to_vec(addresses).expect("json");
+        let req = Request::new("POST", "/delivery")
+            .header("x-delivery", "1")
+            .header("content-type", "application/json")
+            .timeout(Duration::from_secs(60))
+            .body(&body);
+        let resp = req.try_send(python.addr).unwrap_or_else(|e| panic!("the python adapter did not answer: {e}"));
+        assert_eq!(resp.status, 200, "the python adapter's delivery failed:\n{resp}");
+        let json = resp.json();
+        let lists = json["delivery"].as_array().expect("delivery");
+        lists
+            .iter()
+            .map(|l| l.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect())
+            .collect()
+    }
+}
+
+/// The recorded request as the adapters get it (framing headers are the replay's own).
+fn replay(recorded: &Recorded) -> Request {
+    let mut req = Request::new(&recorded.method, &recorded.target).timeout(Duration::from_secs(30));
+    for (n, v) in &recorded.headers {
+        if !FRAMING.contains(&n.as_str()) {
+            req = req.header(n, v);
+        }
+    }
+    req.body(&recorded.body)
+}
+
+/// One adapter's answer, or the status with which its HTTP server itself refused the request.
+fn answer(a: &Adapter, req: &Request) -> Result<Value, u16> {
+    match req.try_send(a.addr) {
+        Ok(r) if r.status == 200 => Ok(r.json()),
+        Ok(r) if (400..500).contains(&r.status) => Err(r.status),
         Ok(r) => panic!("the {} adapter failed (a bug of the adapter):\n{r}", a.name),
         Err(e) => panic!("the {} adapter did not answer {:?}: {e}", a.name, req),
-    };
-    let json = resp.json();
-    let Some(readers) = json["readers"].as_object() else { panic!("{} adapter: no readers in {json}", a.name) };
+    }
+}
+
+fn readings_of(json: &Value) -> Vec<Reading> {
+    let Some(readers) = json["readers"].as_object() else { panic!("no readers in {json}") };
     let mut out: Vec<Reading> = readers
         .iter()
         .map(|(name, r)| {

@@ -7,6 +7,8 @@
 //	framework-readers client URL   (a real client: multipart.Writer's upload of email=ann@gmail.com)
 //
 // Answer: {"readers": {"<name>": {"values": [every string value, any depth], "error": null|"..."}}}
+// With a request header `x-validators`, also "validators": what net/mail would store from those
+// values (and from JSON object keys and query names): validators.go.
 package main
 
 import (
@@ -96,8 +98,25 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		}
 		out[name] = rd
 	}
+	answer := map[string]any{"readers": out}
+	if r.Header.Get("x-validators") != "" {
+		values := map[string]bool{}
+		for _, rd := range out {
+			for _, v := range rd.Values {
+				values[v] = true
+			}
+		}
+		var doc any
+		if json.Unmarshal(body, &doc) == nil {
+			jsonKeys(doc, values)
+		}
+		for k := range fresh(r, body).URL.Query() {
+			values[k] = true
+		}
+		answer["validators"] = validate(values)
+	}
 	w.Header().Set("content-type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"readers": out})
+	_ = json.NewEncoder(w).Encode(answer)
 }
 
 // client posts email=ann@gmail.com as multipart.Writer writes it and prints the status.

@@ -5,6 +5,8 @@
 //   node readers.js PORT UPLOAD_DIR
 //
 // Answer: {"readers": {"<name>": {"values": [every string value, any depth], "error": null|"..."}}}
+// With a request header `x-validators`, also "validators": what each email validator of
+// validators.js would store from those values (and from JSON object keys and query names).
 'use strict';
 
 const http = require('node:http');
@@ -14,6 +16,7 @@ const parseurl = require('parseurl');
 const multer = require('multer');
 const busboy = require('busboy');
 const { formidable } = require('formidable');
+const { validate } = require('./validators.js');
 
 const port = Number(process.argv[2]);
 const uploadDir = process.argv[3];
@@ -95,14 +98,43 @@ async function readAll(req, body) {
   return out;
 }
 
+// Object keys at any depth (an app may take addresses from them), and the query's names.
+function keys(v, out = []) {
+  if (Array.isArray(v)) v.forEach((x) => keys(x, out));
+  else if (v && typeof v === 'object') {
+    out.push(...Object.keys(v));
+    Object.values(v).forEach((x) => keys(x, out));
+  }
+  return out;
+}
+
+function names(req, body) {
+  const out = keys(extendedQuery(parseurl(req).query || ''));
+  try {
+    keys(JSON.parse(body.toString('utf8')), out);
+  } catch {
+    // not JSON
+  }
+  return out;
+}
+
+async function answer(req, body) {
+  const out = { readers: await readAll(req, body) };
+  if (req.headers['x-validators'] !== undefined) {
+    const values = new Set([...Object.values(out.readers).flatMap((r) => r.values), ...names(req, body)]);
+    out.validators = await validate([...values].filter((v) => v.includes('@') || v.includes('\uff20')).sort());
+  }
+  return out;
+}
+
 http
   .createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
-      const answer = JSON.stringify({ readers: await readAll(req, Buffer.concat(chunks)) });
+      const text = JSON.stringify(await answer(req, Buffer.concat(chunks)));
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(answer);
+      res.end(text);
     });
   })
   .listen(port, '127.0.0.1');

@@ -6,6 +6,10 @@ answers what each read.
     python readers.py PORT
 
 Answer: {"readers": {"<name>": {"values": [every string value, any depth], "error": null|"..."}}}
+With a request header `x-validators`, also "validators": what each email validator of
+validators.py would store from those values (and from JSON object keys and form field names).
+`x-delivery` with a JSON list of stored addresses as the body answers {"delivery": [[domain, ...]]}:
+where mail to each would go (validators.delivery).
 """
 
 import asyncio
@@ -26,6 +30,8 @@ from django.core.handlers.wsgi import WSGIRequest  # noqa: E402 (after settings)
 from fastapi import Body, FastAPI  # noqa: E402
 from flask import Flask, request as flask_request  # noqa: E402
 from starlette.requests import Request as StarletteRequest  # noqa: E402
+
+import validators  # noqa: E402 (Django must be set up first)
 
 flask_app = Flask("readers")
 fastapi_app = FastAPI()
@@ -188,6 +194,41 @@ def read_all(req):
     return out
 
 
+def keys(v, out):
+    """Object keys at any depth (an app may take addresses from them)."""
+    if isinstance(v, dict):
+        out.extend(k for k in v if isinstance(k, str))
+        v = list(v.values())
+    if isinstance(v, list):
+        for x in v:
+            keys(x, out)
+    return out
+
+
+def names(req):
+    """JSON object keys and form field names, as Django reads them."""
+    out = []
+    for read in (lambda r: keys(json.loads(WSGIRequest(environ(r)).body), []),
+                 lambda r: list(WSGIRequest(environ(r)).POST.keys()),
+                 lambda r: list(WSGIRequest(environ(r)).GET.keys())):
+        try:
+            out += read(req)
+        except Exception:  # noqa: BLE001 (not JSON, not a form)
+            pass
+    return out
+
+
+def answer(req):
+    headers = {n.lower() for n, _ in req["headers"]}
+    if "x-delivery" in headers:
+        return {"delivery": [validators.delivery(s) for s in json.loads(req["body"])]}
+    out = {"readers": read_all(req)}
+    if "x-validators" in headers:
+        values = {v for r in out["readers"].values() for v in r["values"]} | set(names(req))
+        out["validators"] = validators.validate(sorted(v for v in values if "@" in v or "\uff20" in v))
+    return out
+
+
 class Handler(BaseHTTPRequestHandler):
     def do(self):
         length = int(self.headers.get("content-length") or 0)
@@ -197,12 +238,12 @@ class Handler(BaseHTTPRequestHandler):
             "headers": list(self.headers.items()),
             "body": self.rfile.read(length),
         }
-        answer = json.dumps({"readers": read_all(req)}).encode()
+        body = json.dumps(answer(req)).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(answer)))
+        self.send_header("content-length", str(len(body)))
         self.end_headers()
-        self.wfile.write(answer)
+        self.wfile.write(body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do
 

@@ -5,10 +5,13 @@
 #   ruby readers.rb PORT
 #
 # Answer: {"readers": {"<name>": {"values": [every string value, any depth], "error": null|"..."}}}
+# With a request header `x-validators`, also "validators": what each validator of validators.rb
+# would store from those values (and from JSON object keys and form field names).
 require 'json'
 require 'rack'
 require 'socket'
 require 'stringio'
+require_relative 'validators'
 
 # Rails' JSON parameter parser: Mime[:json] and its synonyms.
 RAILS_JSON_TYPES = %w[application/json text/x-json application/jsonrequest].freeze
@@ -56,6 +59,20 @@ def read_all(method, target, headers, body)
   end
 end
 
+def answer(method, target, headers, body)
+  readers = read_all(method, target, headers, body)
+  out = { 'readers' => readers }
+  return out unless headers.any? { |n, _| n.casecmp?('x-validators') }
+
+  r = Rack::Request.new(env_for(method, target, headers, body))
+  names = [-> { keys(r.GET) }, -> { keys(r.POST) }, -> { keys(JSON.parse(body)) }].flat_map do |f|
+    f.call
+  rescue StandardError
+    []
+  end
+  out.merge('validators' => validate(readers.values.flat_map { |x| x['values'] } + names))
+end
+
 def serve(conn)
   line = conn.gets("\r\n") or return
   method, target = line.split(' ')
@@ -67,7 +84,7 @@ def serve(conn)
   length = headers.find { |n, _| n.casecmp?('content-length') }&.last.to_i
   body = length.positive? ? conn.read(length) : ''
   answer, status = begin
-    [JSON.generate({ 'readers' => read_all(method, target, headers, body) }), '200 OK']
+    [JSON.generate(answer(method, target, headers, body)), '200 OK']
   rescue StandardError => e # a bug of this adapter, not a refusal: the harness fails on it
     ["#{e.class}: #{e.message}".dup.force_encoding('UTF-8').scrub, '500 Internal Server Error']
   end
