@@ -111,7 +111,25 @@ fn the_queue_is_ordered_filtered_paged_and_grouped() {
     let nsd = Nsd::start();
     let sc = Sidecar::builder().dns(nsd.addr()).start();
     let key = sc.key().to_owned();
+    lookups_that_learn_nothing(&sc, &key);
     check_the_queue(&sc, &key);
+}
+
+/// `learn=false` (a gateway's lookup of a name found in free text): the same verdict, nothing
+/// queued: were any of these queued, the queue would count more than its 13 lookups.
+fn lookups_that_learn_nothing(sc: &Sidecar, key: &str) {
+    for (name, _) in LOOKUPS {
+        for _ in 0..2 {
+            let r = sc.send_retrying_429(&Request::get(&format!("/api/v1/domain/{name}?learn=false&key={key}")));
+            assert_eq!(
+                (r.status, r.json()["result"]["review_required"].clone()),
+                (200, Value::Bool(name != "nomx.example")),
+                "{name}: {r}"
+            );
+        }
+    }
+    let r = sc.send_retrying_429(&Request::get(&format!("/api/v1/domain/nomx.example?learn=no&key={key}")));
+    assert_eq!((r.status, r.json()["error"].clone()), (400, Value::from("invalid_input")), "{r}");
 }
 
 /// `--review-queue-capacity` reaches the store (the bound itself is the state store suite's
