@@ -1,10 +1,12 @@
 //! Any request: the first line is the `content-type`, the second the request path with its
 //! query, the rest the body. Extraction never panics, an email it reports is never blank
-//! (blank values count as absent), and no more domains than the bound are kept.
+//! (blank values count as absent), and no more names than the bounds are judged.
 #![no_main]
 
 use email_verdict_core::signup::EmailSources;
-use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, MAX_DOMAINS};
+use email_verdict_core::signup::extract::{
+    self, BodyKind, Carried, DEFAULT_MAX_DOMAINS, Domains, Extracted, NAMES_PER_DOMAIN, Problem, scan,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,17 +19,25 @@ fuzz_target!(|data: &[u8]| {
         query_params: vec!["email".into()],
         json_pointers: vec!["/email".into(), "/user/email".into()],
         form_fields: vec!["email".into(), "user[email]".into()],
+        secret_fields: vec!["password".into()],
     };
     let kind = BodyKind::for_request(&[content_type.to_vec()], &[]);
     assert_eq!(kind, BodyKind::from_content_type(Some(content_type)));
     let headers = extract::from_header_values(body.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect());
-    let query = extract::read_query(&path, &sources.query_params);
+    let query = extract::read_query(&path, &sources);
     let read = extract::read_body(&kind, body, &sources);
     for found in [&read.configured, &query.configured, &headers] {
         if let Extracted::Email(email) = found {
             assert!(!email.trim().is_empty());
         }
     }
-    let whole = Carried::new(headers, Domains::default()).and(query).and(read).to_judge();
-    assert!(whole.domains.len() <= MAX_DOMAINS);
+    let whole = Carried::new(headers, Domains::default()).and(query).and(read).to_judge(DEFAULT_MAX_DOMAINS);
+    if !matches!(whole.problem, Some(Problem::TooManyDomains | Problem::Unreadable(_))) {
+        assert!(whole.names.len() <= DEFAULT_MAX_DOMAINS * NAMES_PER_DOMAIN);
+    }
+    let text = String::from_utf8_lossy(body);
+    scan::names_in(&text, |_| {});
+    if let Some(address) = scan::unwrapped(&text) {
+        assert!(address.contains('@'));
+    }
 });
