@@ -9,8 +9,9 @@
 //! errors, the statuses Envoy gives for an unknown cluster or a failed call).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ptr::{null, null_mut};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -96,6 +97,7 @@ mod ffi {
         ) -> u32;
         pub fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
         pub fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
+        pub fn proxy_set_effective_context(context_id: u32) -> u32;
     }
 }
 
@@ -198,9 +200,28 @@ impl Metrics {
     }
 }
 
+/// A stream's filter, reachable from the streams that wake it (`flight.rs`).
+type Shared = Rc<RefCell<Option<RequestFilter>>>;
+
+thread_local! {
+    /// This VM's streams that wait on another stream's callout, by context id.
+    static WAITERS: RefCell<HashMap<u32, (Weak<RefCell<Option<RequestFilter>>>, Rc<Metrics>)>> =
+        RefCell::new(HashMap::new());
+}
+
 /// [`Host`] for the HTTP context the proxy is currently calling into.
 struct WasmHost {
     metrics: Rc<Metrics>,
+    /// The context's id (0: a root context's host).
+    id: u32,
+    /// The context's filter, for [`WAITERS`].
+    me: Weak<RefCell<Option<RequestFilter>>>,
+}
+
+impl WasmHost {
+    fn root(metrics: Rc<Metrics>) -> Self {
+        Self { metrics, id: 0, me: Weak::new() }
+    }
 }
 
 impl SharedData for WasmHost {
@@ -322,6 +343,38 @@ impl Host for WasmHost {
     fn log(&self, level: LogLevel, message: &str) {
         log(level, message);
     }
+
+    fn stream_id(&self) -> u64 {
+        u64::from(self.id)
+    }
+
+    fn prepare_wake(&mut self) -> bool {
+        if self.id == 0 {
+            return false;
+        }
+        let entry = (Weak::clone(&self.me), Rc::clone(&self.metrics));
+        WAITERS.with(|w| w.borrow_mut().insert(self.id, entry));
+        true
+    }
+
+    /// The waiter runs now, inside this context's callback, with the proxy's calls aimed at its
+    /// context (Envoy defers the resumes and local replies they make until the callback returns).
+    fn wake(&mut self, stream: u64) {
+        let Ok(id) = u32::try_from(stream) else { return };
+        let Some((filter, metrics)) = WAITERS.with(|w| w.borrow().get(&id).cloned()) else { return };
+        let Some(cell) = filter.upgrade() else { return };
+        // Busy: it is the stream running now (never expected); its mail waits.
+        let Ok(mut waiter) = cell.try_borrow_mut() else { return };
+        let Some(waiter) = waiter.as_mut() else { return };
+        // SAFETY: a plain value.
+        if unsafe { ffi::proxy_set_effective_context(id) } != OK {
+            return; // the context is gone
+        }
+        let mut host = WasmHost { metrics, id, me: filter };
+        waiter.on_wake(&mut host);
+        // SAFETY: a plain value; back to the context whose callback this is.
+        let _ = unsafe { ffi::proxy_set_effective_context(self.id) };
+    }
 }
 
 /// The root context: reads and validates the plugin configuration, defines the metrics once.
@@ -356,7 +409,7 @@ impl Root {
     fn sync_decisions(&self) {
         let Some(config) = self.config.as_ref() else { return };
         let Some(sync) = config.decisions.as_ref() else { return };
-        let mut host = WasmHost { metrics: self.metrics() };
+        let mut host = WasmHost::root(self.metrics());
         let Ok(now) = host.now_ms() else { return };
         if !decided::claim(&mut host, now, sync.period_ms) {
             return;
@@ -375,7 +428,7 @@ impl Root {
 
     /// Stores a fetched list; a failure keeps the last good one.
     fn decisions_answered(&self, body_size: usize) {
-        let mut host = WasmHost { metrics: self.metrics() };
+        let mut host = WasmHost::root(self.metrics());
         let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status").ok().flatten();
         let outcome = match status.as_deref() {
             Some(b"304") => Ok(None),
@@ -448,9 +501,10 @@ impl RootContext for Root {
 
     /// Never `None`: the SDK panics on it. Without a configuration (Envoy rejected the plugin),
     /// the stream passes through.
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        let host = WasmHost { metrics: self.metrics() };
-        Some(Box::new(Stream { filter: self.config.clone().map(RequestFilter::new), host }))
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let filter: Shared = Rc::new(RefCell::new(self.config.clone().map(RequestFilter::new)));
+        let host = WasmHost { metrics: self.metrics(), id: context_id, me: Rc::downgrade(&filter) };
+        Some(Box::new(Stream { filter, host }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -460,8 +514,17 @@ impl RootContext for Root {
 
 /// One HTTP stream.
 struct Stream {
-    filter: Option<RequestFilter>,
+    filter: Shared,
     host: WasmHost,
+}
+
+impl Stream {
+    fn run(&mut self, f: impl FnOnce(&mut RequestFilter, &mut WasmHost) -> SdkAction) -> SdkAction {
+        match self.filter.try_borrow_mut().as_deref_mut() {
+            Ok(Some(filter)) => f(filter, &mut self.host),
+            _ => SdkAction::Continue,
+        }
+    }
 }
 
 fn sdk(action: Action) -> SdkAction {
@@ -473,7 +536,6 @@ fn sdk(action: Action) -> SdkAction {
 
 impl Context for Stream {
     fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
-        let Some(filter) = self.filter.as_mut() else { return };
         let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
             .ok()
             .flatten()
@@ -487,29 +549,40 @@ impl Context for Stream {
             log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
             Vec::new()
         });
-        filter.on_callout_response(&mut self.host, token_id, &CalloutResponse { status, body });
+        let response = CalloutResponse { status, body };
+        self.run(|filter, host| {
+            filter.on_callout_response(host, token_id, &response);
+            SdkAction::Continue
+        });
+    }
+
+    /// The stream ends, and its callouts with it: the flights it leads go on without it.
+    fn on_done(&mut self) -> bool {
+        self.run(|filter, host| {
+            filter.on_destroy(host);
+            SdkAction::Continue
+        });
+        WAITERS.with(|w| w.borrow_mut().remove(&self.host.id));
+        true
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        WAITERS.with(|w| w.borrow_mut().remove(&self.host.id));
     }
 }
 
 impl HttpContext for Stream {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_headers(&mut self.host, end_of_stream)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_headers(host, end_of_stream)))
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_body(&mut self.host, body_size, end_of_stream)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_body(host, body_size, end_of_stream)))
     }
 
     fn on_http_request_trailers(&mut self, _num_trailers: usize) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_trailers(&mut self.host)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_trailers(host)))
     }
 }

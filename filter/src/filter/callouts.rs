@@ -13,8 +13,10 @@ impl<H: Host> Ctx<'_, H> {
             judging.judged.push(domain.clone());
             match self.cached(domain) {
                 Ok(judged) => judging.worst.add(judged),
+                Err(_) if self.joined(domain, &mut judging) => {}
                 Err(cas) => match self.call_sidecar(domain) {
                     Ok(token) => {
+                        self.leads(domain, token);
                         judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
                     }
                     Err(bypass) => {
@@ -30,7 +32,7 @@ impl<H: Host> Ctx<'_, H> {
     /// The verdict in the cache, or the cache's compare-and-swap token for the miss.
     pub(super) fn cached(&mut self, domain: &Domain) -> Result<Judged, Option<u32>> {
         let Some(cache) = self.config.cache else { return Err(None) };
-        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, domain, now));
+        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&mut *self.host, domain, now));
         match lookup {
             Ok(Lookup::Hit(summary)) => {
                 self.host.increment(Counter::CacheHits);
