@@ -84,7 +84,7 @@ fn lookup_body() -> String {
         "result": {
             "verdict": "disposable", "disposable": true, "temporary": true, "safe": false,
             "free_provider": false, "business_email": false, "shared_mx": false, "has_mx": true,
-            "domain_exists": true, "mx_records": [], "mx_ip_address": [], "level": "high",
+            "domain_exists": true, "mx_records": [], "mx_ip_address": [], "level": "critical",
             "recommendation": "block", "cached": false, "allowlisted": false, "blocked": false,
             "mx_ip_match": false, "review_required": false
         }
@@ -109,8 +109,9 @@ fn concurrent_signups_for_one_uncached_domain_make_one_callout_per_worker() {
             .concurrency(WORKERS)
             .build(build)
             .start();
+        let addr = envoy.addr();
         let statuses: Vec<u16> = std::thread::scope(|s| {
-            let sent: Vec<_> = (0..SIGNUPS).map(|i| s.spawn(move || signup(i).send(envoy.addr()).status)).collect();
+            let sent: Vec<_> = (0..SIGNUPS).map(|i| s.spawn(move || signup(i).send(addr).status)).collect();
             sent.into_iter().map(|t| t.join().unwrap()).collect()
         });
         assert!(statuses.iter().all(|s| *s == 403), "every signup blocked by the shared verdict: {statuses:?}");
@@ -138,10 +139,11 @@ fn waiters_do_not_hang_when_the_first_signups_client_goes_away() {
         let sidecar = SlowSidecar::start(Duration::from_millis(1500));
         let app = UpstreamApp::start();
         let envoy = EnvoyBuilder::new(sidecar.addr, app.addr()).api_key("ev_stand_in").build(build).start();
+        let (addr, sidecar) = (envoy.addr(), &sidecar);
         let statuses: Vec<u16> = std::thread::scope(|s| {
-            s.spawn(|| {
+            s.spawn(move || {
                 // The leader: sends its signup, then closes the connection before the answer.
-                let mut conn = TcpStream::connect(envoy.addr()).unwrap();
+                let mut conn = TcpStream::connect(addr).unwrap();
                 let body = json!({ "email": format!("first@{DOMAIN}") }).to_string();
                 let head = format!(
                     "POST /signup HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
@@ -158,7 +160,7 @@ fn waiters_do_not_hang_when_the_first_signups_client_goes_away() {
             while sidecar.lookups() == 0 {
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let sent: Vec<_> = (1..=3).map(|i| s.spawn(move || signup(i).send(envoy.addr()).status)).collect();
+            let sent: Vec<_> = (1..=3).map(|i| s.spawn(move || signup(i).send(addr).status)).collect();
             sent.into_iter().map(|t| t.join().unwrap()).collect()
         });
         match build {
