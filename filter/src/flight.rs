@@ -11,8 +11,9 @@
 //! handed to the first waiter, which calls out itself, when the host can run a woken stream's
 //! own callout (the dynamic module: the waiter is woken through its own scheduler); otherwise
 //! (Wasm: a woken stream runs inside the leader's callback, and a callout made there would be
-//! answered to the leader) every waiter gets a failure, which follows `failure_mode` at once.
-//! A waiter therefore never waits longer than one callout's timeout after joining.
+//! answered to the leader) the flight is orphaned, and the worker's root context calls out for
+//! it at its next tick (made due at once) and leads it; should that callout not even start,
+//! every waiter gets a failure, which follows `failure_mode`.
 //!
 //! Only the streams of one worker share: workers run on their own threads (or VMs) and cannot
 //! wake each other. Across workers, the cache's stale window keeps an expiry from sending a
@@ -48,7 +49,13 @@ pub struct Flights {
 struct Inner {
     flights: HashMap<Domain, Flight>,
     mail: Vec<(StreamId, Domain, Delivery)>,
+    /// Flights whose leader ended while no waiter can call out in its place (Wasm): the root
+    /// context leads them ([`Flights::take_orphans`]).
+    orphans: Vec<Domain>,
 }
+
+/// The leader of an orphaned flight until the root context takes it (no stream has this id).
+const NO_LEADER: StreamId = StreamId::MAX;
 
 #[derive(Debug)]
 struct Flight {
@@ -127,6 +134,23 @@ impl Flights {
         led.iter().flat_map(|domain| inner.hand_over(domain, hand_over)).collect()
     }
 
+    /// The orphaned flights, for the root context to call out for and lead ([`Flights::lead`]).
+    pub fn take_orphans(&self) -> Vec<Domain> {
+        std::mem::take(&mut self.inner.borrow_mut().orphans)
+    }
+
+    /// True while an orphaned flight waits for the root context.
+    pub fn has_orphans(&self) -> bool {
+        !self.inner.borrow().orphans.is_empty()
+    }
+
+    /// `domain`'s flight cannot be answered (the root's callout could not be made): every waiter
+    /// gets a failure; returns them, to be woken.
+    pub fn fail(&self, domain: &Domain) -> Vec<StreamId> {
+        let failure = failed();
+        self.inner.borrow_mut().deliver(domain, |_| Delivery::Answer(Rc::clone(&failure)))
+    }
+
     /// `me`'s mail, taken.
     pub fn take_mail(&self, me: StreamId) -> Vec<(Domain, Delivery)> {
         let mut inner = self.inner.borrow_mut();
@@ -155,15 +179,18 @@ impl Inner {
         flight.waiters
     }
 
-    /// The leader is gone: the first waiter leads (told by mail), or every waiter fails.
+    /// The leader is gone: the first waiter leads (told by mail), or the flight waits for the
+    /// root context (`hand_over` false).
     fn hand_over(&mut self, domain: &Domain, hand_over: bool) -> Vec<StreamId> {
-        if !hand_over {
-            let failure = failed();
-            return self.deliver(domain, |_| Delivery::Answer(Rc::clone(&failure)));
-        }
         let Some(flight) = self.flights.get_mut(domain) else { return Vec::new() };
         if flight.waiters.is_empty() {
             self.flights.remove(domain);
+            return Vec::new();
+        }
+        if !hand_over {
+            flight.leader = NO_LEADER;
+            flight.token = None;
+            self.orphans.push(domain.clone());
             return Vec::new();
         }
         let next = flight.waiters.remove(0);
@@ -223,9 +250,17 @@ mod tests {
 
         flights.lead(&domain, 5, 1);
         flights.join(&domain, 6);
-        assert_eq!(flights.leave(5, false), vec![6], "no hand-over: the waiters fail");
+        assert_eq!(flights.leave(5, false), NONE, "no hand-over: orphaned");
+        assert!(flights.join(&domain, 7), "an orphaned flight is still waited on");
+        assert_eq!(flights.take_orphans(), vec![domain.clone()]);
+        flights.lead(&domain, 100, 3); // the root context
+        assert_eq!(flights.land(100, 3, &ok()), vec![6, 7]);
+        flights.lead(&domain, 5, 1);
+        flights.join(&domain, 6);
+        flights.leave(5, false);
+        assert_eq!(flights.fail(&domain), vec![6], "the root could not call out");
         let failure = Delivery::Answer(Rc::new(CalloutResponse { status: None, body: vec![] }));
-        assert_eq!(flights.take_mail(6), vec![(domain.clone(), failure)]);
+        assert_eq!(flights.take_mail(6).last(), Some(&(domain.clone(), failure)));
         assert!(flights.is_empty());
     }
 

@@ -30,7 +30,7 @@ const MAX_CALLOUT_BODY: usize = 64 * 1024;
 proxy_wasm::main! {{
     // Installs the SDK's panic hook, which logs the panic message before the VM dies.
     proxy_wasm::set_log_level(SdkLogLevel::Info);
-    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
+    proxy_wasm::set_root_context(|id| -> Box<dyn RootContext> { Box::new(Root { id, ..Root::default() }) });
 }}
 
 mod ffi {
@@ -219,8 +219,35 @@ struct WasmHost {
 }
 
 impl WasmHost {
-    fn root(metrics: Rc<Metrics>) -> Self {
-        Self { metrics, id: 0, me: Weak::new() }
+    /// A root context's host: it never waits on a callout, it may lead one (`flight.rs`).
+    fn root(metrics: Rc<Metrics>, id: u32) -> Self {
+        Self { metrics, id, me: Weak::new() }
+    }
+}
+
+/// The callout answer the proxy holds now: status and body (at most [`MAX_CALLOUT_BODY`]).
+fn callout_response(body_size: usize) -> CalloutResponse {
+    let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
+        .ok()
+        .flatten()
+        .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+    let body = if body_size == 0 {
+        Ok(Vec::new())
+    } else {
+        get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size.min(MAX_CALLOUT_BODY))
+    };
+    let body = body.unwrap_or_else(|e| {
+        log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
+        Vec::new()
+    });
+    CalloutResponse { status, body }
+}
+
+fn set_tick_period(ms: u32) {
+    // SAFETY: a plain value.
+    if let Err(e) = status("proxy_set_tick_period_milliseconds", unsafe { ffi::proxy_set_tick_period_milliseconds(ms) })
+    {
+        log(LogLevel::Warn, &format!("email-verdict filter: tick period {ms} ms: {e}"));
     }
 }
 
@@ -349,8 +376,8 @@ impl Host for WasmHost {
     }
 
     fn prepare_wake(&mut self) -> bool {
-        if self.id == 0 {
-            return false;
+        if self.me.strong_count() == 0 {
+            return false; // a root context
         }
         let entry = (Weak::clone(&self.me), Rc::clone(&self.metrics));
         WAITERS.with(|w| w.borrow_mut().insert(self.id, entry));
@@ -380,8 +407,13 @@ impl Host for WasmHost {
 /// The root context: reads and validates the plugin configuration, defines the metrics once.
 #[derive(Default)]
 struct Root {
+    id: u32,
     config: Option<Rc<FilterConfig>>,
     metrics: RefCell<Option<Rc<Metrics>>>,
+    /// Leads the flights whose leading stream ended (`flight.rs`); no request of its own.
+    leader: RefCell<Option<RequestFilter>>,
+    /// The decision fetch in flight; any other answer is a flight's.
+    decisions_token: std::cell::Cell<Option<u32>>,
 }
 
 impl Root {
@@ -409,7 +441,7 @@ impl Root {
     fn sync_decisions(&self) {
         let Some(config) = self.config.as_ref() else { return };
         let Some(sync) = config.decisions.as_ref() else { return };
-        let mut host = WasmHost::root(self.metrics());
+        let mut host = WasmHost::root(self.metrics(), self.id);
         let Ok(now) = host.now_ms() else { return };
         if !decided::claim(&mut host, now, sync.period_ms) {
             return;
@@ -418,17 +450,34 @@ impl Root {
         let sidecar = &config.sidecar;
         let headers = decided::fetch_headers(sidecar, etag.as_deref());
         // Through the SDK, like the stream's callout: the answer comes back to this context.
-        if let Err(s) =
-            proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout)
-        {
-            host.increment(Counter::DecisionSyncFailures);
-            log(LogLevel::Warn, &format!("email-verdict filter: could not ask for the decisions: {s:?}"));
+        match proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout) {
+            Ok(token) => self.decisions_token.set(Some(token)),
+            Err(s) => {
+                host.increment(Counter::DecisionSyncFailures);
+                log(LogLevel::Warn, &format!("email-verdict filter: could not ask for the decisions: {s:?}"));
+            }
         }
+    }
+
+    /// Calls out for the flights whose leading stream ended (made due by that stream), then
+    /// puts the tick back to what the decision sync needs.
+    fn lead_orphans(&self) {
+        let Some(config) = self.config.as_ref() else { return };
+        if !config.flights.has_orphans() {
+            return;
+        }
+        let mut host = WasmHost::root(self.metrics(), self.id);
+        if let Ok(mut leader) = self.leader.try_borrow_mut()
+            && let Some(leader) = leader.as_mut()
+        {
+            leader.lead_orphans(&mut host);
+        }
+        set_tick_period(if config.decisions.is_some() { decided::TICK_MS as u32 } else { 0 });
     }
 
     /// Stores a fetched list; a failure keeps the last good one.
     fn decisions_answered(&self, body_size: usize) {
-        let mut host = WasmHost::root(self.metrics());
+        let mut host = WasmHost::root(self.metrics(), self.id);
         let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status").ok().flatten();
         let outcome = match status.as_deref() {
             Some(b"304") => Ok(None),
@@ -459,8 +508,20 @@ impl Root {
 }
 
 impl Context for Root {
-    fn on_http_call_response(&mut self, _token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
-        self.decisions_answered(body_size);
+    fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
+        if self.decisions_token.get() == Some(token_id) {
+            self.decisions_token.set(None);
+            self.decisions_answered(body_size);
+            return;
+        }
+        // An orphaned flight's answer: its waiters get it.
+        let response = callout_response(body_size);
+        let mut host = WasmHost::root(self.metrics(), self.id);
+        if let Ok(mut leader) = self.leader.try_borrow_mut()
+            && let Some(leader) = leader.as_mut()
+        {
+            leader.on_callout_response(&mut host, token_id, &response);
+        }
     }
 }
 
@@ -484,7 +545,9 @@ impl RootContext for Root {
                         log(LogLevel::Warn, &format!("email-verdict filter: the decisions will not be fetched: {e}"));
                     }
                 }
-                self.config = Some(Rc::new(config));
+                let config = Rc::new(config);
+                *self.leader.borrow_mut() = Some(RequestFilter::new(Rc::clone(&config)));
+                self.config = Some(config);
                 true
             }
             Err(e) => {
@@ -496,6 +559,7 @@ impl RootContext for Root {
     }
 
     fn on_tick(&mut self) {
+        self.lead_orphans();
         self.sync_decisions();
     }
 
@@ -536,20 +600,7 @@ fn sdk(action: Action) -> SdkAction {
 
 impl Context for Stream {
     fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
-        let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
-            .ok()
-            .flatten()
-            .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
-        let body = if body_size == 0 {
-            Ok(Vec::new())
-        } else {
-            get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size.min(MAX_CALLOUT_BODY))
-        };
-        let body = body.unwrap_or_else(|e| {
-            log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
-            Vec::new()
-        });
-        let response = CalloutResponse { status, body };
+        let response = callout_response(body_size);
         self.run(|filter, host| {
             filter.on_callout_response(host, token_id, &response);
             SdkAction::Continue
@@ -558,11 +609,15 @@ impl Context for Stream {
 
     /// The stream ends, and its callouts with it: the flights it leads go on without it.
     fn on_done(&mut self) -> bool {
-        self.run(|filter, host| {
-            filter.on_destroy(host);
-            SdkAction::Continue
-        });
+        let orphaned = match self.filter.try_borrow_mut().as_deref_mut() {
+            Ok(Some(filter)) => filter.on_destroy(&mut self.host),
+            _ => false,
+        };
         WAITERS.with(|w| w.borrow_mut().remove(&self.host.id));
+        if orphaned {
+            // The root leads the flight at its next tick: due now (this context's root).
+            set_tick_period(1);
+        }
         true
     }
 }

@@ -58,10 +58,30 @@ impl RequestFilter {
     }
 
     /// The stream ends: it leaves the flights it waits on; one it leads goes to its first
-    /// waiter, or fails its waiters (`flight.rs`).
-    pub fn on_destroy(&mut self, host: &mut impl Host) {
+    /// waiter, or waits for the root context (`flight.rs`): then true, and the host makes the
+    /// root's tick due ([`RequestFilter::lead_orphans`]).
+    pub fn on_destroy(&mut self, host: &mut impl Host) -> bool {
         let woken = self.config.flights.leave(host.stream_id(), host.woken_can_call_out());
         woken.into_iter().for_each(|stream| host.wake(stream));
+        self.config.flights.has_orphans()
+    }
+
+    /// The root context's part (Wasm): calls out for each flight whose leader ended and leads
+    /// it, its answer coming back through [`RequestFilter::on_callout_response`] of this filter
+    /// (which has no request of its own); a callout that cannot start fails the waiters.
+    pub fn lead_orphans(&mut self, host: &mut impl Host) {
+        let config = Rc::clone(&self.config);
+        for domain in config.flights.take_orphans() {
+            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None };
+            let woken = match ctx.call_sidecar(&domain) {
+                Ok(token) => {
+                    config.flights.lead(&domain, ctx.host.stream_id(), token);
+                    Vec::new()
+                }
+                Err(_) => config.flights.fail(&domain),
+            };
+            woken.into_iter().for_each(|stream| host.wake(stream));
+        }
     }
 }
 

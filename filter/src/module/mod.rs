@@ -704,7 +704,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: Fil
             let mut stream = unsafe { Box::from_raw(filter as *mut Stream) };
             // Its callouts end with it: the flights it leads go on without it.
             if let Some(filter) = stream.filter.as_mut() {
-                filter.on_destroy(&mut stream.host);
+                let _ = filter.on_destroy(&mut stream.host);
             }
         },
     )

@@ -89,18 +89,36 @@ fn a_leader_that_ends_hands_its_flight_to_a_waiter() {
 }
 
 #[test]
-fn without_a_hand_over_the_waiters_of_an_ended_leader_follow_failure_mode() {
+fn without_a_hand_over_the_root_context_leads_the_orphaned_flight() {
     let h = Harness::new(json!({}));
     let (mut leader, mut lead_host) = stream(&h, 1, "a@fresh.example");
     send(&mut leader, &mut lead_host);
     let (mut f, mut host) = stream(&h, 2, "b@fresh.example");
     send(&mut f, &mut host);
-    leader.on_destroy(&mut lead_host); // Wasm: a woken stream cannot call out for itself
-    assert_eq!(lead_host.woken, vec![2]);
+    // Wasm: a woken stream cannot call out for itself.
+    assert!(leader.on_destroy(&mut lead_host), "orphaned: the root's tick is made due");
+    assert!(lead_host.woken.is_empty());
+    let (mut root, mut root_host) = stream(&h, 100, "unused@example.org");
+    root.lead_orphans(&mut root_host);
+    assert_eq!(root_host.dispatched.len(), 1, "the root calls out");
+    answer(&mut root, &mut root_host, lookup_response("fresh.example", "disposable", &[]));
+    assert_eq!(root_host.woken, vec![2]);
+    assert!(root_host.sent.is_empty(), "the root answers no request of its own");
     f.on_wake(&mut host);
-    assert_eq!(host.resumed, 1);
-    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_error"));
+    assert_eq!(only_sent(&host).status, 403);
     assert!(h.config.flights.is_empty());
+
+    // A root callout that cannot start: the waiters follow failure_mode.
+    let (mut leader, mut lead_host) = stream(&h, 3, "a@other.example");
+    send(&mut leader, &mut lead_host);
+    let (mut f, mut host) = stream(&h, 4, "b@other.example");
+    send(&mut f, &mut host);
+    leader.on_destroy(&mut lead_host);
+    root_host.fail.dispatch = true;
+    root.lead_orphans(&mut root_host);
+    assert_eq!(root_host.woken, vec![2, 4]);
+    f.on_wake(&mut host);
+    assert_eq!(host.header("x-email-verdict-bypass").as_deref(), Some("sidecar_error"));
 }
 
 #[test]
