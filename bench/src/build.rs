@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use email_verdict_tests::envoy::FilterBuild;
 use email_verdict_tests::{EnvoyBuilder, Sidecar, SidecarBuilder, workspace_root};
 
 /// How a build's filter runs in Envoy. Section 4's filter rows take it as a parameter; the
@@ -94,6 +93,17 @@ impl Build {
         })
     }
 
+    /// The same baseline with its dynamic module (`target/libemail_verdict_filter.so` beside
+    /// the Wasm module), when it has one.
+    pub fn baseline_module(&self) -> Option<Build> {
+        let path = self.tree.join("target/libemail_verdict_filter.so");
+        path.is_file().then(|| Build {
+            label: format!("{}, dynamic module", self.label),
+            filter: Filter::Module(path),
+            ..self.clone()
+        })
+    }
+
     /// A sidecar of this build; no key is made with the CLI (the state is this build's own:
     /// keys are made through the admin API, [`crate::keys`]).
     pub fn sidecar(&self) -> SidecarBuilder {
@@ -105,7 +115,7 @@ impl Build {
         let builder = EnvoyBuilder::in_tree(&self.tree, sidecar, app);
         match &self.filter {
             Filter::Wasm(path) => builder.wasm(path),
-            Filter::Module(_) => builder.build(FilterBuild::Module),
+            Filter::Module(path) => builder.module(path),
         }
     }
 

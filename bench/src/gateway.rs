@@ -35,7 +35,7 @@ use crate::{Case, Ctx, GATEWAY_PLAN};
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
-const RATIOS: [(usize, usize, Option<f64>); 13] = [
+const RATIOS: [(usize, usize, Option<f64>); 15] = [
     (1, 0, Some(0.97)),
     (3, 2, Some(0.9)),
     (4, 5, Some(1.0)),
@@ -49,6 +49,8 @@ const RATIOS: [(usize, usize, Option<f64>); 13] = [
     (12, 2, None),
     (3, 12, None),
     (13, 2, None),
+    (14, 2, None),
+    (14, 4, None),
 ];
 /// The header the diagnostic case carries the email in.
 const EMAIL_HEADER: &str = "x-signup-email";
@@ -62,7 +64,7 @@ const MAILBOX_SECRET: &str = "email-verdict-bench-mailbox-secret-0123456789";
 /// one firing would show as `too_many_signups` and as non-2xx answers.
 const NEVER: u64 = 1_000_000_000_000;
 /// The rows; their number is the position here, plus one.
-const ROWS: [&str; 14] = [
+const ROWS: [&str; 15] = [
     "no filter, GET /",
     "filter on, non-signup route, GET /",
     "no filter, POST /signup",
@@ -77,7 +79,10 @@ const ROWS: [&str; 14] = [
     "ext_authz (envoy/ext-authz.yaml) → sidecar /ext_authz, counting on",
     "(floor) no filter, POST /signup, Envoy's buffer filter + the 6 verdict headers added by the route",
     "(diagnostic) filter on, POST /signup, not a signup in its configuration (the filter runs, reads nothing)",
+    "filter, POST /signup, sidecar down (connection refused), 100,000 decided names kept, cache off",
 ];
+/// Row 15: how many names the sidecar's decisions hold when it goes away.
+const DECIDED_NAMES: usize = 100_000;
 
 /// One build's side of the section: the build, its sidecar (serving, with its keys made) and
 /// that sidecar's cached lookup of `gmail.com` (what the bare endpoint answers).
@@ -93,7 +98,7 @@ pub struct Side<'a> {
 }
 
 /// The rows that run a filter (0-based); the others are the same whichever filter a build has.
-const FILTER_ROWS: [usize; 7] = [1, 3, 4, 6, 9, 10, 13];
+const FILTER_ROWS: [usize; 8] = [1, 3, 4, 6, 9, 10, 13, 14];
 /// The dynamic module's targets (issue 33): (row, baseline row, least ratio of requests/s).
 const MODULE_TARGETS: [(usize, usize, f64); 3] = [(1, 0, 0.99), (3, 2, 0.85), (4, 5, 1.0)];
 
@@ -123,6 +128,8 @@ struct Setup {
     counting: Result<Envoy, String>,
     /// The shipped ext_authz configuration against the counting sidecar (or why not).
     authz_counting: Result<Envoy, String>,
+    /// Row 15: the filter whose sidecar is gone, after it fetched [`DECIDED_NAMES`] decisions.
+    sidecar_down: Envoy,
     _app: Bare,
     endpoint: Bare,
     authz_endpoint: Bare,
@@ -202,7 +209,9 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         Some((s, key)) => Ok(build.ext_authz_envoy(s.addr(), app.addr()).api_key(key).start()),
         None => Err("its sidecar has no --mailbox-secret (no signup counts)".to_owned()),
     };
+    let sidecar_down = sidecar_gone_after_decisions(build, app.addr(), key)?;
     let mut pids = vec![
+        sidecar_down.pid(),
         plain.pid(),
         shipped.pid(),
         callout.pid(),
@@ -238,12 +247,42 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         callout_sidecar,
         counting,
         authz_counting,
+        sidecar_down,
         _app: app,
         endpoint,
         authz_endpoint,
         counting_sidecar,
         _dir: dir,
     })
+}
+
+/// Row 15's Envoy: the filter fetches [`DECIDED_NAMES`] reviewer blocks from a stand-in of
+/// the sidecar, which then goes away, so every signup's callout is refused and the kept
+/// decisions are consulted (`local_fallback`). The cache is off, so every signup takes that path.
+fn sidecar_gone_after_decisions(build: &Build, app: SocketAddr, key: &str) -> anyhow::Result<Envoy> {
+    let names: Vec<String> = (0..DECIDED_NAMES).map(|i| format!("\"decided-{i}.example\"")).collect();
+    let body = format!(
+        r#"{{"reviewer":{{"block":[{}],"allow":[]}},"operator":{{"block":[],"allow":[]}},"complete":true}}"#,
+        names.join(",")
+    );
+    let headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("etag".to_owned(), "\"bench-decisions\"".to_owned()),
+        ("content-length".to_owned(), body.len().to_string()),
+    ];
+    let decisions = Bare::start("bare-decisions", &Captured { status: 200, headers, body }, 1)?;
+    let envoy = build.filter_envoy(decisions.addr(), app).api_key(key).set("/cache/ttl_seconds", json!(0)).start();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while envoy.counter("email_verdict.decision_syncs").unwrap_or(0) == 0 {
+        ensure!(std::time::Instant::now() < deadline, "row 15: the decisions were not fetched\n{}", envoy.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // A decided name is blocked by the kept list (the stand-in's answer to a lookup is no verdict).
+    let body = json!({ "email": "x@decided-99999.example" }).to_string();
+    let probe = envoy.send(&signup("application/json", body.as_bytes()));
+    ensure!(probe.status == 403, "row 15: a decided name was not blocked by the kept decisions\n{probe}");
+    drop(decisions);
+    Ok(envoy)
 }
 
 /// What the first error line of an Envoy log says (after its `[...]` prefixes), fit for a table cell.
@@ -279,6 +318,7 @@ fn ext_authz_check(sidecar: &Sidecar, key: &str) -> anyhow::Result<email_verdict
 fn cases(
     s: &Setup,
     side: &Side,
+    rows: &[usize],
     post: Option<&std::path::Path>,
     post_header: Option<&std::path::Path>,
 ) -> Vec<Option<Case>> {
@@ -300,8 +340,10 @@ fn cases(
         s.authz_counting.as_ref().ok().zip(counting_pid).map(|(e, pid)| envoy(11, e, post).service(vec![pid])),
         Some(Case::new(ROWS[12], s.buffered.addr(), "/signup", post, vec![s.buffered.pid()])),
         Some(envoy(13, &s.idle_filter, post)),
+        Some(envoy(14, &s.sidecar_down, post)),
     ];
-    let runs_row = |row: usize| !side.filter_only || FILTER_ROWS.contains(&row);
+    let selected = |row: usize| rows.is_empty() || rows.contains(&(row + 1));
+    let runs_row = |row: usize| selected(row) && (!side.filter_only || FILTER_ROWS.contains(&row));
     all.into_iter().enumerate().map(|(row, case)| case.filter(|_| runs_row(row))).collect()
 }
 
@@ -313,7 +355,7 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
     let post_header = write(ctx.dir.path(), "signup-header.lua", &post_script("application/json", SIGNUP, &header))?;
     let (post, post_header) = (Some(post.as_path()), Some(post_header.as_path()));
     let mut by_side: Vec<Vec<Option<Case>>> =
-        setups.iter().zip(sides).map(|(s, side)| cases(s, side, post, post_header)).collect();
+        setups.iter().zip(sides).map(|(s, side)| cases(s, side, &ctx.envoy_rows, post, post_header)).collect();
     // Row by row, each side's run of it in turn: with a baseline, the builds alternate.
     let mut flat = Vec::new();
     let mut slots = Vec::new();
@@ -336,6 +378,9 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
     let checks: Vec<String> =
         setups.iter().zip(&runs).map(|(s, r)| checks(s, r)).collect::<anyhow::Result<Vec<_>>>()?;
     let not_run = |i: usize, row: usize| match row {
+        _ if !ctx.envoy_rows.is_empty() && !ctx.envoy_rows.contains(&(row + 1)) => {
+            Some("not selected (--rows)".to_owned())
+        }
         _ if sides[i].filter_only && !FILTER_ROWS.contains(&row) => {
             Some("no filter in this row: the first line's run".to_owned())
         }
@@ -371,7 +416,9 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
          is a floor, no filter of ours: Envoy's own buffer filter holding the signup until its body is in and \
          the route adding the six headers a safe cached signup gets, what any filter that reads the body first \
          makes Envoy do (row 4 vs row 13: the filter's own cost above that floor). Row 14 runs the filter on the signup route with \
-         no signup route in its configuration: what the filter's mere presence on a POST costs.\n\n\
+         no signup route in its configuration: what the filter's mere presence on a POST costs. Row 15: the \
+         filter with the cache off after it fetched 100,000 decided names from a stand-in sidecar that then went \
+         away (every callout refused, every signup judged by the kept decisions, then `failure_mode`).\n\n\
          Filter counters: {}.\n",
         rows.join("\n"),
         checks[0],
@@ -515,17 +562,29 @@ fn comparison(r: &Run, base_run: &Run, base: usize, least: Option<f64>) -> (Stri
 /// The counters' account of one side's runs.
 fn checks(s: &Setup, runs: &[Option<Run>]) -> anyhow::Result<String> {
     let run = |row: usize| runs[row].clone().unwrap_or_default();
-    let mut out = vec![
-        check_cached("cached case", &s.shipped, &run(3)),
-        check_callouts("callout case", &s.callout, &run(4)),
-        check_cached("diagnostic case", &s.in_header, &run(6)),
-        check_callouts("callout case → sidecar", &s.callout_sidecar, &run(9)),
-    ];
-    if let Ok(envoy) = &s.counting {
+    // Only the rows that ran (`--rows`) are checked.
+    let ran = |row: usize| runs[row].is_some();
+    let mut out = Vec::new();
+    if ran(3) {
+        out.push(check_cached("cached case", &s.shipped, &run(3)));
+    }
+    if ran(4) {
+        out.push(check_callouts("callout case", &s.callout, &run(4)));
+    }
+    if ran(6) {
+        out.push(check_cached("diagnostic case", &s.in_header, &run(6)));
+    }
+    if ran(9) {
+        out.push(check_callouts("callout case → sidecar", &s.callout_sidecar, &run(9)));
+    }
+    if let (Ok(envoy), true) = (&s.counting, ran(10)) {
         out.push(check_counting(envoy, &run(10)));
     }
     if let (Ok(_), Some((sidecar, key)), Some(_)) = (&s.authz_counting, &s.counting_sidecar, &runs[11]) {
         out.push(check_authz_counting(sidecar, key, &run(11))?);
+    }
+    if ran(14) {
+        out.push(check_sidecar_down(&s.sidecar_down, &run(14)));
     }
     Ok(out.join("; "))
 }
@@ -570,6 +629,20 @@ fn check_authz_counting(sidecar: &Sidecar, key: &str, run: &Run) -> anyhow::Resu
         run.non_2xx,
         verdict(ok)
     ))
+}
+
+/// Every POST of row 15 called out, got no verdict, and went on by `failure_mode` (the kept
+/// decisions consulted: the one local decision is the probe's).
+fn check_sidecar_down(envoy: &Envoy, run: &Run) -> String {
+    let (hits, callouts, bypassed) = counters(envoy);
+    let c = |n: &str| envoy.counter(n).unwrap_or(0);
+    let (syncs, local) = (c("email_verdict.decision_syncs"), c("email_verdict.local_decisions"));
+    let ok = hits == 0 && callouts >= run.requests && bypassed >= run.requests && syncs >= 1 && local == 1;
+    format!(
+        "sidecar-down case: {callouts} callouts, {bypassed} bypassed, {syncs} decision syncs, {local} local \
+         decision (the probe) ({})",
+        verdict(ok)
+    )
 }
 
 fn counters(envoy: &Envoy) -> (u64, u64, u64) {

@@ -48,6 +48,8 @@ pub struct Ctx {
     pub gateway_key: String,
     /// Scripts and captures.
     pub dir: TestDir,
+    /// The rows of section 4 to run (1-based); empty: all.
+    pub envoy_rows: Vec<usize>,
 }
 
 /// One case of a comparison: where wrk sends its load, and which processes serve it (their CPU

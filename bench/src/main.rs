@@ -60,6 +60,10 @@ struct Args {
     /// table 4b has every build's rows and their ratios.
     #[arg(long, value_delimiter = ',', default_values_t = [FilterArg::Wasm, FilterArg::Module])]
     filters: Vec<FilterArg>,
+    /// Only these rows of section 4 (numbered as in its table; default: every row). The rows
+    /// others are compared with must be among them for their ratios.
+    #[arg(long, value_delimiter = ',')]
+    rows: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -111,6 +115,7 @@ fn main() -> anyhow::Result<()> {
         keys: keys::create(&sidecar, args.keys.max(1))?,
         gateway_key: keys::create_on_plan(&sidecar, "gateway", 1)?.remove(0),
         dir: TestDir::new("bench"),
+        envoy_rows: args.rows.clone(),
     };
     let run = |section: u8| args.sections.contains(&section);
     let baseline = match &args.baseline {
@@ -219,6 +224,18 @@ fn envoy_section(
         lookup: &lookup,
         filter_only: false,
     });
+    // The baseline's dynamic module too, when it has one and this run measures the module.
+    let old_module = old.build.baseline_module().filter(|_| filters.contains(&FilterArg::Module));
+    if let Some(build) = &old_module {
+        sides.push(gateway::Side {
+            build,
+            sidecar: &old.sidecar,
+            pro_key: &old.keys[0],
+            gateway_key: &old.gateway_key,
+            lookup: &lookup,
+            filter_only: true,
+        });
+    }
     gateway::run(ctx, dns, &sides)
 }
 

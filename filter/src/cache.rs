@@ -6,6 +6,13 @@
 //! summary and its expiry; a slot holding another domain, an expired entry or anything
 //! unreadable is a miss. Writes carry the CAS token of the read that missed: when another worker
 //! wrote the slot in between, the write loses, which is fine for a cache.
+//!
+//! An expired entry is not dropped at once: for a stale window after its expiry
+//! ([`VerdictCache::stale_ms`]) the first lookup claims its refresh (a compare-and-swap write of
+//! the entry with "refreshing until now + the callout's timeout"), so that one signup, on one
+//! worker, asks the sidecar again, while every other signup of every worker keeps getting the
+//! old verdict until the new one is written or the claim runs out. An expiry therefore sends
+//! one callout, not one per signup that arrives before the answer.
 
 use email_verdict_core::Domain;
 
@@ -13,8 +20,10 @@ use crate::host::HostError;
 use email_verdict_core::signup::{Flags, VerdictSummary};
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
-/// `ev2` added the suggestion; an `ev1` entry (a filter before it) is a miss.
-const FORMAT: &str = "ev2";
+/// `ev3` added the refresh claim (`ev2` the suggestion); an older entry is a miss.
+const FORMAT: &str = "ev3";
+/// The stale window is the entry's lifetime, at most this long.
+const MAX_STALE_MS: u64 = 60_000;
 /// How long an answer without MX data is kept at most ([`VerdictCache::briefly`]).
 pub const BRIEF_TTL_MS: u64 = 5_000;
 
@@ -39,6 +48,8 @@ pub trait SharedData {
 pub struct VerdictCache {
     ttl_ms: u64,
     slots: u64,
+    /// How long a claimed refresh keeps others on the stale verdict: the callout's timeout.
+    claim_ms: u64,
 }
 
 /// The result of a lookup.
@@ -62,8 +73,21 @@ pub enum Stored {
 impl VerdictCache {
     /// `None` when `ttl_seconds` is 0 (cache disabled) or there are no slots.
     pub fn new(ttl_seconds: u64, max_entries: u64) -> Option<Self> {
-        (ttl_seconds > 0 && max_entries > 0)
-            .then(|| Self { ttl_ms: ttl_seconds.saturating_mul(1000), slots: max_entries })
+        (ttl_seconds > 0 && max_entries > 0).then(|| Self {
+            ttl_ms: ttl_seconds.saturating_mul(1000),
+            slots: max_entries,
+            claim_ms: 1000,
+        })
+    }
+
+    /// The same cache, a refresh claim lasting `timeout` (the sidecar callout's).
+    pub fn claiming(self, timeout: std::time::Duration) -> Self {
+        Self { claim_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX), ..self }
+    }
+
+    /// How long after its expiry an entry is still served while one signup refreshes it.
+    pub fn stale_ms(&self) -> u64 {
+        self.ttl_ms.min(MAX_STALE_MS)
     }
 
     /// The same cache for an answer without MX data (the sidecar's `mx_unavailable`): kept
@@ -77,13 +101,30 @@ impl VerdictCache {
         format!("{KEY_PREFIX}{}", fnv1a(domain.as_str().as_bytes()).checked_rem(self.slots).unwrap_or(0))
     }
 
-    pub fn lookup(&self, store: &impl SharedData, domain: &Domain, now_ms: u64) -> Result<Lookup, HostError> {
-        let (value, cas) = store.shared_data_get(&self.slot_key(domain))?;
-        let hit = value.as_deref().and_then(decode).filter(|e| e.domain == domain.as_str() && e.expires_ms > now_ms);
-        Ok(match hit {
-            Some(entry) => Lookup::Hit(entry.summary),
-            None => Lookup::Miss { cas },
-        })
+    /// A fresh entry hits. A stale one hits too while another signup refreshes it; the first
+    /// lookup to find it unclaimed claims it and misses (`cas: None`: its answer overwrites the
+    /// slot, whose token the claim just changed).
+    pub fn lookup(&self, store: &mut impl SharedData, domain: &Domain, now_ms: u64) -> Result<Lookup, HostError> {
+        let key = self.slot_key(domain);
+        let (value, cas) = store.shared_data_get(&key)?;
+        let Some(entry) = value.as_deref().and_then(decode).filter(|e| e.domain == domain.as_str()) else {
+            return Ok(Lookup::Miss { cas });
+        };
+        if now_ms < entry.expires_ms {
+            return Ok(Lookup::Hit(entry.summary));
+        }
+        if now_ms >= entry.expires_ms.saturating_add(self.stale_ms()) {
+            return Ok(Lookup::Miss { cas });
+        }
+        if now_ms < entry.refresh_until_ms {
+            return Ok(Lookup::Hit(entry.summary)); // another signup is asking
+        }
+        let claim = encode(entry.domain, &entry.summary, entry.expires_ms, now_ms.saturating_add(self.claim_ms));
+        match store.shared_data_set(&key, claim.as_bytes(), cas) {
+            Ok(()) => Ok(Lookup::Miss { cas: None }),
+            Err(SharedDataError::CasMismatch) => Ok(Lookup::Hit(entry.summary)), // claimed by another
+            Err(SharedDataError::Host(e)) => Err(e),
+        }
     }
 
     pub fn store(
@@ -94,7 +135,7 @@ impl VerdictCache {
         now_ms: u64,
         cas: Option<u32>,
     ) -> Result<Stored, HostError> {
-        let value = encode(domain.as_str(), summary, now_ms.saturating_add(self.ttl_ms));
+        let value = encode(domain.as_str(), summary, now_ms.saturating_add(self.ttl_ms), 0);
         match store.shared_data_set(&self.slot_key(domain), value.as_bytes(), cas) {
             Ok(()) => Ok(Stored::Written),
             Err(SharedDataError::CasMismatch) => Ok(Stored::Lost),
@@ -108,23 +149,26 @@ struct Entry<'a> {
     domain: &'a str,
     summary: VerdictSummary,
     expires_ms: u64,
+    /// Until when a claimed refresh keeps other signups on this (stale) entry; 0: unclaimed.
+    refresh_until_ms: u64,
 }
 
-/// `ev2|<expires ms>|<d or s>|<flag bits>|<suggested domain or nothing>|<domain>`; a domain
-/// never holds `|`.
-fn encode(domain: &str, summary: &VerdictSummary, expires_ms: u64) -> String {
+/// `ev3|<expires ms>|<refreshing until ms>|<d or s>|<flag bits>|<suggested domain or
+/// nothing>|<domain>`; a domain never holds `|`.
+fn encode(domain: &str, summary: &VerdictSummary, expires_ms: u64, refresh_until_ms: u64) -> String {
     let verdict = if summary.disposable { 'd' } else { 's' };
     let suggestion = summary.suggestion.as_ref().map_or("", Domain::as_str);
-    format!("{FORMAT}|{expires_ms}|{verdict}|{}|{suggestion}|{domain}", summary.flags.bits())
+    format!("{FORMAT}|{expires_ms}|{refresh_until_ms}|{verdict}|{}|{suggestion}|{domain}", summary.flags.bits())
 }
 
 fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut fields = text.splitn(6, '|');
+    let mut fields = text.splitn(7, '|');
     if fields.next()? != FORMAT {
         return None;
     }
     let expires_ms = fields.next()?.parse().ok()?;
+    let refresh_until_ms = fields.next()?.parse().ok()?;
     let disposable = match fields.next()? {
         "d" => true,
         "s" => false,
@@ -136,7 +180,7 @@ fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
         name => Some(Domain::parse(name).ok()?),
     };
     let domain = fields.next()?;
-    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, expires_ms })
+    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, expires_ms, refresh_until_ms })
 }
 
 /// 64-bit FNV-1a: deterministic everywhere, unlike `std`'s hasher, which is free to change.
@@ -193,11 +237,32 @@ mod tests {
         let mut store = Store::default();
         let domain = d("mailinator.com");
         let s = summary(true, &[Flag::HasMx, Flag::SharedMx]);
-        assert_eq!(cache.lookup(&store, &domain, 1_000).unwrap(), Lookup::Miss { cas: None });
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Miss { cas: None });
         assert_eq!(cache.store(&mut store, &domain, &s, 1_000, None).unwrap(), Stored::Written);
-        assert_eq!(cache.lookup(&store, &domain, 1_000).unwrap(), Lookup::Hit(s.clone()));
-        assert_eq!(cache.lookup(&store, &domain, 300_999).unwrap(), Lookup::Hit(s));
-        assert!(matches!(cache.lookup(&store, &domain, 301_000).unwrap(), Lookup::Miss { cas: Some(1) }));
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Hit(s.clone()));
+        assert_eq!(cache.lookup(&mut store, &domain, 300_999).unwrap(), Lookup::Hit(s.clone()));
+        // Past the stale window (60 s at most): a plain miss.
+        assert!(matches!(cache.lookup(&mut store, &domain, 361_000).unwrap(), Lookup::Miss { cas: Some(1) }));
+    }
+
+    #[test]
+    fn an_expired_entry_is_refreshed_by_one_lookup_while_the_others_get_it() {
+        let cache = VerdictCache::new(300, 100).unwrap().claiming(std::time::Duration::from_millis(2_000));
+        let mut store = Store::default();
+        let domain = d("mailinator.com");
+        let s = summary(true, &[]);
+        cache.store(&mut store, &domain, &s, 0, None).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 300_000).unwrap(), Lookup::Miss { cas: None }, "claims");
+        for now in [300_000, 301_999] {
+            assert_eq!(cache.lookup(&mut store, &domain, now).unwrap(), Lookup::Hit(s.clone()), "stale at {now}");
+        }
+        // The refresh did not answer within its timeout: the next lookup claims again.
+        assert_eq!(cache.lookup(&mut store, &domain, 302_000).unwrap(), Lookup::Miss { cas: None });
+        assert_eq!(cache.lookup(&mut store, &domain, 302_001).unwrap(), Lookup::Hit(s.clone()));
+        // The new answer ends the stale window.
+        let fresh = summary(false, &[]);
+        cache.store(&mut store, &domain, &fresh, 302_500, None).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 302_600).unwrap(), Lookup::Hit(fresh));
     }
 
     #[test]
@@ -206,8 +271,8 @@ mod tests {
         let mut store = Store::default();
         let (domain, s) = (d("mailinator.com"), summary(true, &[]));
         cache.store(&mut store, &domain, &s, 1_000, None).unwrap();
-        assert_eq!(cache.lookup(&store, &domain, 5_999).unwrap(), Lookup::Hit(s));
-        assert!(matches!(cache.lookup(&store, &domain, 6_000).unwrap(), Lookup::Miss { .. }));
+        assert_eq!(cache.lookup(&mut store, &domain, 5_999).unwrap(), Lookup::Hit(s));
+        assert!(matches!(cache.lookup(&mut store, &domain, 11_000).unwrap(), Lookup::Miss { .. }));
         let short = VerdictCache::new(2, 100).unwrap();
         assert_eq!(short.briefly(), short, "a shorter ttl_seconds stays");
     }
@@ -220,12 +285,12 @@ mod tests {
         let (a, b) = (d("a.example"), d("b.example"));
         assert_eq!(cache.slot_key(&a), "email_verdict:slot:0");
         cache.store(&mut store, &a, &summary(false, &[]), 0, None).unwrap();
-        let Lookup::Miss { cas } = cache.lookup(&store, &b, 0).unwrap() else { panic!("expected a miss") };
+        let Lookup::Miss { cas } = cache.lookup(&mut store, &b, 0).unwrap() else { panic!("expected a miss") };
         assert_eq!(cas, Some(1));
         // Writing b with that token replaces a; a now misses.
         assert_eq!(cache.store(&mut store, &b, &summary(true, &[]), 0, cas).unwrap(), Stored::Written);
-        assert!(matches!(cache.lookup(&store, &a, 0).unwrap(), Lookup::Miss { .. }));
-        assert_eq!(cache.lookup(&store, &b, 0).unwrap(), Lookup::Hit(summary(true, &[])));
+        assert!(matches!(cache.lookup(&mut store, &a, 0).unwrap(), Lookup::Miss { .. }));
+        assert_eq!(cache.lookup(&mut store, &b, 0).unwrap(), Lookup::Hit(summary(true, &[])));
     }
 
     #[test]
@@ -237,7 +302,7 @@ mod tests {
         let stale = Some(1);
         cache.store(&mut store, &d("other.example"), &summary(true, &[]), 0, stale).unwrap();
         assert_eq!(cache.store(&mut store, &domain, &summary(false, &[]), 0, stale).unwrap(), Stored::Lost);
-        assert_eq!(cache.lookup(&store, &d("other.example"), 0).unwrap(), Lookup::Hit(summary(true, &[])));
+        assert_eq!(cache.lookup(&mut store, &d("other.example"), 0).unwrap(), Lookup::Hit(summary(true, &[])));
     }
 
     #[test]
@@ -260,37 +325,40 @@ mod tests {
         for junk in [
             &b""[..],
             b"\xff\xfe",
-            b"ev2",
-            b"ev1|999|d|0|a.example", // the format before suggestions
-            b"ev2|999|d|0|a.example",
-            b"ev2|x|d|0||a.example",
-            b"ev2|999|q|0||a.example",
-            b"ev2|999|d|99999||a.example",
-            b"ev2|999|d|0|not a domain|a.example",
-            b"ev2|999|d|0|",
+            b"ev3",
+            b"ev2|999|d|0||a.example", // the format before refresh claims
+            b"ev3|999|0|d|0|a.example",
+            b"ev3|x|0|d|0||a.example",
+            b"ev3|999|x|d|0||a.example",
+            b"ev3|999|0|q|0||a.example",
+            b"ev3|999|0|d|99999||a.example",
+            b"ev3|999|0|d|0|not a domain|a.example",
+            b"ev3|999|0|d|0|",
         ] {
             let mut store = Store::default();
             store.data.insert(cache.slot_key(&domain), (junk.to_vec(), 5));
-            assert_eq!(cache.lookup(&store, &domain, 0).unwrap(), Lookup::Miss { cas: Some(5) }, "{junk:?}");
+            assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), Lookup::Miss { cas: Some(5) }, "{junk:?}");
         }
     }
 
     #[test]
     fn round_trips_every_flag_and_the_suggestion() {
         let all = summary(false, &Flag::ALL);
-        let text = encode("a.example", &all, 42);
-        assert_eq!(decode(text.as_bytes()), Some(Entry { domain: "a.example", summary: all, expires_ms: 42 }));
+        let text = encode("a.example", &all, 42, 7);
+        let entry = Entry { domain: "a.example", summary: all, expires_ms: 42, refresh_until_ms: 7 };
+        assert_eq!(decode(text.as_bytes()), Some(entry));
         let typo = VerdictSummary { suggestion: Some(d("gmail.com")), ..summary(false, &[]) };
-        let text = encode("gmial.com", &typo, 42);
-        assert_eq!(text, "ev2|42|s|0|gmail.com|gmial.com");
-        assert_eq!(decode(text.as_bytes()), Some(Entry { domain: "gmial.com", summary: typo, expires_ms: 42 }));
+        let text = encode("gmial.com", &typo, 42, 0);
+        assert_eq!(text, "ev3|42|0|s|0|gmail.com|gmial.com");
+        let entry = Entry { domain: "gmial.com", summary: typo, expires_ms: 42, refresh_until_ms: 0 };
+        assert_eq!(decode(text.as_bytes()), Some(entry));
     }
 
     #[test]
     fn disabled_by_zero_ttl_and_host_errors_surface() {
         assert_eq!(VerdictCache::new(0, 10), None);
         let cache = VerdictCache::new(1, 10).unwrap();
-        let store = Store { fail: true, ..Store::default() };
-        assert!(cache.lookup(&store, &d("a.example"), 0).is_err());
+        let mut store = Store { fail: true, ..Store::default() };
+        assert!(cache.lookup(&mut store, &d("a.example"), 0).is_err());
     }
 }

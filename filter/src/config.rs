@@ -19,6 +19,7 @@ use email_verdict_core::signup::{
 use crate::cache::VerdictCache;
 use crate::decided::LocalCopy;
 use crate::fallback::{self, NameSet};
+use crate::flight::Flights;
 use crate::signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
@@ -289,6 +290,8 @@ pub struct FilterConfig {
     pub hold_headers: bool,
     /// The mailbox hash's secret; `Some` exactly when `enforce.velocity` is set.
     pub mailbox_secret: Option<Vec<u8>>,
+    /// This worker's callouts in flight, shared by its streams (with the cache only).
+    pub flights: Rc<Flights>,
 }
 
 impl FilterConfig {
@@ -404,10 +407,12 @@ impl PluginConfig {
             local_lists: self.local_fallback.then(fallback::strong),
             decisions: (self.local_fallback && self.decision_sync_seconds > 0)
                 .then(|| DecisionSync { period_ms: self.decision_sync_seconds * 1000, copy: Rc::default() }),
-            cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries),
+            cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries)
+                .map(|c| c.claiming(Duration::from_millis(self.sidecar.timeout_ms))),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             hold_headers: self.hold_headers,
             mailbox_secret,
+            flights: Rc::default(),
         })
     }
 

@@ -6,7 +6,10 @@
 //! One root context per period fetches `GET /api/v1/decisions` with the gateway's key (the
 //! due time in shared data moves by compare-and-swap, so all workers of a `vm_id` share one
 //! fetch), sending the `ETag` it has; the answer is stored in shared data as `etag\n` + the
-//! JSON body. Each worker parses the stored value again only when its CAS token changed.
+//! JSON body, then its `ETag` under a small key of its own ([`VERSION_KEY`]), whose CAS token
+//! changes with every store. A lookup reads only that small key, and the list itself (up to
+//! [`MAX_BODY`]) only when the token changed, to parse it again: shared data hands out copies,
+//! so reading the list per lookup would copy it per signup while the sidecar is down.
 //! A failed fetch keeps the last good list.
 
 use std::cell::RefCell;
@@ -19,6 +22,8 @@ use crate::cache::SharedData;
 pub const PATH: &str = "/api/v1/decisions";
 /// The stored list: `etag\n` + the JSON body.
 pub const LIST_KEY: &str = "email_verdict.decisions";
+/// The stored list's `ETag`, written after the list: its CAS token is the list's version.
+pub const VERSION_KEY: &str = "email_verdict.decisions.version";
 /// When the next fetch is due (Unix milliseconds, decimal).
 pub const DUE_KEY: &str = "email_verdict.decisions.due";
 /// The largest answer read (100,000 names in each of four lists fit with room to spare).
@@ -54,12 +59,11 @@ pub fn fetch_headers<'a>(sidecar: &'a crate::config::Sidecar, etag: Option<&'a s
     headers
 }
 
-/// The `ETag` of the stored list, to send as `If-None-Match`.
+/// The `ETag` of the stored list, to send as `If-None-Match` (from the small key: the list is
+/// not copied for it).
 pub fn stored_etag(store: &(impl SharedData + ?Sized)) -> Option<String> {
-    let (value, _) = store.shared_data_get(LIST_KEY).ok()?;
-    let value = value?;
-    let line = value.split(|&b| b == b'\n').next()?;
-    std::str::from_utf8(line).ok().filter(|e| !e.is_empty()).map(str::to_owned)
+    let (value, _) = store.shared_data_get(VERSION_KEY).ok()?;
+    String::from_utf8(value?).ok().filter(|e| !e.is_empty())
 }
 
 /// Stores a `200` answer once it parses; returns how many names it holds.
@@ -71,25 +75,42 @@ pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[
     let names = DecidedSet::new(&list).len();
     let value = [etag.as_bytes(), b"\n", body].concat();
     store.shared_data_set(LIST_KEY, &value, None).map_err(|e| format!("could not store the decisions: {e:?}"))?;
+    // After the list: a reader that sees the new version finds at least this list.
+    store
+        .shared_data_set(VERSION_KEY, etag.as_bytes(), None)
+        .map_err(|e| format!("could not store the decisions' version: {e:?}"))?;
     Ok(names)
 }
 
 /// One worker's parsed copy of the stored list.
 #[derive(Debug, Default)]
 pub struct LocalCopy {
+    /// The version (CAS token of [`VERSION_KEY`]) the set was parsed at.
     parsed: RefCell<(Option<u32>, Rc<DecidedSet>)>,
+    /// How many times the stored list was read (tests).
+    #[cfg(test)]
+    reads: std::cell::Cell<usize>,
 }
 
 impl LocalCopy {
-    /// The decision in force for `domain`, from the stored list (parsed again when it changed).
-    /// Nothing stored, or a stored value that cannot be read, decides nothing.
+    /// The decision in force for `domain`, from the stored list (read and parsed again only when
+    /// its version changed). Nothing stored, or a stored value that cannot be read, decides
+    /// nothing.
     pub fn decision(&self, store: &(impl SharedData + ?Sized), domain: &Domain) -> Option<Decision> {
-        let Ok((value, cas)) = store.shared_data_get(LIST_KEY) else {
+        let Ok((_, version)) = store.shared_data_get(VERSION_KEY) else {
             return self.parsed.borrow().1.decision(domain); // the last copy read
         };
-        if cas.is_none() || self.parsed.borrow().0 != cas {
-            let set = value.as_deref().and_then(parse_stored).unwrap_or_default();
-            *self.parsed.borrow_mut() = (cas, Rc::new(set));
+        if version.is_none() || self.parsed.borrow().0 != version {
+            let set = match version {
+                None => DecidedSet::default(),
+                Some(_) => match store.shared_data_get(LIST_KEY) {
+                    Ok((value, _)) => value.as_deref().and_then(parse_stored).unwrap_or_default(),
+                    Err(_) => return self.parsed.borrow().1.decision(domain),
+                },
+            };
+            #[cfg(test)]
+            self.reads.set(self.reads.get() + usize::from(version.is_some()));
+            *self.parsed.borrow_mut() = (version, Rc::new(set));
         }
         let set = Rc::clone(&self.parsed.borrow().1);
         set.decision(domain)
@@ -150,7 +171,42 @@ mod tests {
         let body = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
         store_answer(&mut store, "\"v2\"", body).unwrap();
         assert_eq!(copy.decision(&store, &d("x.blocked.example")), None, "a withdrawn decision is gone");
+        assert_eq!(copy.reads.get(), 2, "the list is read once per version, not per lookup");
         assert!(store_answer(&mut store, "\"v3\"", b"<html>").is_err(), "a bad answer keeps the last list");
         assert_eq!(stored_etag(&store).as_deref(), Some("\"v2\""));
+    }
+
+    /// A store that counts the bytes it hands out.
+    #[derive(Default)]
+    struct Counting(Store, std::cell::Cell<usize>);
+
+    impl SharedData for Counting {
+        fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError> {
+            let got = self.0.shared_data_get(key)?;
+            self.1.set(self.1.get() + got.0.as_ref().map_or(0, Vec::len));
+            Ok(got)
+        }
+        fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
+            self.0.shared_data_set(key, value, cas)
+        }
+    }
+
+    #[test]
+    fn a_lookup_does_not_copy_the_list() {
+        let mut store = Counting::default();
+        let names: Vec<String> = (0..1000).map(|i| format!("\"n{i}.example\"")).collect();
+        let body = format!(
+            r#"{{"reviewer":{{"block":[{}],"allow":[]}},"operator":{{"block":[],"allow":[]}},"complete":true}}"#,
+            names.join(",")
+        );
+        store_answer(&mut store, "\"big\"", body.as_bytes()).unwrap();
+        let copy = LocalCopy::default();
+        let d = Domain::parse("n7.example").unwrap();
+        assert_eq!(copy.decision(&store, &d), Some(Decision::Block));
+        store.1.set(0);
+        for _ in 0..100 {
+            assert_eq!(copy.decision(&store, &d), Some(Decision::Block));
+        }
+        assert_eq!(store.1.get(), 100 * "\"big\"".len(), "only the version key is read");
     }
 }

@@ -90,6 +90,8 @@ enum Waiting {
     Verdict { domain: Domain, cas: Option<u32> },
     /// The signup's counts.
     Count,
+    /// A domain's verdict from another stream's callout (`flight.rs`); no token of its own.
+    Shared { domain: Domain },
 }
 
 /// What follows the last verdict.
@@ -190,11 +192,14 @@ impl RequestFilter {
 
     /// The sidecar's answer (or Envoy's synthetic one) to the callout `token`.
     pub fn on_callout_response(&mut self, host: &mut impl Host, token: u32, response: &CalloutResponse) {
+        // Waiters on this callout get the answer whatever this stream does with it.
+        self.share_answer(host, token, response);
         let State::AwaitingVerdicts { judging, .. } = &mut self.state else {
             host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
             return;
         };
-        let Some(at) = judging.pending.iter().position(|p| p.token == token) else {
+        let shared = |p: &Pending| matches!(p.what, Waiting::Shared { .. });
+        let Some(at) = judging.pending.iter().position(|p| p.token == token && !shared(p)) else {
             host.log(LogLevel::Debug, &format!("{LOG_PREFIX}ignoring the answer to callout {token}"));
             return;
         };
@@ -211,6 +216,7 @@ impl RequestFilter {
                 judging.worst.add(judged);
             }
             Waiting::Count => judging.counts = Some(ctx.counted(response)),
+            Waiting::Shared { .. } => {}
         }
         let step = ctx.next(judging, then);
         let resumes = matches!(step, Step::Proceed | Step::AwaitBody { .. });
@@ -613,6 +619,7 @@ fn declared_length(headers: &RequestHeaders) -> Option<u64> {
 }
 
 mod callouts;
+mod shared;
 
 #[cfg(test)]
 mod tests;

@@ -192,6 +192,24 @@ pub trait Host: SharedData {
     /// Wall-clock milliseconds since the Unix epoch, as the proxy sees it.
     fn now_ms(&self) -> Result<u64, HostError>;
     fn log(&self, level: LogLevel, message: &str);
+
+    /// This stream's number among the worker's streams (`flight.rs`).
+    fn stream_id(&self) -> u64 {
+        0
+    }
+    /// Readies this stream to be woken ([`Host::wake`]) before it waits on another stream's
+    /// callout; false when it cannot be (then it calls out itself).
+    fn prepare_wake(&mut self) -> bool {
+        false
+    }
+    /// Wakes a stream of this worker that waits on a shared callout: its
+    /// `RequestFilter::on_wake` runs, now or from the worker's event loop.
+    fn wake(&mut self, _stream: u64) {}
+    /// True when a woken stream runs in its own context, so that a callout it makes is answered
+    /// to it: then it can take over a flight whose leader is gone.
+    fn woken_can_call_out(&self) -> bool {
+        false
+    }
 }
 
 /// What the sidecar answered, as read from the callout's response.

@@ -21,6 +21,7 @@ pub mod decided;
 pub mod decision;
 pub mod fallback;
 pub mod filter;
+pub mod flight;
 pub mod host;
 pub mod relay;
 pub mod signup_path;

@@ -74,6 +74,12 @@ pub struct MockHost {
     pub header_reads: RefCell<u32>,
     /// Calls that removed a request header.
     pub header_removals: u32,
+    /// This stream's id (`Host::stream_id`); 0 cannot be woken, so it never waits on another.
+    pub stream: u64,
+    /// The streams this one woke, in order.
+    pub woken: Vec<u64>,
+    /// What `woken_can_call_out` answers.
+    pub woken_calls_out: bool,
 }
 
 const BAD_ARGUMENT: u32 = 2;
@@ -193,6 +199,22 @@ impl Host for MockHost {
 
     fn log(&self, level: LogLevel, message: &str) {
         self.logs.borrow_mut().push((level, message.to_owned()));
+    }
+
+    fn stream_id(&self) -> u64 {
+        self.stream
+    }
+
+    fn prepare_wake(&mut self) -> bool {
+        self.stream != 0
+    }
+
+    fn wake(&mut self, stream: u64) {
+        self.woken.push(stream);
+    }
+
+    fn woken_can_call_out(&self) -> bool {
+        self.woken_calls_out
     }
 }
 

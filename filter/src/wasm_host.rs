@@ -9,8 +9,9 @@
 //! errors, the statuses Envoy gives for an unknown cluster or a failed call).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ptr::{null, null_mut};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -29,7 +30,7 @@ const MAX_CALLOUT_BODY: usize = 64 * 1024;
 proxy_wasm::main! {{
     // Installs the SDK's panic hook, which logs the panic message before the VM dies.
     proxy_wasm::set_log_level(SdkLogLevel::Info);
-    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
+    proxy_wasm::set_root_context(|id| -> Box<dyn RootContext> { Box::new(Root { id, ..Root::default() }) });
 }}
 
 mod ffi {
@@ -96,6 +97,7 @@ mod ffi {
         ) -> u32;
         pub fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
         pub fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
+        pub fn proxy_set_effective_context(context_id: u32) -> u32;
     }
 }
 
@@ -198,9 +200,55 @@ impl Metrics {
     }
 }
 
+/// A stream's filter, reachable from the streams that wake it (`flight.rs`).
+type Shared = Rc<RefCell<Option<RequestFilter>>>;
+
+thread_local! {
+    /// This VM's streams that wait on another stream's callout, by context id.
+    static WAITERS: RefCell<HashMap<u32, (Weak<RefCell<Option<RequestFilter>>>, Rc<Metrics>)>> =
+        RefCell::new(HashMap::new());
+}
+
 /// [`Host`] for the HTTP context the proxy is currently calling into.
 struct WasmHost {
     metrics: Rc<Metrics>,
+    /// The context's id (0: a root context's host).
+    id: u32,
+    /// The context's filter, for [`WAITERS`].
+    me: Weak<RefCell<Option<RequestFilter>>>,
+}
+
+impl WasmHost {
+    /// A root context's host: it never waits on a callout, it may lead one (`flight.rs`).
+    fn root(metrics: Rc<Metrics>, id: u32) -> Self {
+        Self { metrics, id, me: Weak::new() }
+    }
+}
+
+/// The callout answer the proxy holds now: status and body (at most [`MAX_CALLOUT_BODY`]).
+fn callout_response(body_size: usize) -> CalloutResponse {
+    let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
+        .ok()
+        .flatten()
+        .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+    let body = if body_size == 0 {
+        Ok(Vec::new())
+    } else {
+        get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size.min(MAX_CALLOUT_BODY))
+    };
+    let body = body.unwrap_or_else(|e| {
+        log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
+        Vec::new()
+    });
+    CalloutResponse { status, body }
+}
+
+fn set_tick_period(ms: u32) {
+    // SAFETY: a plain value.
+    if let Err(e) = status("proxy_set_tick_period_milliseconds", unsafe { ffi::proxy_set_tick_period_milliseconds(ms) })
+    {
+        log(LogLevel::Warn, &format!("email-verdict filter: tick period {ms} ms: {e}"));
+    }
 }
 
 impl SharedData for WasmHost {
@@ -322,13 +370,50 @@ impl Host for WasmHost {
     fn log(&self, level: LogLevel, message: &str) {
         log(level, message);
     }
+
+    fn stream_id(&self) -> u64 {
+        u64::from(self.id)
+    }
+
+    fn prepare_wake(&mut self) -> bool {
+        if self.me.strong_count() == 0 {
+            return false; // a root context
+        }
+        let entry = (Weak::clone(&self.me), Rc::clone(&self.metrics));
+        WAITERS.with(|w| w.borrow_mut().insert(self.id, entry));
+        true
+    }
+
+    /// The waiter runs now, inside this context's callback, with the proxy's calls aimed at its
+    /// context (Envoy defers the resumes and local replies they make until the callback returns).
+    fn wake(&mut self, stream: u64) {
+        let Ok(id) = u32::try_from(stream) else { return };
+        let Some((filter, metrics)) = WAITERS.with(|w| w.borrow().get(&id).cloned()) else { return };
+        let Some(cell) = filter.upgrade() else { return };
+        // Busy: it is the stream running now (never expected); its mail waits.
+        let Ok(mut waiter) = cell.try_borrow_mut() else { return };
+        let Some(waiter) = waiter.as_mut() else { return };
+        // SAFETY: a plain value.
+        if unsafe { ffi::proxy_set_effective_context(id) } != OK {
+            return; // the context is gone
+        }
+        let mut host = WasmHost { metrics, id, me: filter };
+        waiter.on_wake(&mut host);
+        // SAFETY: a plain value; back to the context whose callback this is.
+        let _ = unsafe { ffi::proxy_set_effective_context(self.id) };
+    }
 }
 
 /// The root context: reads and validates the plugin configuration, defines the metrics once.
 #[derive(Default)]
 struct Root {
+    id: u32,
     config: Option<Rc<FilterConfig>>,
     metrics: RefCell<Option<Rc<Metrics>>>,
+    /// Leads the flights whose leading stream ended (`flight.rs`); no request of its own.
+    leader: RefCell<Option<RequestFilter>>,
+    /// The decision fetch in flight; any other answer is a flight's.
+    decisions_token: std::cell::Cell<Option<u32>>,
 }
 
 impl Root {
@@ -356,7 +441,7 @@ impl Root {
     fn sync_decisions(&self) {
         let Some(config) = self.config.as_ref() else { return };
         let Some(sync) = config.decisions.as_ref() else { return };
-        let mut host = WasmHost { metrics: self.metrics() };
+        let mut host = WasmHost::root(self.metrics(), self.id);
         let Ok(now) = host.now_ms() else { return };
         if !decided::claim(&mut host, now, sync.period_ms) {
             return;
@@ -365,17 +450,34 @@ impl Root {
         let sidecar = &config.sidecar;
         let headers = decided::fetch_headers(sidecar, etag.as_deref());
         // Through the SDK, like the stream's callout: the answer comes back to this context.
-        if let Err(s) =
-            proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout)
-        {
-            host.increment(Counter::DecisionSyncFailures);
-            log(LogLevel::Warn, &format!("email-verdict filter: could not ask for the decisions: {s:?}"));
+        match proxy_wasm::hostcalls::dispatch_http_call(&sidecar.cluster, headers, None, vec![], sidecar.timeout) {
+            Ok(token) => self.decisions_token.set(Some(token)),
+            Err(s) => {
+                host.increment(Counter::DecisionSyncFailures);
+                log(LogLevel::Warn, &format!("email-verdict filter: could not ask for the decisions: {s:?}"));
+            }
         }
+    }
+
+    /// Calls out for the flights whose leading stream ended (made due by that stream), then
+    /// puts the tick back to what the decision sync needs.
+    fn lead_orphans(&self) {
+        let Some(config) = self.config.as_ref() else { return };
+        if !config.flights.has_orphans() {
+            return;
+        }
+        let mut host = WasmHost::root(self.metrics(), self.id);
+        if let Ok(mut leader) = self.leader.try_borrow_mut()
+            && let Some(leader) = leader.as_mut()
+        {
+            leader.lead_orphans(&mut host);
+        }
+        set_tick_period(if config.decisions.is_some() { decided::TICK_MS as u32 } else { 0 });
     }
 
     /// Stores a fetched list; a failure keeps the last good one.
     fn decisions_answered(&self, body_size: usize) {
-        let mut host = WasmHost { metrics: self.metrics() };
+        let mut host = WasmHost::root(self.metrics(), self.id);
         let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status").ok().flatten();
         let outcome = match status.as_deref() {
             Some(b"304") => Ok(None),
@@ -406,8 +508,20 @@ impl Root {
 }
 
 impl Context for Root {
-    fn on_http_call_response(&mut self, _token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
-        self.decisions_answered(body_size);
+    fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
+        if self.decisions_token.get() == Some(token_id) {
+            self.decisions_token.set(None);
+            self.decisions_answered(body_size);
+            return;
+        }
+        // An orphaned flight's answer: its waiters get it.
+        let response = callout_response(body_size);
+        let mut host = WasmHost::root(self.metrics(), self.id);
+        if let Ok(mut leader) = self.leader.try_borrow_mut()
+            && let Some(leader) = leader.as_mut()
+        {
+            leader.on_callout_response(&mut host, token_id, &response);
+        }
     }
 }
 
@@ -431,7 +545,9 @@ impl RootContext for Root {
                         log(LogLevel::Warn, &format!("email-verdict filter: the decisions will not be fetched: {e}"));
                     }
                 }
-                self.config = Some(Rc::new(config));
+                let config = Rc::new(config);
+                *self.leader.borrow_mut() = Some(RequestFilter::new(Rc::clone(&config)));
+                self.config = Some(config);
                 true
             }
             Err(e) => {
@@ -443,14 +559,16 @@ impl RootContext for Root {
     }
 
     fn on_tick(&mut self) {
+        self.lead_orphans();
         self.sync_decisions();
     }
 
     /// Never `None`: the SDK panics on it. Without a configuration (Envoy rejected the plugin),
     /// the stream passes through.
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        let host = WasmHost { metrics: self.metrics() };
-        Some(Box::new(Stream { filter: self.config.clone().map(RequestFilter::new), host }))
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let filter: Shared = Rc::new(RefCell::new(self.config.clone().map(RequestFilter::new)));
+        let host = WasmHost { metrics: self.metrics(), id: context_id, me: Rc::downgrade(&filter) };
+        Some(Box::new(Stream { filter, host }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -460,8 +578,17 @@ impl RootContext for Root {
 
 /// One HTTP stream.
 struct Stream {
-    filter: Option<RequestFilter>,
+    filter: Shared,
     host: WasmHost,
+}
+
+impl Stream {
+    fn run(&mut self, f: impl FnOnce(&mut RequestFilter, &mut WasmHost) -> SdkAction) -> SdkAction {
+        match self.filter.try_borrow_mut().as_deref_mut() {
+            Ok(Some(filter)) => f(filter, &mut self.host),
+            _ => SdkAction::Continue,
+        }
+    }
 }
 
 fn sdk(action: Action) -> SdkAction {
@@ -473,43 +600,44 @@ fn sdk(action: Action) -> SdkAction {
 
 impl Context for Stream {
     fn on_http_call_response(&mut self, token_id: u32, _num_headers: usize, body_size: usize, _num_trailers: usize) {
-        let Some(filter) = self.filter.as_mut() else { return };
-        let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
-            .ok()
-            .flatten()
-            .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
-        let body = if body_size == 0 {
-            Ok(Vec::new())
-        } else {
-            get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size.min(MAX_CALLOUT_BODY))
-        };
-        let body = body.unwrap_or_else(|e| {
-            log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
-            Vec::new()
+        let response = callout_response(body_size);
+        self.run(|filter, host| {
+            filter.on_callout_response(host, token_id, &response);
+            SdkAction::Continue
         });
-        filter.on_callout_response(&mut self.host, token_id, &CalloutResponse { status, body });
+    }
+
+    /// The stream ends, and its callouts with it: the flights it leads go on without it.
+    fn on_done(&mut self) -> bool {
+        let orphaned = match self.filter.try_borrow_mut().as_deref_mut() {
+            Ok(Some(filter)) => filter.on_destroy(&mut self.host),
+            _ => false,
+        };
+        WAITERS.with(|w| w.borrow_mut().remove(&self.host.id));
+        if orphaned {
+            // The root leads the flight at its next tick: due now (this context's root).
+            set_tick_period(1);
+        }
+        true
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        WAITERS.with(|w| w.borrow_mut().remove(&self.host.id));
     }
 }
 
 impl HttpContext for Stream {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_headers(&mut self.host, end_of_stream)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_headers(host, end_of_stream)))
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_body(&mut self.host, body_size, end_of_stream)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_body(host, body_size, end_of_stream)))
     }
 
     fn on_http_request_trailers(&mut self, _num_trailers: usize) -> SdkAction {
-        match self.filter.as_mut() {
-            Some(filter) => sdk(filter.on_request_trailers(&mut self.host)),
-            None => SdkAction::Continue,
-        }
+        self.run(|filter, host| sdk(filter.on_request_trailers(host)))
     }
 }

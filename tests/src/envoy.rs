@@ -284,7 +284,7 @@ pub struct EnvoyBuilder {
     tree: PathBuf,
     /// More variables for Envoy's environment.
     env: Vec<(String, String)>,
-    /// The filter module; `None`: [`filter_wasm`].
+    /// The filter's artifact (Wasm or dynamic module, as `build` says); `None`: the harness's.
     wasm: Option<PathBuf>,
 }
 
@@ -324,6 +324,13 @@ impl EnvoyBuilder {
 
     /// The filter module to load instead of [`filter_wasm`]'s (another build's).
     pub fn wasm(mut self, path: &Path) -> Self {
+        self.wasm = Some(path.to_path_buf());
+        self
+    }
+
+    /// The dynamic module to load instead of [`filter_module`]'s (another build's).
+    pub fn module(mut self, path: &Path) -> Self {
+        self.build = FilterBuild::Module;
         self.wasm = Some(path.to_path_buf());
         self
     }
@@ -437,7 +444,7 @@ impl EnvoyBuilder {
             None => {
                 let (template, placeholder) = self.build.template(&self.tree);
                 let artifact = match (self.build, &self.wasm) {
-                    (FilterBuild::Wasm, Some(wasm)) => wasm.clone(),
+                    (_, Some(artifact)) => artifact.clone(),
                     _ => self.build.artifact(),
                 };
                 sets.push((placeholder, artifact.display().to_string()));

@@ -14,8 +14,12 @@ impl<H: Host> Ctx<'_, H> {
             judging.judged.push(domain.clone());
             match self.cached(domain) {
                 Ok(judged) => judging.worst.add(judged),
+                // A flight is per domain: a mention that joins an address's lookup, or the
+                // other way round, shares its verdict (and its `learn`).
+                Err(_) if self.joined(domain, &mut judging) => {}
                 Err(cas) => match self.call_sidecar(domain, *mention) {
                     Ok(token) => {
+                        self.leads(domain, token);
                         judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
                     }
                     Err(bypass) => {
@@ -31,7 +35,7 @@ impl<H: Host> Ctx<'_, H> {
     /// The verdict in the cache, or the cache's compare-and-swap token for the miss.
     pub(super) fn cached(&mut self, domain: &Domain) -> Result<Judged, Option<u32>> {
         let Some(cache) = self.config.cache else { return Err(None) };
-        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&*self.host, domain, now));
+        let lookup = self.host.now_ms().and_then(|now| cache.lookup(&mut *self.host, domain, now));
         match lookup {
             Ok(Lookup::Hit(summary)) => {
                 self.host.increment(Counter::CacheHits);

@@ -647,6 +647,7 @@ fn international_domains_are_normalized_before_the_callout() {
 
 mod details;
 mod email;
+mod flights;
 mod header_hold;
 mod velocity;
 

@@ -134,6 +134,8 @@ pub type FilterEnvoyPtr = *mut c_void;
 pub type FilterModulePtr = *const c_void;
 /// `envoy_dynamic_module_type_http_filter_config_scheduler_module_ptr`.
 pub type ConfigSchedulerPtr = *mut c_void;
+/// `envoy_dynamic_module_type_http_filter_scheduler_module_ptr` (one stream's scheduler).
+pub type FilterSchedulerPtr = *mut c_void;
 
 /// `envoy_dynamic_module_type_log_level`.
 pub type LogLevel = u32;
@@ -206,6 +208,9 @@ pub const CALLBACKS: &[&str] = &[
     "envoy_dynamic_module_callback_http_filter_config_scheduler_new",
     "envoy_dynamic_module_callback_http_filter_config_scheduler_commit",
     "envoy_dynamic_module_callback_http_filter_config_scheduler_delete",
+    "envoy_dynamic_module_callback_http_filter_scheduler_new",
+    "envoy_dynamic_module_callback_http_filter_scheduler_commit",
+    "envoy_dynamic_module_callback_http_filter_scheduler_delete",
 ];
 
 /// The event hooks the module exports (`src/module/mod.rs`), for the same test (`nm -D` on the
@@ -340,6 +345,13 @@ unsafe extern "C" {
         event_id: u64,
     );
     pub fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(scheduler: ConfigSchedulerPtr);
+
+    /// A scheduler for one stream (it holds the stream weakly: an event committed after the
+    /// stream ended is dropped); deleted by the module.
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_new(filter: FilterEnvoyPtr) -> FilterSchedulerPtr;
+    /// Runs `envoy_dynamic_module_on_http_filter_scheduled` for that stream on its worker.
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler: FilterSchedulerPtr, event_id: u64);
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler: FilterSchedulerPtr);
 }
 
 #[cfg(test)]
@@ -463,4 +475,9 @@ mod fake {
     }
     pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_commit(_: ConfigSchedulerPtr, _: u64) {}
     pub unsafe fn envoy_dynamic_module_callback_http_filter_config_scheduler_delete(_: ConfigSchedulerPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_new(_: FilterEnvoyPtr) -> FilterSchedulerPtr {
+        std::ptr::null_mut()
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(_: FilterSchedulerPtr, _: u64) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_delete(_: FilterSchedulerPtr) {}
 }

@@ -2,6 +2,8 @@
 //! configuration defined). Every call copies what Envoy returns at once: Envoy's buffers live
 //! only until the hook returns.
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ptr::null_mut;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -78,6 +80,14 @@ pub unsafe fn callout_header(headers: *const EnvoyHttpHeader, count: usize, name
     })
 }
 
+thread_local! {
+    /// This worker's streams that wait on another stream's callout, by stream id: their
+    /// schedulers (`flight.rs`).
+    static WAITERS: RefCell<HashMap<u64, abi::FilterSchedulerPtr>> = RefCell::new(HashMap::new());
+    /// The last stream id handed out on this worker.
+    static LAST_ID: Cell<u64> = const { Cell::new(0) };
+}
+
 /// One stream's host.
 pub struct ModuleHost {
     pub envoy: FilterEnvoyPtr,
@@ -88,11 +98,19 @@ pub struct ModuleHost {
     /// Envoy's callout ids and the tokens the filter logic knows them by.
     callouts: Vec<(u64, u32)>,
     next_token: u32,
+    /// This stream's number on its worker (`flight.rs`).
+    id: u64,
+    /// This stream's scheduler, made when it first waits on another stream's callout.
+    scheduler: Option<abi::FilterSchedulerPtr>,
 }
 
 impl ModuleHost {
     pub fn new(envoy: FilterEnvoyPtr, counters: std::sync::Arc<Counters>) -> Self {
-        Self { envoy, counters, in_body_hook: false, callouts: Vec::new(), next_token: 1 }
+        let id = LAST_ID.with(|last| {
+            last.set(last.get().wrapping_add(1).max(1));
+            last.get()
+        });
+        Self { envoy, counters, in_body_hook: false, callouts: Vec::new(), next_token: 1, id, scheduler: None }
     }
 
     /// The token of Envoy's callout `id`, forgotten once the answer is handed over.
@@ -308,6 +326,50 @@ impl Host for ModuleHost {
 
     fn log(&self, level: LogLevel, message: &str) {
         log(level, message);
+    }
+
+    fn stream_id(&self) -> u64 {
+        self.id
+    }
+
+    fn prepare_wake(&mut self) -> bool {
+        if self.scheduler.is_none() {
+            // SAFETY: Envoy's filter pointer, valid during the hook.
+            let scheduler = unsafe { abi::envoy_dynamic_module_callback_http_filter_scheduler_new(self.envoy) };
+            if scheduler.is_null() {
+                return false;
+            }
+            self.scheduler = Some(scheduler);
+            WAITERS.with(|w| w.borrow_mut().insert(self.id, scheduler));
+        }
+        true
+    }
+
+    /// Through the waiter's own scheduler: it runs in its own hook, so its callouts are its own.
+    fn wake(&mut self, stream: u64) {
+        let scheduler = WAITERS.with(|w| w.borrow().get(&stream).copied());
+        if let Some(scheduler) = scheduler {
+            // SAFETY: a scheduler of this worker's, deleted only with its stream's host (below),
+            // which also takes it out of `WAITERS` first.
+            unsafe { abi::envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, WAKE_EVENT) };
+        }
+    }
+
+    fn woken_can_call_out(&self) -> bool {
+        true
+    }
+}
+
+/// The event id of a wake-up (the only event a stream's scheduler carries).
+pub const WAKE_EVENT: u64 = 1;
+
+impl Drop for ModuleHost {
+    fn drop(&mut self) {
+        if let Some(scheduler) = self.scheduler.take() {
+            WAITERS.with(|w| w.borrow_mut().remove(&self.id));
+            // SAFETY: made by `prepare_wake`, no longer reachable through `WAITERS`.
+            unsafe { abi::envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler) };
+        }
     }
 }
 

@@ -40,14 +40,6 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
-    _envoy: FilterEnvoyPtr,
-    _filter: FilterModulePtr,
-    _event_id: u64,
-) {
-}
-
-#[unsafe(no_mangle)]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(
     _envoy: FilterEnvoyPtr,
     _filter: FilterModulePtr,

@@ -498,8 +498,13 @@ impl Stream {
         let filter = self.filter.take();
         let host = &mut self.host;
         let action = match filter {
-            Some(mut filter) => catch_unwind(AssertUnwindSafe(|| filter.on_internal_error(host)))
-                .unwrap_or_else(|_| fallback(&self.config, host)),
+            Some(mut filter) => {
+                let action = catch_unwind(AssertUnwindSafe(|| filter.on_internal_error(host)))
+                    .unwrap_or_else(|_| fallback(&self.config, host));
+                // Out of the flights now: nothing would take it out later.
+                let _ = catch_unwind(AssertUnwindSafe(|| filter.on_destroy(host)));
+                action
+            }
             None => fallback(&self.config, host),
         };
         let what = if action == Action::Continue { "let through" } else { "refused" };
@@ -659,6 +664,31 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
     }
 }
 
+/// A wake-up from the stream's own scheduler: the answer of another stream's callout it waits
+/// on (`flight.rs`), or that callout's lead.
+///
+/// # Safety
+/// See [`stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+    _event_id: u64,
+) {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    let was_answered = stream.after_panic.is_some();
+    let action = stream.run("shared callout", |f, h| {
+        f.on_wake(h);
+        Action::Pause // the logic resumes the request itself
+    });
+    // As for a callout's answer: a panic handled just now that lets the held request through.
+    if !was_answered && stream.after_panic == Some(Action::Continue) && action == Action::Continue {
+        let _ = catch_unwind(AssertUnwindSafe(|| stream.host.resume_request()));
+    }
+}
+
 /// # Safety
 /// `filter` comes from `filter_new`; Envoy calls this once.
 #[unsafe(no_mangle)]
@@ -671,7 +701,11 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: Fil
         || (),
         || {
             // SAFETY: made by `Box::into_raw` in `filter_new`.
-            drop(unsafe { Box::from_raw(filter as *mut Stream) });
+            let mut stream = unsafe { Box::from_raw(filter as *mut Stream) };
+            // Its callouts end with it: the flights it leads go on without it.
+            if let Some(filter) = stream.filter.as_mut() {
+                let _ = filter.on_destroy(&mut stream.host);
+            }
         },
     )
 }
