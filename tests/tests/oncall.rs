@@ -133,7 +133,7 @@ impl Prometheus {
         std::thread::sleep(Duration::from_millis(1100 * u64::from(n)));
     }
 
-    /// Waits until every target has been scraped successfully since `since`.
+    /// Waits until `targets` targets are up (scraped successfully).
     fn wait_scraped(&self, targets: usize) {
         wait_for("every target up", Duration::from_secs(20), || {
             let up = self.query("up == 1");
@@ -222,7 +222,7 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
             "--blocklist",
             &lists.url("/block.txt"),
             "--list-refresh",
-            "2",
+            "3",
             "--dns-timeout-ms",
             "300",
             "--ext-authz-config",
@@ -276,7 +276,7 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
     assert_eq!(refused.len(), 1, "the free key's 429 counted by plan: {refused:?}");
     assert_metric_table_covers(&sc);
 
-    // --- an operator list's URL failing: stale after 3 refresh periods (6 s here).
+    // --- an operator list's URL failing: stale after 3 refresh periods (9 s here).
     lists.serve("/block.txt", Served::Status(503));
     let state =
         prom.wait_alert("EmailVerdictListStale", &[("list", "0"), ("kind", "blocklist")], Duration::from_secs(30));
@@ -301,7 +301,7 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
         let q = "email_verdict_review_queue_entries >= 10 and email_verdict_review_queue_capacity == 10000";
         (prom.query(q).len() == 1).then_some(())
     });
-    let refresh = prom.query("email_verdict_list_refresh_seconds{list=\"0\",kind=\"blocklist\"} == 2");
+    let refresh = prom.query("email_verdict_list_refresh_seconds{list=\"0\",kind=\"blocklist\"} == 3");
     assert_eq!(refresh.len(), 1, "the list's refresh period: {refresh:?}");
 
     // --- DNS gone: never-seen domains fail, strong-listed ones are decided without DNS.
