@@ -630,6 +630,7 @@ mod tests {
     fn every_metric_has_help_and_type() {
         let m = Metrics::new();
         m.list_known(0, "disposable", 0); // the list families show once a list exists
+        m.plans_known(["free"]); // and the rejections' once a plan is known (the limiter's start)
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
         assert_eq!(families.len(), 26, "{text}");
