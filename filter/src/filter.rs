@@ -535,6 +535,9 @@ impl<H: Host> Ctx<'_, H> {
         match self.config.failure_mode.for_reason(bypass) {
             Policy::Allow => {
                 self.host.increment(Counter::Bypassed);
+                if let Some(by_reason) = Counter::bypassed_because(bypass) {
+                    self.host.increment(by_reason);
+                }
                 self.bypass(bypass)
             }
             Policy::Deny => {

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use email_verdict_core::signup::Bypass;
+
 pub use crate::cache::{SharedData, SharedDataError};
 
 /// What a request callback answers: let the request go on, or hold it.
@@ -83,10 +85,15 @@ pub enum Counter {
     Counted,
     /// Signups refused over a `block` velocity limit (429).
     TooManySignups,
+    /// `Bypassed`, by reason: one counter each rather than a label, because a Wasm filter's
+    /// metrics have no labels; the names say the reason the bypass header gives.
+    BypassedSidecarError,
+    BypassedSidecarTimeout,
+    BypassedSidecarRejected,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 16] = [
+    pub const ALL: [Counter; 19] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -103,6 +110,9 @@ impl Counter {
         Counter::DecisionSyncFailures,
         Counter::Counted,
         Counter::TooManySignups,
+        Counter::BypassedSidecarError,
+        Counter::BypassedSidecarTimeout,
+        Counter::BypassedSidecarRejected,
     ];
 
     /// The metric name defined in Envoy.
@@ -124,6 +134,20 @@ impl Counter {
             Counter::DecisionSyncFailures => "email_verdict.decision_sync_failures",
             Counter::Counted => "email_verdict.counted",
             Counter::TooManySignups => "email_verdict.too_many_signups",
+            Counter::BypassedSidecarError => "email_verdict.bypassed_sidecar_error",
+            Counter::BypassedSidecarTimeout => "email_verdict.bypassed_sidecar_timeout",
+            Counter::BypassedSidecarRejected => "email_verdict.bypassed_sidecar_rejected",
+        }
+    }
+
+    /// The counter of a bypass for want of a verdict (`failure_mode` allow), by its reason;
+    /// `None` for the policies' bypasses (no email, invalid, unreadable), which have their own.
+    pub fn bypassed_because(reason: Bypass) -> Option<Counter> {
+        match reason {
+            Bypass::SidecarError => Some(Counter::BypassedSidecarError),
+            Bypass::SidecarTimeout => Some(Counter::BypassedSidecarTimeout),
+            Bypass::SidecarRejected => Some(Counter::BypassedSidecarRejected),
+            Bypass::NoEmail | Bypass::InvalidEmail | Bypass::UnreadableBody => None,
         }
     }
 
@@ -223,6 +247,18 @@ pub struct CalloutResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_failure_bypass_has_its_counter_named_after_the_header_value() {
+        let failures = [Bypass::SidecarError, Bypass::SidecarTimeout, Bypass::SidecarRejected];
+        for reason in failures {
+            let counter = Counter::bypassed_because(reason).expect("a failure bypass is counted by reason");
+            assert_eq!(counter.name(), format!("email_verdict.bypassed_{}", reason.as_str()));
+        }
+        for policy in [Bypass::NoEmail, Bypass::InvalidEmail, Bypass::UnreadableBody] {
+            assert_eq!(Counter::bypassed_because(policy), None, "{policy:?} has its own counter");
+        }
+    }
 
     #[test]
     fn counter_index_matches_all() {

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use crate::clock::{Clock, next_midnight, utc_day};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, PlanLimit};
 use crate::plans::PlanBook;
 use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
 
@@ -87,6 +87,7 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 
 impl Limiter {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<PlanBook>) -> Self {
+        metrics.plans_known(plans.current().iter().map(|p| p.name.as_str()));
         Self { store, clock, metrics, plans, undefined_logged: Mutex::default() }
     }
 
@@ -134,6 +135,7 @@ impl Limiter {
                 } else {
                     format!("daily quota of {quota} lookups reached; it resets at midnight UTC, or upgrade the plan")
                 };
+                self.metrics.plan_rejection(key.plan.as_str(), PlanLimit::Quota);
                 Err(Refused::QuotaExceeded { message, retry_after: wait, headers: rate_headers(quota, left, reset) })
             }
             Admission::RateLimited { retry_after_ms } => {
@@ -142,6 +144,7 @@ impl Limiter {
                 let used = used.inspect_err(|_| self.metrics.store_error()).ok();
                 let remaining = used.and_then(|u| u.first().copied()).map_or(quota, |u| quota.saturating_sub(u));
                 let message = format!("more than {burst} requests per second; retry after a short delay");
+                self.metrics.plan_rejection(key.plan.as_str(), PlanLimit::Burst);
                 Err(Refused::RateLimited { message, retry_after: wait, headers: rate_headers(quota, remaining, reset) })
             }
         }

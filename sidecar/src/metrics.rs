@@ -191,6 +191,35 @@ struct CheckLabels {
     outcome: &'static str,
 }
 
+/// Which of a plan's limits refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanLimit {
+    /// The daily quota (402 `quota_exceeded`).
+    Quota,
+    /// The per-second burst (429 `rate_limit_exceeded`).
+    Burst,
+}
+
+impl PlanLimit {
+    const ALL: [PlanLimit; 2] = [PlanLimit::Quota, PlanLimit::Burst];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            PlanLimit::Quota => "quota",
+            PlanLimit::Burst => "burst",
+        }
+    }
+}
+
+/// A refusal by a plan's limit. `plan` is a configured plan's name (the built-in ones and the
+/// `--config` file's `[plans.NAME]`, nothing a caller chooses): an owned string, but a small,
+/// fixed set, and only refusals pay for the allocation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RejectionLabels {
+    plan: String,
+    limit: &'static str,
+}
+
 /// What one RDAP request came to (`rdap::Outcome`, without its details).
 pub const RDAP_OUTCOMES: [&str; 7] =
     ["registered", "no_registration", "not_found", "rate_limited", "unavailable", "unusable", "refused"];
@@ -236,6 +265,9 @@ pub struct Metrics {
     outbound_refused: Family<RefusedLabels, Counter>,
     new_domain_signups: Counter,
     signup_waves: Counter,
+    rejections: Family<RejectionLabels, Counter>,
+    review_queue_entries: Gauge,
+    review_queue_capacity: Gauge,
     lists: lists::ListMetrics,
 }
 
@@ -265,6 +297,9 @@ impl Metrics {
             outbound_refused: Family::default(),
             new_domain_signups: Counter::default(),
             signup_waves: Counter::default(),
+            rejections: Family::default(),
+            review_queue_entries: Gauge::default(),
+            review_queue_capacity: Gauge::default(),
             lists: lists::ListMetrics::default(),
         };
         metrics.register();
@@ -308,6 +343,14 @@ impl Metrics {
         let waves_help = "Times a mail server reached the wave threshold: that many distinct never-seen domains \
             signed up on it within an hour (each wave counted once, by the replica whose signup reached it)";
         r.register("signup_waves", waves_help, self.signup_waves.clone());
+        let rejections_help = "Requests a key's plan refused, by plan and limit: quota (402 quota_exceeded) or \
+            burst (429 rate_limit_exceeded); lookups, batches, signups and ext_authz checks alike";
+        r.register("plan_rejections", rejections_help, self.rejections.clone());
+        let queue_help = "Entries in the review queue (the store's, shared by every replica), as of the last scrape";
+        r.register("review_queue_entries", queue_help, self.review_queue_entries.clone());
+        let capacity_help = "The most entries the review queue keeps (--review-queue-capacity); past it the least \
+            useful are dropped";
+        r.register("review_queue_capacity", capacity_help, self.review_queue_capacity.clone());
         self.lists.register(r);
     }
 
@@ -351,6 +394,26 @@ impl Metrics {
         for verdict in [Verdict::Disposable, Verdict::Safe] {
             self.verdicts.get_or_create_owned(&VerdictLabels { verdict: verdict_str(verdict) });
         }
+    }
+
+    /// The plans keys may have, so that their rejection series read 0 from the start.
+    pub fn plans_known<'a>(&self, plans: impl IntoIterator<Item = &'a str>) {
+        for plan in plans {
+            for limit in PlanLimit::ALL {
+                self.rejections.get_or_create_owned(&RejectionLabels { plan: plan.to_owned(), limit: limit.as_str() });
+            }
+        }
+    }
+
+    /// A request refused by `limit` of the key's `plan`.
+    pub fn plan_rejection(&self, plan: &str, limit: PlanLimit) {
+        self.rejections.get_or_create(&RejectionLabels { plan: plan.to_owned(), limit: limit.as_str() }).inc();
+    }
+
+    /// The review queue's size and bound, read from the store when scraped.
+    pub fn review_queue(&self, entries: usize, capacity: usize) {
+        self.review_queue_entries.set(i64::try_from(entries).unwrap_or(i64::MAX));
+        self.review_queue_capacity.set(i64::try_from(capacity).unwrap_or(i64::MAX));
     }
 
     /// One answered request on the public listener. `code` is the API error code (`None` for a
@@ -415,9 +478,10 @@ impl Metrics {
         self.rdap_not_queued.inc();
     }
 
-    /// Operator list `index` exists (its series read 0 until it loads).
-    pub fn list_known(&self, index: usize, kind: &'static str) {
-        self.lists.known(index, kind);
+    /// Operator list `index` exists (its series read 0 until it loads), fetched every
+    /// `refresh_secs` (0: a file, re-read when it changes, or a URL fetched on SIGHUP only).
+    pub fn list_known(&self, index: usize, kind: &'static str, refresh_secs: u64) {
+        self.lists.known(index, kind, refresh_secs);
     }
 
     /// Operator list `index` holds `entries` names, loaded successfully at unix time `at`.
@@ -540,7 +604,7 @@ mod tests {
         check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
         check("email_verdict_warmup_remaining", 0.0);
         check(r#"email_verdict_ext_authz_checks_total{outcome="failed"}"#, 0.0);
-        m.list_known(0, "blocklist");
+        m.list_known(0, "blocklist", 3600);
         m.list_loaded(0, "blocklist", 12, Some(1_795_330_023));
         m.list_failed(0, "blocklist");
         let text = m.encode();
@@ -548,16 +612,28 @@ mod tests {
         check(r#"email_verdict_list_entries{list="0",kind="blocklist"}"#, 12.0);
         check(r#"email_verdict_list_last_success_timestamp_seconds{list="0",kind="blocklist"}"#, 1_795_330_023.0);
         check(r#"email_verdict_list_failures_total{list="0",kind="blocklist"}"#, 1.0);
+        check(r#"email_verdict_list_refresh_seconds{list="0",kind="blocklist"}"#, 3600.0);
+        m.plans_known(["free", "gateway"]);
+        m.plan_rejection("gateway", PlanLimit::Burst);
+        m.review_queue(42, 10_000);
+        let text = m.encode();
+        let check = |series: &str, want: f64| assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
+        check(r#"email_verdict_plan_rejections_total{plan="gateway",limit="burst"}"#, 1.0);
+        check(r#"email_verdict_plan_rejections_total{plan="gateway",limit="quota"}"#, 0.0);
+        check(r#"email_verdict_plan_rejections_total{plan="free",limit="quota"}"#, 0.0);
+        check("email_verdict_review_queue_entries", 42.0);
+        check("email_verdict_review_queue_capacity", 10_000.0);
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
     #[test]
     fn every_metric_has_help_and_type() {
         let m = Metrics::new();
-        m.list_known(0, "disposable"); // the list families show once a list exists
+        m.list_known(0, "disposable", 0); // the list families show once a list exists
+        m.plans_known(["free"]); // and the rejections' once a plan is known (the limiter's start)
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 22, "{text}");
+        assert_eq!(families.len(), 26, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

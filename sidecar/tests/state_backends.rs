@@ -447,6 +447,7 @@ async fn queue_is_ranked_and_bounded(open: impl Fn() -> Arc<dyn StateStore>) {
     let summary: Vec<_> = queue.iter().map(|i| (i.domain.as_str(), i.lookups, i.likelihood, i.priority())).collect();
     assert_eq!(summary, [("b.example", 1, 500, 500), ("c.example", 3, 100, 200), ("e.example", 1, 250, 250)]);
     assert_eq!(queue[0].servers, ["mx.b.example", "192.0.2.1"]);
+    assert_eq!(store.review_queue_len().await.unwrap(), 3, "what /metrics reads: the bound held");
     assert_eq!(queue[0].server(), "mx.b.example");
     let dropped = store.review_dropped().await.unwrap();
     assert_eq!(dropped, [(ReviewReason::Ambiguous, 1), (ReviewReason::NoMx, 1)]);
@@ -456,6 +457,7 @@ async fn queue_is_ranked_and_bounded(open: impl Fn() -> Arc<dyn StateStore>) {
     note(&store, "f.example", cause(ReviewReason::Ambiguous, 100, &[]), 60).await;
     let queued: Vec<_> = other.review_queue().await.unwrap().into_iter().map(|i| i.domain).collect();
     assert_eq!(queued, ["c.example", "e.example", "f.example"]);
+    assert_eq!(other.review_queue_len().await.unwrap(), 3, "the decided entry went first");
     assert_eq!(store.review_dropped().await.unwrap(), dropped);
     store.decide(decision_on("b.example", None, 70)).await.unwrap();
     assert_eq!(other.review_queue().await.unwrap().len(), 3, "b.example was dropped: nothing comes back");

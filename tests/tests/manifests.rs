@@ -1,7 +1,7 @@
-//! Every Kubernetes manifest in envoy/istio/ and envoy/gateway/ against the schemas of registry
+//! Every Kubernetes manifest in envoy/istio/, envoy/gateway/ and deploy/kubernetes/ against the schemas of registry
 //! packages: `scripts/validate-manifests.py` (run with the project's .venv python) checks the
 //! built-in kinds with PyPI's kubernetes-validate (strict: unknown fields are errors) and the
-//! Istio, Gateway API and Envoy Gateway custom resources with npm's @kubernetes-models CRD
+//! Istio, Gateway API, Envoy Gateway and Prometheus Operator custom resources with npm's @kubernetes-models CRD
 //! schemas (tests/fixtures/k8s-schemas/). It prints one line per YAML document and exits non-zero
 //! on any error. Beyond its exit status, this checks that the kinds it must cover were really
 //! validated, not skipped as `no schema`.
@@ -55,7 +55,9 @@ fn every_manifest_matches_its_kubernetes_or_crd_schema() {
     }
     // The custom resources: at least one document against each schema package (a kind none of
     // them covers would say `no schema`, and must say why).
-    for package in ["istio", "gateway-api", "envoy-gateway"].map(|p| format!("@kubernetes-models/{p}@")) {
+    for package in
+        ["istio", "gateway-api", "envoy-gateway", "prometheus-operator"].map(|p| format!("@kubernetes-models/{p}@"))
+    {
         assert!(
             docs.iter().any(|d| d.3.starts_with(&format!("ok (npm {package}"))),
             "nothing validated against {package}\n{report}"

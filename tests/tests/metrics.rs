@@ -1,5 +1,6 @@
-//! Issue 7 against the built binary: `GET /metrics` on the admin listener counts what the
-//! requests did (statuses and codes, latency, MX cache, DNS queries and failures, verdicts),
+//! Against the built binary: `GET /metrics` on the admin listener counts what the
+//! requests did (statuses and codes, refusals by plan, latency, MX cache, DNS queries and
+//! failures, verdicts, the review queue's size),
 //! exactly, and the whole exposition is well-formed.
 
 use std::collections::BTreeMap;
@@ -170,6 +171,12 @@ fn lookups_rejections_and_cache_are_counted_exactly() {
     let scrape = Scrape::of(&sc);
     assert_requests_match(&scrape, &tally);
     assert_eq!(scrape.value(REQUESTS, &[("route", "other"), ("status", "404"), ("code", "not_found")]), 1.0);
+    // The same refusals by plan and limit; every configured plan's series from the start.
+    let rejections = |plan: &str, limit: &str| {
+        scrape.value("email_verdict_plan_rejections_total", &[("plan", plan), ("limit", limit)])
+    };
+    assert_eq!((rejections("free", "burst"), rejections("free", "quota")), (tally.count(429) as f64, 1.0));
+    assert_eq!((rejections("pro", "burst"), rejections("gateway", "quota")), (0.0, 0.0));
     assert_latency_counts(&scrape, tally.total());
     // Two domains resolved once each; every other verdict came from the cache.
     let answered = tally.count(200) as f64;
@@ -184,6 +191,9 @@ fn lookups_rejections_and_cache_are_counted_exactly() {
     assert_eq!([queries("mx"), queries("a"), queries("aaaa"), queries("ptr")], [2.0, 3.0, 3.0, 0.0]);
     assert_eq!(scrape.sum(DNS_ERRORS, &[]), 0.0);
     assert_eq!(scrape.value("email_verdict_store_errors_total", &[]), 0.0);
+    // ownmail.example has its own mail servers and no listing: queued for review.
+    assert_eq!(scrape.value("email_verdict_review_queue_capacity", &[]), 10_000.0);
+    assert!(scrape.value("email_verdict_review_queue_entries", &[]) >= 1.0, "{}", scrape.text);
     let ids: Vec<String> = sc.cli().list().into_iter().map(|row| row.id).collect();
     for secret in ids.iter().chain(sc.keys()).map(String::as_str).chain(["ownmail", "mailinator"]) {
         assert!(!scrape.text.contains(secret), "{secret:?} in the exposition\n{}", scrape.text);

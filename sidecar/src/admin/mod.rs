@@ -96,6 +96,7 @@ impl ServeHttp for AdminApp {
             return self.healthz();
         }
         if path == "/metrics" {
+            self.review_queue_gauge().await;
             return metrics(&self.0.metrics);
         }
         let api = !(path.starts_with("/dashboard") || path == "/");
@@ -182,6 +183,19 @@ struct Detail {
 }
 
 impl AdminApp {
+    /// Reads the review queue's size into its gauge, at scrape time: one cheap store read,
+    /// bounded so that a slow store cannot hold the scrape. On failure the gauge keeps its last
+    /// value; the failure is not a `store_errors` one, which counts the store failing callers
+    /// (a scraper polling a store that is down would otherwise count its own reads).
+    async fn review_queue_gauge(&self) {
+        let store = &self.0.store;
+        match tokio::time::timeout(std::time::Duration::from_millis(500), store.review_queue_len()).await {
+            Ok(Ok(entries)) => self.0.metrics.review_queue(entries, store.queue_capacity()),
+            Ok(Err(e)) => tracing::debug!(error = %e, "cannot read the review queue's size for /metrics"),
+            Err(_) => tracing::debug!("the review queue's size took over 500 ms to read for /metrics"),
+        }
+    }
+
     /// 200 `ok` once both listeners accept; 503 `starting` before, or the store's problem.
     fn healthz(&self) -> Response<Vec<u8>> {
         if !self.0.ready.load(Ordering::Acquire) {

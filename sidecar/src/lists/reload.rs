@@ -65,7 +65,8 @@ impl Lists {
         let mut states: Vec<ListState> =
             settings.specs.iter().enumerate().map(|(i, spec)| ListState::new(i, spec.clone())).collect();
         for st in &mut states {
-            metrics.list_known(st.status.index, st.status.kind);
+            let refresh = if st.spec.is_url() { settings.refresh.as_secs() } else { 0 };
+            metrics.list_known(st.status.index, st.status.kind, refresh);
             st.initial(kept.as_ref())?;
             if st.data.is_some() {
                 metrics.list_loaded(st.status.index, st.status.kind, st.status.entries, st.status.last_success);

@@ -19,6 +19,7 @@ pub(super) struct ListMetrics {
     entries: Family<ListLabels, Gauge>,
     last_success: Family<ListLabels, Gauge>,
     failures: Family<ListLabels, Counter>,
+    refresh: Family<ListLabels, Gauge>,
 }
 
 impl ListMetrics {
@@ -28,13 +29,19 @@ impl ListMetrics {
         r.register_with_unit("list_last_success_timestamp", success_help, Unit::Seconds, self.last_success.clone());
         let failures_help = "Loads of each operator list that failed (the last good copy stayed)";
         r.register("list_failures", failures_help, self.failures.clone());
+        // What a staleness alert compares the last success with (`time() - last_success > 3 *
+        // refresh`), so one rule fits every list whatever its --list-refresh.
+        let refresh_help = "Seconds between two fetches of each operator list (--list-refresh; 0: a file, re-read \
+            when it changes, or a URL fetched on SIGHUP only)";
+        r.register_with_unit("list_refresh", refresh_help, Unit::Seconds, self.refresh.clone());
     }
 
-    pub(super) fn known(&self, index: usize, kind: &'static str) {
+    pub(super) fn known(&self, index: usize, kind: &'static str, refresh_secs: u64) {
         let labels = labels(index, kind);
         self.entries.get_or_create_owned(&labels);
         self.last_success.get_or_create_owned(&labels);
         self.failures.get_or_create_owned(&labels);
+        self.refresh.get_or_create(&labels).set(i64::try_from(refresh_secs).unwrap_or(i64::MAX));
     }
 
     pub(super) fn loaded(&self, index: usize, kind: &'static str, entries: usize, at: Option<i64>) {

@@ -332,6 +332,10 @@ pub trait ReviewStore: Send + Sync + 'static {
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError>;
     /// The most entries the queue keeps (`--review-queue-capacity`).
     fn queue_capacity(&self) -> usize;
+    /// The entries the queue holds, what [`queue_capacity`](Self::queue_capacity) bounds
+    /// (entries a decision took out of waiting included, until the bound drops them first): one
+    /// read, whatever the queue holds, for `/metrics`.
+    async fn review_queue_len(&self) -> Result<usize, StateError>;
     /// The mail server `domain` is grouped under (its first own server) when it waits in the
     /// queue undecided; `None` when it does not wait or has no server of its own. One read,
     /// whatever the queue holds: a signup asks it (its wave) when this process did not judge the

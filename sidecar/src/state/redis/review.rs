@@ -120,6 +120,11 @@ impl ReviewStore for RedisStore {
         Ok(())
     }
 
+    async fn review_queue_len(&self) -> Result<usize, StateError> {
+        // What note.lua bounds: the zset of every entry's first sighting.
+        self.call(async |c| redis::cmd("ZCARD").arg(QUEUE_KEYS[0]).query_async(c).await).await
+    }
+
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
         let mut pipe = redis::pipe();
         pipe.cmd("ZRANGE").arg(QUEUE_KEYS[0]).arg(0).arg(-1).arg("WITHSCORES");

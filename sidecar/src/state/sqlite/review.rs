@@ -53,6 +53,17 @@ impl ReviewStore for SqliteStore {
         .await
     }
 
+    async fn review_queue_len(&self) -> Result<usize, StateError> {
+        self.with_conn(|c| {
+            let n: i64 = c
+                .prepare_cached("SELECT n FROM review_size WHERE id = 1")
+                .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+                .map_err(unavailable)?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
     async fn review_queue(&self) -> Result<Vec<ReviewItem>, StateError> {
         self.with_conn(|c| {
             let mut stmt = c
