@@ -1,4 +1,4 @@
-//! Issue 30: the gate reads what the app reads, proved against the frameworks' own parser code.
+//! The gate reads what the app reads, proved against the frameworks' own parser code.
 //!
 //! A generated corpus of signups (`framework_differentials/corpus.rs`: deterministic, seeded; JSON
 //! in every encoding, charset and content type behind a query address, bracket and case names,
@@ -22,7 +22,10 @@
 //! marshmallow, `email.utils`, Go's `net/mail`, PHP's `filter_var`, Ruby's `URI::MailTo` and
 //! `mail`); fails when one would store an address whose mail goes to a disposable domain. Then
 //! ordinary values with `@` and real addresses still sign up (`benign.rs`), and password fields
-//! are never judged (`passwords.rs`).
+//! are never judged (`passwords.rs`). Against the gateway of a65ab7e (before "every `@` is a
+//! domain to judge") this phase fails: of each gateway's 400 cases, 236 reached the app with a
+//! disposable address some validator stores, in all seven families; 5 of 15 benign signups were
+//! refused; and the password's domain reached the sidecar through all three.
 //!
 //! `real_clients_still_sign_up`: what real clients send (curl, Python requests, Node's `fetch`, Go's
 //! `multipart.Writer`, Chromium's form and `fetch`) with a safe address reaches the app, judged
