@@ -83,10 +83,13 @@ pub enum Counter {
     Counted,
     /// Signups refused over a `block` velocity limit (429).
     TooManySignups,
+    /// Counts the sidecar refused with 403 (the gateway's key is not on the `gateway` plan):
+    /// a configuration error, the signup judged without its count.
+    CountRefused,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 16] = [
+    pub const ALL: [Counter; 17] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -103,6 +106,7 @@ impl Counter {
         Counter::DecisionSyncFailures,
         Counter::Counted,
         Counter::TooManySignups,
+        Counter::CountRefused,
     ];
 
     /// The metric name defined in Envoy.
@@ -124,6 +128,7 @@ impl Counter {
             Counter::DecisionSyncFailures => "email_verdict.decision_sync_failures",
             Counter::Counted => "email_verdict.counted",
             Counter::TooManySignups => "email_verdict.too_many_signups",
+            Counter::CountRefused => "email_verdict.count_refused",
         }
     }
 
