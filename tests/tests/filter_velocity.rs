@@ -25,7 +25,8 @@ fn one_mailbox_under_three_spellings_counts_as_one_and_the_shipped_limit_flags_t
         // The shipped configuration's counting (envoy/plugin-config.json: a mailbox's fourth
         // signup in a day is flagged, the secret from Envoy's environment).
         let g = gateway_on(build, |b| b.counting().set("/cache/ttl_seconds", json!(300)));
-        let spellings = ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com", "jo.hn+4@gmail.com"];
+        // Quoting is no new mailbox (RFC 5322: `"jo.hn"` is `jo.hn`), nor is case.
+        let spellings = ["J.o.h.n+1@gmail.com", "\"john+2\"@googlemail.com", "JOHN@gmail.com", "\"jo.hn\"@gmail.com"];
         for (i, spelling) in spellings.iter().enumerate() {
             let resp = g.envoy.signup_json(spelling);
             assert_eq!(resp.status, 200, "{spelling}\n{resp}");
@@ -36,9 +37,20 @@ fn one_mailbox_under_three_spellings_counts_as_one_and_the_shipped_limit_flags_t
             let flagged = if i + 1 > 3 { Some("mailbox") } else { None };
             assert_eq!(seen.header("x-email-velocity"), flagged, "{spelling}");
         }
-        assert_eq!(g.envoy.counter("email_verdict.counted"), Some(4));
+        assert_eq!(g.app.wait_for_request(2).header("x-email-normalized"), Some("john@gmail.com"), "unquoted");
+        // Case at a domain that documents no case rule: one mailbox for the count all the same.
+        for (i, spelling) in ["ann@outlook.com", "ANN@outlook.com", "\"Ann\"@outlook.com"].iter().enumerate() {
+            assert_eq!(g.envoy.signup_json(spelling).status, 200, "{spelling}");
+            let seen = g.app.wait_for_request(5 + i);
+            let count = (i + 1).to_string();
+            assert_eq!(seen.header("x-email-mailbox-signups"), Some(count.as_str()), "{spelling}: {:?}", seen.headers);
+        }
+        assert_eq!(g.envoy.counter("email_verdict.counted"), Some(7));
         let log = g.sidecar.stderr_text().to_lowercase();
-        assert!(!log.contains("john") && !log.contains("jo.hn"), "the sidecar never sees the mailbox");
+        assert!(
+            !log.contains("john") && !log.contains("jo.hn") && !log.contains("ann@"),
+            "the sidecar never sees the mailbox"
+        );
     });
 }
 
@@ -46,7 +58,8 @@ fn one_mailbox_under_three_spellings_counts_as_one_and_the_shipped_limit_flags_t
 fn signup_as(g: &Gateway, email: &str, forwarded_for: &str) -> email_verdict_tests::Response {
     let body = json!({ "email": email }).to_string();
     g.envoy.send(
-        &email_verdict_tests::envoy::signup("application/json", body.as_bytes()).header("x-forwarded-for", forwarded_for),
+        &email_verdict_tests::envoy::signup("application/json", body.as_bytes())
+            .header("x-forwarded-for", forwarded_for),
     )
 }
 

@@ -25,7 +25,10 @@ fn gateway_keyed(dir: &TestDir, velocity: Option<Value>, plan: &str) -> Gateway 
     let file = dir.join("ext-authz.json");
     std::fs::write(&file, config.to_string()).unwrap();
     let file = file.display().to_string();
-    gateway_with(|s| s.keys(&[plan]).args(&["--ext-authz-config", &file, "--mailbox-secret", SECRET]), |e| e.ext_authz())
+    gateway_with(
+        |s| s.keys(&[plan]).args(&["--ext-authz-config", &file, "--mailbox-secret", SECRET]),
+        |e| e.ext_authz(),
+    )
 }
 
 /// The app's copy of the `n`th signup's header `name` (`None` when absent).
@@ -40,7 +43,8 @@ fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_the_shipped_limi
     // The shipped limits: a mailbox's fourth signup in a day and a client's eleventh in an hour
     // are flagged.
     let g = gateway(&dir, None);
-    for (n, email) in ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com"].into_iter().enumerate() {
+    // Quoting is no new mailbox (RFC 5322: `"john+2"` is `john+2`), nor is case.
+    for (n, email) in ["J.o.h.n+1@gmail.com", "\"john+2\"@googlemail.com", "JOHN@gmail.com"].into_iter().enumerate() {
         let resp = g.envoy.signup_json(email);
         assert_eq!(resp.status, 200, "{email}: {resp}");
         let n = n + 1;
@@ -53,6 +57,12 @@ fn one_mailbox_in_any_spelling_is_counted_once_and_flagged_past_the_shipped_limi
     assert_eq!(seen(&g, 4, "x-email-velocity").as_deref(), Some("mailbox"), "past the flag limit");
     assert_eq!(g.envoy.signup_json("jane@gmail.com").status, 200);
     assert_eq!(seen(&g, 5, "x-email-mailbox-signups").as_deref(), Some("1"), "another mailbox");
+    assert_eq!(seen(&g, 2, "x-email-normalized").as_deref(), Some("john@gmail.com"), "unquoted");
+    // Case at a domain that documents no case rule: one mailbox for the count all the same.
+    for (n, email) in ["ann@outlook.com", "ANN@outlook.com", "\"Ann\"@outlook.com"].into_iter().enumerate() {
+        assert_eq!(g.envoy.signup_json(email).status, 200, "{email}");
+        assert_eq!(seen(&g, 6 + n, "x-email-mailbox-signups"), Some((n + 1).to_string()), "{email}");
+    }
     let log = g.sidecar.stderr_text();
     assert!(!log.to_lowercase().contains("john") && !log.contains(SECRET), "no address, no secret in the log\n{log}");
 }

@@ -43,11 +43,24 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
         Err(e) => return refused_after_admission(api, &key, e).await.into(),
     };
     log.domain = Some(signup.domain.to_string());
-    let mut grant = match api.limiter.admit(&key, 1).await {
+    // The key's admission and the count at once when the plan can refuse nothing (the shipped
+    // `gateway` plan): one store round trip's time per signup instead of two. A plan with
+    // figures is admitted first, so a refused signup is never counted.
+    let (admitted, counted) = if api.limiter.unlimited(&key) {
+        let (admitted, counted) = tokio::join!(api.limiter.admit(&key, 1), api.signups.count(&api.verdicts, &signup));
+        (admitted, Some(counted))
+    } else {
+        (api.limiter.admit(&key, 1).await, None)
+    };
+    let mut grant = match admitted {
         Ok(grant) => grant,
         Err(e) => return ApiError::from(e).into(),
     };
-    match api.signups.count(&api.verdicts, &signup).await {
+    let counted = match counted {
+        Some(counted) => counted,
+        None => api.signups.count(&api.verdicts, &signup).await,
+    };
+    match counted {
         Ok(counts) => {
             let body = SignupCounts { request_id: request.id.clone(), counts };
             let body = serde_json::to_vec(&body).unwrap_or_default();
