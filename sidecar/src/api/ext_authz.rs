@@ -221,7 +221,7 @@ async fn judge_all(
             let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
                 // Counts are written with the gateway's key only (a caller of /ext_authz with
                 // a customer's key must not flag anyone); no key at all: its error is logged.
-                (Some(_), Some(_), Some(_)) if !key.as_ref().is_some_and(|k| k.plan.as_str() == GATEWAY_PLAN) => {
+                (Some(_), Some(_), Some(_)) if key.as_ref().is_none_or(|k| k.plan.as_str() != GATEWAY_PLAN) => {
                     if key.is_some() {
                         velocity::refused_for_the_plan(api);
                     }
