@@ -42,6 +42,8 @@ DEFAULTS = {
     # `/x/..;/signup`), which servlet containers drop before routing.
     "SIGNUP_PATH_REGEX": r"(?i)(?:.*(?:;|%3b).*)?/signup(?:(?:[/;.]|%3b).*)?",
     "FAILURE_MODE_ALLOW": "false",
+    # Proxies in front of Envoy that append to X-Forwarded-For (0: the client is the TCP peer).
+    "XFF_NUM_TRUSTED_HOPS": "0",
 }
 
 PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")

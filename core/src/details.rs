@@ -15,11 +15,13 @@
 //! - `domain_age_days`: not from here (no I/O in core): the sidecar sets it from RDAP when it
 //!   knows the age; [`details`] leaves it absent.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use crate::api::Details;
 use crate::catalog::Catalog;
 use crate::domain::Domain;
+use crate::email::is_atom;
 use crate::input::LookupInput;
 
 /// `data/roles.txt`: role local parts, one per line, lowercase (see data/README.md).
@@ -83,7 +85,9 @@ pub fn is_role(local: &str) -> bool {
 }
 
 /// The address `local@domain` is delivered to, by the provider's documented rules; a domain
-/// without a rule here keeps `local` as given. A quoted local part is never rewritten. When a
+/// without a rule here keeps `local` as given. A quoted local part is first unquoted when what
+/// it quotes is a dot-atom (`"ann"` is `ann`), else kept quoted in one form and never rewritten
+/// by a provider's rule. When a
 /// rule would leave nothing (`+tag@gmail.com`), the local part is kept as given.
 pub fn normalize_email(local: &str, domain: &Domain) -> String {
     canonical(local, domain).0
@@ -101,11 +105,40 @@ pub fn is_subaddressed(local: &str, domain: &Domain) -> bool {
 /// `(normalized address, subaddressed)`: [`normalize_email`] and [`is_subaddressed`] at once.
 fn canonical(local: &str, domain: &Domain) -> (String, bool) {
     let name = domain.as_str();
-    let rewritten = if local.starts_with('"') { None } else { rule(local, name) };
+    let local = unquoted(local);
+    let rewritten = if local.starts_with('"') { None } else { rule(&local, name) };
     match rewritten {
         Some(r) if !r.local.is_empty() => (format!("{}@{}", r.local, r.domain), r.subaddressed),
         _ => (format!("{local}@{name}"), false),
     }
+}
+
+/// RFC 5322 §3.2.4: a quoted string is the same as what it quotes, its quoted-pairs being the
+/// characters they escape, so `"ann"`, `"a\nn"` and `ann` are one mailbox. Content that is a
+/// valid dot-atom comes out unquoted (the provider's rules then apply); any other comes out
+/// quoted again with the fewest escapes (only `"` and `\`), one form however it was quoted.
+fn unquoted(local: &str) -> Cow<'_, str> {
+    let Some(inner) = local.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) else {
+        return Cow::Borrowed(local);
+    };
+    let mut content = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        content.push(if c == '\\' { chars.next().unwrap_or(c) } else { c });
+    }
+    if content.split('.').all(is_atom) {
+        return Cow::Owned(content);
+    }
+    let mut quoted = String::with_capacity(content.len() + 2);
+    quoted.push('"');
+    for c in content.chars() {
+        if matches!(c, '"' | '\\') {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    quoted.push('"');
+    Cow::Owned(quoted)
 }
 
 /// A provider's rule applied: the local part and domain it delivers to, and whether it removed a

@@ -135,7 +135,7 @@ fn is_atext(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~".contains(c) || (!c.is_ascii() && !c.is_control())
 }
 
-fn is_atom(atom: &str) -> bool {
+pub(crate) fn is_atom(atom: &str) -> bool {
     !atom.is_empty() && atom.chars().all(is_atext)
 }
 

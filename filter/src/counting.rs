@@ -41,6 +41,13 @@ impl Velocity {
     }
 }
 
+/// `403`: the sidecar writes counts for a key on the `gateway` plan only, so this is the
+/// gateway's configuration, not the signup's doing: the signup is judged without its count,
+/// never refused for it (whatever `failure_mode` says).
+pub fn refused_for_the_plan(response: &CalloutResponse) -> bool {
+    response.status == Some(403)
+}
+
 /// The counts, or why there are none (the bypass reason `failure_mode` decides by): Envoy
 /// answers a timed-out callout with a synthetic 504, a refused connection with 503.
 pub fn classify(response: &CalloutResponse) -> Result<Counts, Bypass> {

@@ -90,10 +90,13 @@ pub enum Counter {
     BypassedSidecarError,
     BypassedSidecarTimeout,
     BypassedSidecarRejected,
+    /// Counts the sidecar refused with 403 (the gateway's key is not on the `gateway` plan):
+    /// a configuration error, the signup judged without its count.
+    CountRefused,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 19] = [
+    pub const ALL: [Counter; 20] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -113,6 +116,7 @@ impl Counter {
         Counter::BypassedSidecarError,
         Counter::BypassedSidecarTimeout,
         Counter::BypassedSidecarRejected,
+        Counter::CountRefused,
     ];
 
     /// The metric name defined in Envoy.
@@ -137,6 +141,7 @@ impl Counter {
             Counter::BypassedSidecarError => "email_verdict.bypassed_sidecar_error",
             Counter::BypassedSidecarTimeout => "email_verdict.bypassed_sidecar_timeout",
             Counter::BypassedSidecarRejected => "email_verdict.bypassed_sidecar_rejected",
+            Counter::CountRefused => "email_verdict.count_refused",
         }
     }
 

@@ -10,8 +10,8 @@
 //! - a request target over [`MAX_TARGET`] bytes gets 414 before any handler sees it;
 //! - a request header must arrive whole within `--header-timeout` (Pingora only bounds each
 //!   single read, so a client sending a byte a minute held a connection forever): 408, closed;
-//! - on the public listener a share of the connections is kept for requests with a valid API
-//!   key ([`reserve`]): anonymous clients cannot starve the gateway's checks.
+//! - on the public listener a share of the connections is kept for requests with a key in good
+//!   standing ([`reserve`]): anonymous clients and spent keys cannot starve the gateway's checks.
 //!
 //! Everything after the header is Pingora's default loop, unchanged (bodies are read by the
 //! handlers that take one, bounded in time: `api::body`).
@@ -40,7 +40,7 @@ const KEEPALIVE_SECS: u64 = 60;
 
 mod reserve;
 
-pub use reserve::{KEY_HOLDER_SHARE, KeyCheck};
+pub use reserve::{KEY_HOLDER_SHARE, KeyCheck, Standing};
 use reserve::{Probation, Reserve};
 
 tokio::task_local! {
@@ -54,7 +54,7 @@ pub struct Guarded<A> {
     pub app: A,
     /// Time for a whole request header, from the connection's start or the previous answer.
     pub header_timeout: Duration,
-    /// Which requests carry a valid key, for connections in the reserved share (`None`: the
+    /// Which requests carry a key in good standing, for connections in the reserved share (`None`: the
     /// listener reserves nothing, or every such connection is refused).
     pub keys: Option<Arc<dyn KeyCheck>>,
 }
@@ -121,21 +121,18 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
 }
 
 impl<A> Guarded<A> {
-    /// Whether the request of a connection on probation carries a valid key; if so, the
+    /// Whether the request of a connection on probation carries a key in good standing within its share; if so, the
     /// connection keeps its place in the reserved share.
     async fn prove(&self, http: &ServerSession, budget: &ConnectionBudget, p: &Probation) -> bool {
-        let valid = match &self.keys {
-            Some(keys) => keys.valid_key(http).await,
-            None => false,
+        let standing = match &self.keys {
+            Some(keys) => keys.standing(http).await,
+            None => None,
         };
-        if valid {
-            budget.lock().reserve.proven(p);
-        }
-        valid
+        standing.is_some_and(|s| budget.lock().reserve.proven(p, &s))
     }
 }
 
-/// `503` for a connection in the reserved share without a valid key, counted (and logged at
+/// `503` for a connection in the reserved share without a key in good standing, counted (and logged at
 /// most once a second) with the connections turned away: a flood must not flood the log.
 async fn reserved_for_keys(
     http: ServerSession,
@@ -278,7 +275,7 @@ pub struct ConnectionBudget {
 struct Open {
     total: usize,
     per_peer: HashMap<IpAddr, usize>,
-    /// The share kept for requests with a valid API key (counted in `total` too).
+    /// The share kept for requests with a key in good standing (counted in `total` too).
     reserve: Reserve,
 }
 
@@ -300,7 +297,7 @@ pub enum Full {
 }
 
 impl ConnectionBudget {
-    /// `reserved` of the `caps.total` places are kept for requests with a valid API key
+    /// `reserved` of the `caps.total` places are kept for requests with a key in good standing
     /// ([`reserve`]; the listener's app then needs a [`KeyCheck`]).
     pub fn new(listener: &'static str, caps: ConnectionCaps, reserved: usize, exempt: Vec<ipnet::IpNet>) -> Arc<Self> {
         let open = Mutex::new(Open { reserve: Reserve::new(reserved.min(caps.total)), ..Open::default() });
@@ -515,10 +512,11 @@ mod tests {
         assert!(general.iter().all(|s| s.probation.is_none()));
         let (a, b) = (budget.take(ip("192.0.2.2")).unwrap(), budget.take(ip("192.0.2.2")).unwrap());
         assert!(a.probation.is_some() && b.probation.is_some());
-        budget.lock().reserve.proven(b.probation.as_ref().unwrap());
+        let key = |id: &str| Standing { key_id: id.to_owned(), gateway: true };
+        assert!(budget.lock().reserve.proven(b.probation.as_ref().unwrap(), &key("b")));
         let c = budget.take(ip("192.0.2.3")).unwrap(); // takes a's place, not b's
         assert!(c.probation.is_some());
-        budget.lock().reserve.proven(c.probation.as_ref().unwrap());
+        assert!(budget.lock().reserve.proven(c.probation.as_ref().unwrap(), &key("c")));
         assert_eq!(budget.take(ip("192.0.2.4")).err(), Some(Full::Listener), "every reserved place proven");
         drop((a, general));
         assert_eq!(budget.open(), 2);

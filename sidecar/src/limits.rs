@@ -150,6 +150,31 @@ impl Limiter {
         }
     }
 
+    /// Whether `key`'s plan is unlimited in quota and burst: its admission cannot refuse.
+    pub fn unlimited(&self, key: &KeyRecord) -> bool {
+        self.plans
+            .current()
+            .get(&key.plan)
+            .is_some_and(|p| p.daily_quota.is_unlimited() && p.burst_per_second.is_unlimited())
+    }
+
+    /// Whether `key` has some of today's quota left (unlimited: always), without spending any:
+    /// the connection guard's test of good standing. A store failure: no.
+    pub async fn under_quota(&self, key: &KeyRecord) -> bool {
+        let Ok(limits) = self.limits(key) else { return false };
+        if limits.daily_quota == Limits::UNLIMITED {
+            return true;
+        }
+        let today = utc_day(self.clock.now_ms().div_euclid(1000));
+        match self.store.usage(&key.id, &[today]).await {
+            Ok(used) => used.first().is_none_or(|used| *used < limits.daily_quota),
+            Err(_) => {
+                self.metrics.store_error();
+                false
+            }
+        }
+    }
+
     /// Gives `units` of the grant back (lookups not answered with a verdict), at most the daily
     /// quota's worth in a day ([`refund_cap`]).
     pub async fn refund(&self, grant: &mut Grant, units: u64) {

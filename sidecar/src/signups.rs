@@ -11,16 +11,18 @@
 //! [`WAVE_THRESHOLD`] distinct ones counts a wave in the metrics and leads the review queue's
 //! grouping by server.
 //!
-//! **The busiest**: then, off the request's path, the signup ranks its mailbox, client and
+//! **The busiest**: then, off the request's path (a bounded queue, one writer), the signup ranks its mailbox, client and
 //! server (by their day counts) and the server's wave (when it grew) on the store's boards; a
 //! value whose count cannot enter a full board (not above its floor, as last answered, trusted a
 //! minute) costs no store call.
 
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use email_verdict_core::Domain;
 use email_verdict_core::signup::velocity::{Counts, Scope, SignupEvent, client_network};
+use tokio::sync::mpsc;
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
@@ -31,6 +33,9 @@ use crate::verdicts::Verdicts;
 
 /// How long a board's floor, as the store last answered it, is trusted.
 const FLOOR_TRUSTED_SECS: i64 = 60;
+/// Rankings waiting for the one writer; past it they are dropped (and counted): the boards are
+/// a view for people, never worth unbounded background work when the store is slow.
+const RANK_QUEUE: usize = 256;
 
 /// A signup to count, checked: every value in the one form it is counted under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,11 +88,23 @@ pub struct Signups {
     metrics: Arc<Metrics>,
     /// Each board's floor (in [`Board::ALL`]'s order) and until when it is trusted (Unix s).
     floors: Arc<Mutex<[(u64, i64); 4]>>,
+    /// The ranking queue's sending end; its one writer is started with the first ranking (in
+    /// the runtime).
+    ranking: OnceLock<mpsc::Sender<(Vec<Entry>, i64)>>,
+    /// Rankings dropped because the queue was full.
+    rank_dropped: AtomicU64,
 }
 
 impl Signups {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
-        Self { store, clock, metrics, floors: Arc::default() }
+        Self {
+            store,
+            clock,
+            metrics,
+            floors: Arc::default(),
+            ranking: OnceLock::new(),
+            rank_dropped: AtomicU64::new(0),
+        }
     }
 
     /// Counts `signup` in each of its scopes (the registrable domain always; the server when the
@@ -174,7 +191,10 @@ impl Signups {
         }
     }
 
-    /// Ranks on their boards, in the background, the entries that can enter them.
+    /// Ranks on their boards, in the background, the entries that can enter them: through a
+    /// bounded queue with one writer, so the store sees at most one ranking at a time whatever
+    /// the signup rate; past the queue a ranking is dropped, counted and logged (at most once
+    /// per [`RANK_QUEUE`] drops).
     fn rank(&self, mut entries: Vec<Entry>, now: i64) {
         {
             let floors = self.floors.lock().unwrap_or_else(|p| p.into_inner());
@@ -186,21 +206,36 @@ impl Signups {
         if entries.is_empty() {
             return;
         }
+        let queue = self.ranking.get_or_init(|| self.writer());
+        if queue.try_send((entries, now)).is_err() {
+            let dropped = self.rank_dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped % RANK_QUEUE as u64 == 1 {
+                tracing::warn!(dropped, "signup rankings dropped: the store is slower than the signups");
+            }
+        }
+    }
+
+    /// Starts the one writer of the ranking queue.
+    fn writer(&self) -> mpsc::Sender<(Vec<Entry>, i64)> {
+        let (queue, mut rankings) = mpsc::channel::<(Vec<Entry>, i64)>(RANK_QUEUE);
         let (store, floors, metrics) = (self.store.clone(), self.floors.clone(), self.metrics.clone());
         tokio::spawn(async move {
-            match store.rank(&entries, now).await {
-                Ok(answered) => {
-                    let mut floors = floors.lock().unwrap_or_else(|p| p.into_inner());
-                    for (e, floor) in entries.iter().zip(answered) {
-                        floors[board_index(e.board)] = (floor, now + FLOOR_TRUSTED_SECS);
+            while let Some((entries, now)) = rankings.recv().await {
+                match store.rank(&entries, now).await {
+                    Ok(answered) => {
+                        let mut floors = floors.lock().unwrap_or_else(|p| p.into_inner());
+                        for (e, floor) in entries.iter().zip(answered) {
+                            floors[board_index(e.board)] = (floor, now + FLOOR_TRUSTED_SECS);
+                        }
                     }
-                }
-                Err(e) => {
-                    metrics.store_error();
-                    tracing::warn!(error = %e, "could not rank a signup's values");
+                    Err(e) => {
+                        metrics.store_error();
+                        tracing::warn!(error = %e, "could not rank a signup's values");
+                    }
                 }
             }
         });
+        queue
     }
 }
 

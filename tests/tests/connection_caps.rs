@@ -149,13 +149,41 @@ fn idle_from(from: std::net::Ipv4Addr, addr: SocketAddr, n: usize) -> Vec<TcpStr
 /// `503` (which `failure_mode: allow` lets through). Now an eighth of the listener is kept
 /// for requests with a valid API key: with every place taken by idle anonymous connections,
 /// lookups with a key are still answered, and an anonymous request still gets a fast `503`.
+///
+/// The share is for callers in good standing, not any valid key: a free key already over its
+/// quota got every reserved place with one request per connection, and the gateway's checks got
+/// `503` again. Now such a key is no key there, and no one key holds more than its share.
 #[test]
 fn idle_connections_from_16_addresses_do_not_starve_lookups_with_a_key() {
-    let (sc, _nsd) = start_with(|b| b.args(&["--max-connections", "64", "--max-connections-per-peer", "4"]));
+    let (sc, _nsd) = start_with(|b| {
+        b.keys(&["gateway", "free"]).args(&["--max-connections", "64", "--max-connections-per-peer", "4"])
+    });
     let addr = sc.addr();
+    let free = sc.keys()[1].clone();
+    let with_free = || Request::get(&format!("/api/v1/domain/gmail.com?key={free}")).timeout(Duration::from_secs(10));
+    for i in 0..3 {
+        check_ok(&with_free().send(addr), &format!("free lookup {i}"));
+        std::thread::sleep(Duration::from_millis(1100)); // free: one a second
+    }
+    assert_eq!(with_free().send(addr).status, 402, "the free key is spent");
     let flood: Vec<TcpStream> =
         (1..=16).flat_map(|i| idle_from(std::net::Ipv4Addr::new(127, 0, 0, i), addr, 4)).collect();
     assert_eq!(turned_away_and_held(&flood, 0, "16 × 4 idle"), (0, 64), "every place taken");
+    // 16 connections (more than the 8 reserved places) that each show the spent key once, then
+    // stay open and idle.
+    let spent: Vec<TcpStream> = (1..=16)
+        .map(|i| {
+            let mut stream = idle_from(std::net::Ipv4Addr::new(127, 0, 1, i), addr, 1).pop().expect("a connection");
+            stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            // Keep-alive: the connection stays open after its answer.
+            let head = format!("GET /api/v1/domain/gmail.com?key={free} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+            stream.write_all(head.as_bytes()).expect("send");
+            let mut buf = [0u8; 512];
+            let n = stream.read(&mut buf).expect("an answer");
+            assert!(!buf[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buf[..n]));
+            stream
+        })
+        .collect();
     let gateway = std::net::Ipv4Addr::new(127, 0, 0, 200);
     let from_gateway = |req: Request| {
         let mut stream = idle_from(gateway, addr, 1).pop().expect("a connection");
@@ -173,7 +201,7 @@ fn idle_connections_from_16_addresses_do_not_starve_lookups_with_a_key() {
     let wrong = from_gateway(Request::get("/api/v1/domain/gmail.com?key=ev_ffffffffffffffffffffffffffffffffffffffff"));
     assert_eq!(wrong.status, 503, "a wrong key is no key\n{wrong}");
     assert_eq!(healthz(&sc).status, 200);
-    drop(flood);
+    drop((flood, spent));
 }
 
 /// The sidecar started through `sh`, with the open-file limit lowered first (soft, hard).

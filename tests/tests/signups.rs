@@ -41,7 +41,7 @@ fn row(scope: &str, n: u64) -> (String, u64, u64) {
 /// server scope only where the replica's MX cache knows the domain.
 fn counts_agree_across_replicas(state: &str) {
     let nsd = Nsd::start();
-    let a = Sidecar::builder().dns(nsd.addr()).state(state).keys(&["basic"]).start();
+    let a = Sidecar::builder().dns(nsd.addr()).state(state).keys(&["gateway"]).start();
     let b = Sidecar::builder().dns(nsd.addr()).state(state).keys(&[]).start();
     let key = a.key().to_owned();
     let event = json!({"domain": "gmail.com", "mailbox": MAILBOX, "client": "203.0.113.7"});
@@ -73,13 +73,28 @@ fn counts_agree_across_two_sidecars_on_a_redis_cluster() {
     counts_agree_across_replicas(&cluster.url());
 }
 
+/// The `gateway` plan with `basic`'s figures, so that a unit spent shows.
+const FINITE_GATEWAY: &str = "[plans.gateway]\ndaily-quota = 5000\nburst-per-second = 10\n";
+
 #[test]
 fn a_signup_costs_a_unit_and_bad_events_cost_nothing() {
-    let (sc, _nsd) = start_with(|b| b.keys(&["basic"]));
+    let (sc, _nsd) = start_with(|b| b.settings(FINITE_GATEWAY).keys(&["gateway", "free", "basic", "pro"]));
     let key = sc.key().to_owned();
+    // Counts are written by gateways only: every customer plan is refused before its body is
+    // read, and writes nothing (a basic key could otherwise flag a victim's address at every
+    // gateway, a pro key fill the operator's boards with invented clients).
+    let victim = json!({"domain": "gmail.com", "mailbox": MAILBOX, "client": "198.51.100.7"});
+    for customer in &sc.keys()[1..] {
+        let r = signup(&sc, customer, &victim);
+        let body = check_error(&r, 403, "forbidden", "a customer's key");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("gateway plan"), "{message}");
+    }
     let r = signup(&sc, &key, &json!({"domain": "gmail.com"}));
-    assert_eq!(counts(&r), [row("domain", 1)], "only what is given is counted (the SQLite store)");
+    assert_eq!(counts(&r), [row("domain", 1)], "only what is given is counted, none of the refused");
     assert_eq!(r.header("x-ratelimit-remaining"), Some("4999"), "{r}");
+    let r = signup(&sc, &key, &victim);
+    assert_eq!(counts(&r), [row("mailbox", 1), row("client", 1), row("domain", 2)], "the refused wrote nothing");
     let bad = [
         (json!({"domain": "not a domain"}), "domain: "),
         (json!({"domain": "gmail.com", "mailbox": "john@gmail.com"}), "mailbox: must be 64 lowercase hex digits"),
@@ -95,7 +110,7 @@ fn a_signup_costs_a_unit_and_bad_events_cost_nothing() {
         let body = check_error(&r, 400, "invalid_input", &event.to_string());
         let got = body["error"]["message"].as_str().unwrap_or_default();
         assert!(got.starts_with(message), "{event}: {got}");
-        assert_eq!(r.header("x-ratelimit-remaining"), Some("4999"), "{event}: costs nothing");
+        assert_eq!(r.header("x-ratelimit-remaining"), Some("4998"), "{event}: costs nothing");
     }
     check_error(&signup(&sc, "ev_nope", &json!({"domain": "gmail.com"})), 401, "api_key_invalid", "a bad key");
     let get = sc.send(&Request::new("GET", "/api/v1/signups").bearer(&key));

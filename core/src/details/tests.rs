@@ -128,7 +128,6 @@ fn unknown_domains_keep_the_local_part_as_given_and_the_domain_normalized() {
     for (input, expected) in [
         ("J.O.H.N+x@Example.COM", "J.O.H.N+x@example.com"),
         ("john-x@yahoo.co.uk", "john-x@yahoo.co.uk"),
-        ("\"j.o+x\"@gmail.com", "\"j.o+x\"@gmail.com"),
         ("user@bücher.example", "user@xn--bcher-kva.example"),
     ] {
         norm(input, expected, false);
@@ -193,4 +192,26 @@ fn the_role_list_is_the_generated_file() {
     assert!(ROLES.starts_with("# data/roles.txt"));
     let names: Vec<&str> = ROLES.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
     assert!(names.len() > 100 && names.iter().all(|n| *n == n.to_ascii_lowercase()));
+}
+
+#[test]
+fn a_quoted_dot_atom_is_the_atom_and_other_quoted_forms_have_one_spelling() {
+    // RFC 5322 §3.2.4: `"ann"` is `ann`; the provider's rules then apply.
+    for (input, expected, subaddressed) in [
+        ("\"ann\"@gmail.com", "ann@gmail.com", false),
+        ("\"ann+2\"@gmail.com", "ann@gmail.com", true),
+        ("\"a.nn\"@gmail.com", "ann@gmail.com", true),
+        ("\"j.o+x\"@gmail.com", "jo@gmail.com", true),
+        ("\"a\\nn\"@gmail.com", "ann@gmail.com", false),
+        ("\"Ann\"@outlook.com", "Ann@outlook.com", false),
+        ("\"ann\"@example.com", "ann@example.com", false),
+        // Not a dot-atom: kept quoted, escapes only where needed, no provider rule.
+        ("\"a b+x\"@gmail.com", "\"a b+x\"@gmail.com", false),
+        ("\"a\\ b\"@example.com", "\"a b\"@example.com", false),
+        ("\"a\\\"b\"@example.com", "\"a\\\"b\"@example.com", false),
+        ("\"a..b\"@example.com", "\"a..b\"@example.com", false),
+        ("\".ann\"@gmail.com", "\".ann\"@gmail.com", false),
+    ] {
+        norm(input, expected, subaddressed);
+    }
 }

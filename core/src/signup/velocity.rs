@@ -248,12 +248,15 @@ pub fn mailbox_secret(text: &str) -> Option<Vec<u8>> {
     (secret.len() >= MIN_MAILBOX_SECRET).then(|| secret.as_bytes().to_vec())
 }
 
-/// The canonical mailbox of `email` (`details::normalize_email`: dots, `+tags`, googlemail.com,
-/// case where the provider folds it) as HMAC-SHA256 under the operator's secret, hex: the
+/// The canonical mailbox of `email` (`details::normalize_email`: quotes around a dot-atom, dots,
+/// `+tags`, googlemail.com; then case, folded at every domain) as HMAC-SHA256 under the operator's secret, hex: the
 /// mailbox leaves the gateway only so. Two gateways and the sidecar with the same secret give
 /// the same hash; a new secret starts new counts (the old ones expire with their window).
 pub fn mailbox_hash(secret: &[u8], email: &EmailAddress) -> String {
-    let canonical = normalize_email(email.local(), email.domain());
+    // Case folded at every domain, documented or not: RFC 5321 lets a server tell `Ann` from
+    // `ann`, but practically no mail service delivers them to different boxes, so counting them
+    // apart would only give an abuser a new mailbox per spelling (`ANN@outlook.com`).
+    let canonical = normalize_email(email.local(), email.domain()).to_lowercase();
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
         return String::new(); // HMAC takes a key of any length: never reached
     };
@@ -296,9 +299,21 @@ mod tests {
     #[test]
     fn one_mailbox_one_hash_whatever_the_spelling() {
         let john = hash("john@gmail.com");
-        for spelling in ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com"] {
+        for spelling in ["J.o.h.n+1@gmail.com", "john+2@googlemail.com", "JOHN@gmail.com", "\"john\"@gmail.com"] {
             assert_eq!(hash(spelling), john, "{spelling}");
         }
+        // Quoting multiplies nothing, case neither, at a domain without rules too.
+        for (a, b) in [
+            ("\"ann+2\"@gmail.com", "ann@gmail.com"),
+            ("\"a.nn\"@gmail.com", "ann@gmail.com"),
+            ("ANN@outlook.com", "ann@outlook.com"),
+            ("\"Ann\"@outlook.com", "ann@outlook.com"),
+            ("\"a\\ b\"@example.com", "\"a b\"@example.com"),
+            ("\"A B\"@example.com", "\"a b\"@example.com"),
+        ] {
+            assert_eq!(hash(a), hash(b), "{a} = {b}");
+        }
+        assert_ne!(hash("\"a b\"@example.com"), hash("ab@example.com"));
         assert_ne!(hash("jane@gmail.com"), john);
         assert_ne!(mailbox_hash(b"other", &EmailAddress::parse("john@gmail.com").unwrap()), john);
         assert_eq!(john.len(), 64);

@@ -114,6 +114,13 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     pub(super) fn counted(&mut self, response: &CalloutResponse) -> Result<Counts, Bypass> {
+        if counting::refused_for_the_plan(response) {
+            self.host.increment(Counter::CountRefused);
+            let message = "sidecar refused the signup count (403): the gateway's API key must be on the gateway plan; \
+                           judging the signup without its count";
+            self.log(LogLevel::Error, message);
+            return Ok(Counts::default());
+        }
         let counts = counting::classify(response);
         match &counts {
             Ok(_) => self.host.increment(Counter::Counted),

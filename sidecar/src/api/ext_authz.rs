@@ -41,6 +41,7 @@ use super::velocity::{self, CLIENT_HEADER, Counted};
 use super::{Api, ApiError, LogFields, Request};
 use crate::auth::AuthError;
 use crate::metrics::CheckOutcome;
+use crate::plans::GATEWAY_PLAN;
 use crate::state::KeyRecord;
 
 pub const PREFIX: &str = "/ext_authz";
@@ -218,6 +219,14 @@ async fn judge_all(
             // Every judged signup is counted, a refused one too (as the filter does: repeated
             // attempts are what the counts are for); a refused one's answer stays the refusal.
             let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
+                // Counts are written with the gateway's key only (a caller of /ext_authz with
+                // a customer's key must not flag anyone); no key at all: its error is logged.
+                (Some(_), Some(_), Some(_)) if key.as_ref().is_none_or(|k| k.plan.as_str() != GATEWAY_PLAN) => {
+                    if key.is_some() {
+                        velocity::refused_for_the_plan(api);
+                    }
+                    Vec::new()
+                }
                 (Some(email), Some(limits), Some(counting)) => {
                     match velocity::count(api, (limits, counting), email, client, &request.id).await {
                         _ if refused => Vec::new(),

@@ -17,6 +17,7 @@ use email_verdict_core::signup::velocity::{
 use email_verdict_core::{EmailAddress, ErrorCode};
 
 use super::{Api, ApiError};
+use crate::metrics::Route;
 use crate::signups::Signup;
 
 /// Where Envoy puts the signup's client address (`authorization_request.headers_to_add`).
@@ -70,6 +71,14 @@ pub async fn count(
     let config = &api.ext_authz;
     let headers = count_headers(&config.flag_headers, config.detail_headers, &counts, &flagged);
     Counted::Pass(headers.into_iter().map(|(name, value)| (name.to_owned(), value)).collect())
+}
+
+/// The check's key is not on the `gateway` plan: counts are written by gateways only (as
+/// `POST /api/v1/signups` answers `403`), so the signup is judged without its count, never
+/// refused for it. A configuration error: logged and counted as a refused count.
+pub fn refused_for_the_plan(api: &Api) {
+    api.metrics.request(Route::Signups, 403, Some(ErrorCode::Forbidden));
+    tracing::error!("signup not counted: the gateway's key (x-email-verdict-key) must be on the gateway plan");
 }
 
 fn failed(api: &Api, counting: &Counting, why: &str) -> Counted {
