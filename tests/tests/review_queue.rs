@@ -129,7 +129,7 @@ fn lookups_that_learn_nothing(sc: &Sidecar, key: &str) {
         }
     }
     let r = sc.send_retrying_429(&Request::get(&format!("/api/v1/domain/nomx.example?learn=no&key={key}")));
-    assert_eq!((r.status, r.json()["error"].clone()), (400, Value::from("invalid_input")), "{r}");
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, Value::from("invalid_input")), "{r}");
 }
 
 /// `--review-queue-capacity` reaches the store (the bound itself is the state store suite's

@@ -51,7 +51,7 @@ pub struct Worst {
     disposable: Option<AddressVerdict>,
     failed: Option<Bypass>,
     invalid: bool,
-    /// At most `extract::MAX_DOMAINS`.
+    /// At most the names of one signup (`extract::NAMES_PER_DOMAIN` × `max_domains`).
     safe: Vec<AddressVerdict>,
 }
 

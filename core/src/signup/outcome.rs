@@ -259,7 +259,7 @@ impl LocalReply<'static> {
         body: br#"{"error":"unreadable_body","message":"The request body could not be read in full (its format or encoding), so its email address could not be checked."}"#,
     };
     /// More distinct domains than an enforcement point judges for one signup
-    /// (`extract::MAX_DOMAINS`): refused whatever the policies say.
+    /// (`max_domains`, `extract::NAMES_PER_DOMAIN`): refused whatever the policies say.
     pub const TOO_MANY_ADDRESSES: Self = Self {
         status: 400,
         details: "email_verdict_too_many_addresses",
