@@ -111,7 +111,11 @@ impl Carried {
                 if let Some(email) = &email {
                     domains.add(email.domain().clone(), false); // the signup's own address first
                 }
-                domains.consider(&raw); // a configured header is read nowhere else
+                // A configured header is read nowhere else; a value that is already the address
+                // as parsed (the common case) names nothing more.
+                if email.as_ref().is_none_or(|e| scan::trim(&raw) != e.to_string()) {
+                    domains.consider(&raw);
+                }
                 let problem = email.is_none().then_some(Problem::Invalid(None));
                 (email, problem)
             }

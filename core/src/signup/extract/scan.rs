@@ -108,6 +108,9 @@ pub fn names_in(text: &str, mut found: impl FnMut(Found)) {
 /// around its atoms skipped.
 fn tails(after: &str) -> Vec<String> {
     let strict = tail(after, false);
+    if !after.contains(|c: char| c == '(' || is_space(c)) {
+        return vec![strict]; // no comment or whitespace to skip: the common case
+    }
     let lenient = tail(after, true);
     if lenient == strict { vec![strict] } else { vec![strict, lenient] }
 }
@@ -187,6 +190,10 @@ fn names_of(tail: &str) -> Vec<Domain> {
 /// The tail without ignorable code points and root dots, nontransitional, then transitional
 /// when that differs (IDNA 2003's four deviations; ZWJ and ZWNJ are gone already).
 fn forms(tail: &str) -> Vec<String> {
+    let plain = tail.trim_end_matches('.');
+    if plain.is_ascii() {
+        return if plain.is_empty() { Vec::new() } else { vec![plain.to_owned()] }; // no ignorable, no deviation
+    }
     let visible: String = tail.chars().filter(|c| !is_ignorable(*c)).collect();
     let name = visible.trim_end_matches(is_dot).to_owned();
     if name.is_empty() {
