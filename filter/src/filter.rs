@@ -219,6 +219,12 @@ impl RequestFilter {
             Waiting::Shared { .. } => {}
         }
         let step = ctx.next(judging, then);
+        self.settle_held(step, host);
+    }
+
+    /// Settles a step reached outside a request hook (a callout's answer, a wake-up): a held
+    /// request that may go on is resumed.
+    fn settle_held(&mut self, step: Step, host: &mut impl Host) {
         let resumes = matches!(step, Step::Proceed | Step::AwaitBody { .. });
         if self.settle(step) == Action::Continue
             && resumes

@@ -47,13 +47,7 @@ impl RequestFilter {
                 Delivery::Lead => ctx.take_lead(&domain, &mut judging),
             }
             let step = ctx.next(judging, then);
-            let resumes = matches!(step, Step::Proceed | Step::AwaitBody { .. });
-            if self.settle(step) == Action::Continue
-                && resumes
-                && let Err(e) = host.resume_request()
-            {
-                host.log(LogLevel::Error, &format!("{LOG_PREFIX}could not resume the request: {e}"));
-            }
+            self.settle_held(step, host);
         }
     }
 
