@@ -5,6 +5,9 @@
 //! of the module: at run time a sorted list and a parent walk suffice, because no listed name
 //! has a public suffix beneath it (checked by `scripts/update-data.py` when the lists are
 //! regenerated, and by the tests of both modules).
+//!
+//! The strong lists are deflated (about 200 KB of names, a quarter of that deflated): the module
+//! inflates them once, on first use (`src/fallback.rs`), and stays under 1 MiB.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,13 +17,22 @@ use email_verdict_core::DomainSet;
 const STRONG_LISTS: [&str; 2] = ["disposable/disposable-email-domains.txt", "disposable/fakefilter.txt"];
 const RELAY_LIST: &str = "relay.txt";
 
+/// The strongest deflate level: the build pays once, the module is smaller.
+const LEVEL: u8 = 10;
+
 fn main() {
-    write_names("strong.txt", "The strong lists of data/disposable/", &STRONG_LISTS);
-    write_names("relay.txt", "data/relay.txt", &[RELAY_LIST]);
+    let strong = names("The strong lists of data/disposable/", &STRONG_LISTS);
+    write("strong.txt.deflate", &miniz_oxide::deflate::compress_to_vec(strong.as_bytes(), LEVEL));
+    write("relay.txt", names("data/relay.txt", &[RELAY_LIST]).as_bytes());
 }
 
-/// `OUT_DIR/<out>`: the names of the `files` of `data/`, as core loads them, one a line, sorted.
-fn write_names(out: &str, what: &str, files: &[&str]) {
+fn write(out: &str, bytes: &[u8]) {
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join(out);
+    std::fs::write(&dest, bytes).unwrap_or_else(|e| panic!("{}: {e}", dest.display()));
+}
+
+/// The names of the `files` of `data/`, as core loads them, one a line, sorted.
+fn names(what: &str, files: &[&str]) -> String {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
     let mut set = DomainSet::default();
     let mut text = format!("# {what} as loaded by core (filter/build.rs).\n");
@@ -35,6 +47,5 @@ fn write_names(out: &str, what: &str, files: &[&str]) {
     for name in names {
         let _ = writeln!(text, "{name}");
     }
-    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join(out);
-    std::fs::write(&dest, text).unwrap_or_else(|e| panic!("{}: {e}", dest.display()));
+    text
 }

@@ -142,7 +142,9 @@ TOOLS = {
     "publicsuffixlist": dict(
         registry="pypi", name="publicsuffixlist", version="1.1.2.20261023",
         sha256="c792aa3fd37076c15f1c9d9897e59e9d58e8bacdf4315eb9cc10141a26d8995c",
-        licence="MPL-2.0 (package and list)", upstream="https://github.com/ko-zu/psl"),
+        licence="MPL-2.0 (package and list)", upstream="https://github.com/ko-zu/psl",
+        # data/tlds.txt is taken from its list: that file ships, so its licence does too.
+        license_file="publicsuffixlist-1.1.2.20261023.dist-info/licenses/LICENSE"),
 }
 
 # Providers of @mikkelscheike/email-provider-links whose `domains` are alias/relay
@@ -856,6 +858,15 @@ def run(tmp, archive_dir):
                 "#   data/curated/relay.txt (this project, CC0-1.0, service named per line)"],
                ["Addresses here forward to a permanent inbox; never treat them as disposable."],
                sorted(relay))
+    write_list(os.path.join(DATA, "tlds.txt"),
+               "data/tlds.txt: the top-level domains of the Public Suffix List, one per line.",
+               ["#   %s %s (PyPI registry), licence %s, upstream %s: the last label of every rule of"
+                % (TOOLS["publicsuffixlist"]["name"], TOOLS["publicsuffixlist"]["version"],
+                   TOOLS["publicsuffixlist"]["licence"], TOOLS["publicsuffixlist"]["upstream"]),
+                "#   publicsuffixlist/public_suffix_list.dat (its ICANN and private sections)"],
+               ["The address reader (core/src/signup/extract/scan.rs) judges a name it finds in free",
+                "text only under one of these: the gateway's filter carries no whole Public Suffix List."],
+               sorted(psl.tlds))
     mx_lines = ["%s\t%s" % (s, shared[s][0]) for s in sorted(shared)]
     write_list(os.path.join(DATA, "shared_mx.tsv"),
                "data/shared_mx.tsv: shared multi-tenant inbound mail infrastructure.",
@@ -871,7 +882,8 @@ def run(tmp, archive_dir):
     lic_dir = os.path.join(DATA, "licenses")
     os.makedirs(lic_dir, exist_ok=True)
     lic_files = []
-    for key, pkg in PACKAGES.items():
+    shipped = [(k, p) for k, p in list(PACKAGES.items()) + list(TOOLS.items()) if "license_file" in p]
+    for key, pkg in shipped:
         text = arcs[key].text(pkg["license_file"]).replace("\r\n", "\n")
         fn = "%s.txt" % key
         hdr = ("Licence of %s %s (%s registry), copied from %s in the package archive.\n"
@@ -885,7 +897,7 @@ def run(tmp, archive_dir):
             os.remove(os.path.join(lic_dir, fn))
 
     counts = dict(free=len(free), relay=len(relay), shared_mx=len(shared), popular=len(popular),
-                  roles=roles["roles"])
+                  roles=roles["roles"], tlds=len(psl.tlds))
     for k, _ in DISPOSABLE_SOURCES:
         counts["disposable/" + k] = len(per_source[k])
     write_readme(locals())
@@ -954,15 +966,17 @@ def write_readme(v):
     a("")
     a("The Public Suffix List used at run time comes embedded in the Rust crate `psl`, pinned")
     a("in `Cargo.lock`. The counts of public-suffix entries below were taken with the list")
-    a("inside PyPI `publicsuffixlist` %s (build-time only, not shipped)."
+    a("inside PyPI `publicsuffixlist` %s; of that list only its top-level domains ship"
       % TOOLS["publicsuffixlist"]["version"])
+    a("(`tlds.txt`: the address reader's, which runs in the gateway's filter, where the whole list")
+    a("would double the module).")
     a("")
     a("| file | entries |")
     a("|---|---|")
     for k, _ in DISPOSABLE_SOURCES:
         a("| `data/disposable/%s.txt` | %d |" % (k, v["counts"]["disposable/" + k]))
     for k, fn in (("free", "free.txt"), ("relay", "relay.txt"), ("shared_mx", "shared_mx.tsv"),
-                  ("popular", "popular.txt"), ("roles", "roles.txt")):
+                  ("popular", "popular.txt"), ("roles", "roles.txt"), ("tlds", "tlds.txt")):
         a("| `data/%s` | %d |" % (fn, v["counts"][k]))
     a("")
 
@@ -1173,16 +1187,17 @@ def write_readme(v):
     a("(the BSD-3-Clause, MIT and ISC licences require the copyright notice to be reproduced;")
     a("Apache-2.0 requires a copy of the licence):")
     a("")
-    for key, pkg in P.items():
+    for key, pkg in list(P.items()) + [(k, t) for k, t in TOOLS.items() if "license_file" in t]:
         a("- `licenses/%s.txt`: %s %s, %s" % (key, pkg["name"], pkg["version"], pkg["licence"]))
     a("")
     a("`disposable-email-domains`: the PyPI package is MIT (copyright Dustin Ingram); the list")
     a("it ships is the CC0-1.0 list of the upstream project. The `curated/` files are this")
     a("project's own, CC0-1.0.")
     a("")
-    a("Build-time tools, not shipped: PyPI `idna` %s (%s), PyPI `publicsuffixlist` %s (%s)."
-      % (TOOLS["idna"]["version"], TOOLS["idna"]["licence"],
-         TOOLS["publicsuffixlist"]["version"], TOOLS["publicsuffixlist"]["licence"]))
+    a("Build-time tools: PyPI `idna` %s (%s), not shipped; PyPI `publicsuffixlist` %s (%s), of"
+      % (TOOLS["idna"]["version"], TOOLS["idna"]["licence"], TOOLS["publicsuffixlist"]["version"],
+         TOOLS["publicsuffixlist"]["licence"]))
+    a("whose list only the top-level domains ship (`tlds.txt`).")
     a("Test data, not shipped: PyPI `%s` %s (%s), the names of `core/tests/fixtures/common-names.txt`"
       % (roles_data.PACKAGE["name"], roles_data.PACKAGE["version"], roles_data.PACKAGE["licence"]))
     a("(its licence beside it, `faker-LICENSE.txt`).")

@@ -79,7 +79,7 @@ pub struct PluginConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
-    /// Distinct registrable domains judged per signup (core's `extract`); more is refused.
+    /// Distinct sites (a name's last two labels) judged per signup (core's `extract`); more is refused.
     #[serde(default = "default_max_domains")]
     pub max_domains: u64,
     /// The secret of the mailbox hash (`velocity`): exactly one of the value and the name of

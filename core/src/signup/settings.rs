@@ -287,7 +287,7 @@ pub struct EnforcementConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
-    /// Distinct registrable domains judged per signup (and twice as many names); more is
+    /// Distinct sites (a name's last two labels) judged per signup (and twice as many names); more is
     /// refused (`too_many_addresses`).
     #[serde(default = "default_max_domains")]
     pub max_domains: u64,

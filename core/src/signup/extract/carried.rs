@@ -6,7 +6,7 @@
 //! the verdict, every `@` of every value of the query and of the body counts ([`scan`]): every
 //! JSON string at any depth (object keys too), every form field and every multipart text part,
 //! under any name but a secret one (`email.secret_fields`: a password is never scanned). Their
-//! names are judged, at most `max_domains` registrable domains and twice as many names.
+//! names are judged, at most `max_domains` sites (a name's last two labels) and twice as many names.
 
 use crate::{Domain, EmailAddress};
 
@@ -16,7 +16,7 @@ use super::{Extracted, scan};
 pub const DEFAULT_MAX_DOMAINS: usize = 16;
 /// The largest `max_domains` a configuration may set.
 pub const MAX_DOMAINS_LIMIT: usize = 64;
-/// Names judged per registrable domain allowed, on average (a form of each IDNA mapping, a
+/// Names judged per site allowed, on average (a form of each IDNA mapping, a
 /// name's valid parents): each name is a cache read or a callout.
 pub const NAMES_PER_DOMAIN: usize = 2;
 /// Names kept while reading: past this the signup is over any bound.
@@ -57,17 +57,17 @@ impl Domains {
         &self.names
     }
 
-    /// Over the bounds for `max_domains`: more distinct registrable domains, or more names than
-    /// [`NAMES_PER_DOMAIN`] times as many.
+    /// Over the bounds for `max_domains`: more distinct sites (a name's last two labels,
+    /// [`scan::site`]), or more names than [`NAMES_PER_DOMAIN`] times as many.
     pub fn too_many(&self, max_domains: usize) -> bool {
-        let mut registrable: Vec<&str> = Vec::new();
+        let mut sites: Vec<&str> = Vec::new();
         for name in &self.names {
-            let r = name.domain.registrable().unwrap_or(name.domain.as_str());
-            if !registrable.contains(&r) {
-                registrable.push(r);
+            let site = scan::site(&name.domain);
+            if !sites.contains(&site) {
+                sites.push(site);
             }
         }
-        self.overflow || registrable.len() > max_domains || self.names.len() > max_domains * NAMES_PER_DOMAIN
+        self.overflow || sites.len() > max_domains || self.names.len() > max_domains * NAMES_PER_DOMAIN
     }
 
     fn extend(&mut self, other: Domains) {
@@ -151,7 +151,7 @@ pub enum Problem {
     /// The body cannot be read in full (`on_unreadable_body`), even when an address was found
     /// elsewhere: the body may hold another.
     Unreadable(super::Unreadable),
-    /// More than `max_domains` distinct registrable domains, or too many names: always refused.
+    /// More than `max_domains` distinct sites, or too many names: always refused.
     TooManyDomains,
     /// The configured sources gave an unusable value (`on_invalid_email`).
     Invalid(Option<super::Unusable>),
@@ -195,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn the_bounds_are_on_registrable_domains_and_names() {
+    fn the_bounds_are_on_sites_and_names() {
         let many: Vec<String> = (0..=MAX).map(|i| format!("a@d{i}.example")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
         assert_eq!(domains(&refs[..MAX]).as_slice().len(), MAX);

@@ -14,10 +14,19 @@
 //! points are removed, a root dot dropped, and the name mapped both ways UTS-46 knows
 //! (nontransitional, and transitional as IDNA 2003 does: `ß`→`ss`, `ς`→`σ`). A label IDNA 2008
 //! or STD3 refuses (`ab--cd`, `xn--zz`, `x_y`, an edge hyphen) does not hide the name: its valid
-//! parents down to the registrable domain are judged instead.
+//! parents are judged instead.
+//!
+//! This runs in the gateway's filter, whose module must stay small: the whole Public Suffix List
+//! (the `psl` crate, about 970 KB of code) would double it. So nothing here asks for a
+//! registrable domain; the list's top-level domains (`data/tlds.txt`) are all it needs.
+
+use std::sync::OnceLock;
 
 use crate::Domain;
 use crate::domain::LABEL_DOTS;
+
+/// The Public Suffix List's top-level domains, one a line (`data/tlds.txt`, with its source).
+const TLDS: &str = include_str!("../../../../data/tlds.txt");
 
 /// Whitespace as any popular runtime trims it: Unicode White_Space (Rust, JavaScript's `\s`),
 /// plus what Python's `str.isspace()` adds (U+001C–U+001F) and JavaScript's `trim()` adds (U+FEFF).
@@ -95,9 +104,9 @@ pub fn names_in(text: &str, mut found: impl FnMut(Found)) {
     while let Some(at) = rest.find('@') {
         rest = &rest[at + 1..];
         for tail in tails(rest) {
-            for domain in names_of(&tail) {
+            for (domain, derived) in names_of(&tail) {
                 if !mention || under_known_tld(&domain) {
-                    found(Found { domain, mention });
+                    found(Found { domain, mention: mention || derived });
                 }
             }
         }
@@ -170,16 +179,16 @@ fn close_comment(s: &str) -> Option<&str> {
 }
 
 /// The names a tail stands for: each form ([`forms`]) as a whole, or, where a label is refused,
-/// its longest valid suffix and the parents of that down to the registrable domain.
-fn names_of(tail: &str) -> Vec<Domain> {
-    let mut names: Vec<Domain> = Vec::new();
+/// its valid parents ([`valid_parents`]: derived, true).
+fn names_of(tail: &str) -> Vec<(Domain, bool)> {
+    let mut names: Vec<(Domain, bool)> = Vec::new();
     for form in forms(tail) {
         let found = match Domain::parse(&form) {
-            Ok(domain) => vec![domain],
-            Err(_) => valid_parents(&form),
+            Ok(domain) => vec![(domain, false)],
+            Err(_) => valid_parents(&form).into_iter().map(|d| (d, true)).collect(),
         };
         for name in found {
-            if !names.contains(&name) {
+            if !names.iter().any(|(n, _)| *n == name.0) {
                 names.push(name);
             }
         }
@@ -211,13 +220,15 @@ fn forms(tail: &str) -> Vec<String> {
 }
 
 /// For a name with a label no registry hands out: its longest suffix that is a valid name, and
-/// that name's parents down to its registrable domain (none when the suffix is itself a public
-/// suffix: no verdict speaks for one).
+/// that name's parents of two labels or more. Nobody typed these names, and one may be a public
+/// suffix (`x_y.co.uk` gives `co.uk`): they are looked up as mentions, teaching the sidecar
+/// nothing (`learn=false`).
 fn valid_parents(name: &str) -> Vec<Domain> {
     let labels: Vec<&str> = name.split(LABEL_DOTS).collect();
     for start in 1..labels.len().saturating_sub(1) {
-        let Ok(suffix) = Domain::parse(&labels[start..].join(".")) else { continue };
-        return suffix.parents_to_registrable().filter_map(|p| Domain::parse(p).ok()).collect();
+        if Domain::parse(&labels[start..].join(".")).is_ok() {
+            return (start..labels.len() - 1).filter_map(|s| Domain::parse(&labels[s..].join(".")).ok()).collect();
+        }
     }
     Vec::new()
 }
@@ -225,7 +236,28 @@ fn valid_parents(name: &str) -> Vec<Domain> {
 /// Whether the name's top-level domain is one the Public Suffix List knows.
 fn under_known_tld(domain: &Domain) -> bool {
     let tld = domain.as_str().rsplit('.').next().unwrap_or_default();
-    psl::suffix(tld.as_bytes()).is_some_and(|s| s.typ().is_some())
+    known_tlds().binary_search(&tld).is_ok()
+}
+
+/// [`TLDS`], sorted, read once.
+fn known_tlds() -> &'static [&'static str] {
+    static SORTED: OnceLock<Vec<&'static str>> = OnceLock::new();
+    SORTED.get_or_init(|| {
+        let mut tlds: Vec<&str> = TLDS.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        tlds.sort_unstable();
+        tlds
+    })
+}
+
+/// A name's last two labels: a bound on how many places a signup's names are at, never
+/// stricter than their registrable domains, which would need the whole Public Suffix List.
+pub fn site(domain: &Domain) -> &str {
+    let name = domain.as_str();
+    let mut dots = name.rmatch_indices('.').map(|(i, _)| i);
+    match (dots.next(), dots.next()) {
+        (Some(_), Some(second)) => &name[second + 1..],
+        _ => name,
+    }
 }
 
 /// The address a value holds once unwrapped as mail clients and lenient validators unwrap it:
@@ -300,11 +332,40 @@ mod tests {
     #[test]
     fn refused_labels_do_not_hide_the_registrable_domain() {
         for label in ["ab--cd", "r3---sn", "xn--zz", "x_y", "-x", "x-"] {
-            assert_eq!(names(&format!("bob@{label}.mailinator.com")), ["mailinator.com"], "{label}");
+            let text = format!("bob@{label}.mailinator.com");
+            assert_eq!(found(&text), [("mailinator.com".to_owned(), true)], "{label}: derived, learn=false");
         }
         assert_eq!(names("bob@x_y.a.b.mailinator.com"), ["a.b.mailinator.com", "b.mailinator.com", "mailinator.com"]);
-        assert!(names("bob@x_y.co.uk").is_empty(), "a public suffix alone is no name");
+        assert_eq!(names("bob@x_y.shop.co.uk"), ["shop.co.uk", "co.uk"], "a public suffix too, as a mention");
         assert!(names("bob@x_y.com").is_empty(), "no registry hands out x_y.com");
+        // The name as typed, valid in one form, is not derived.
+        assert_eq!(found("bob@abyßmail.com").iter().filter(|(_, derived)| *derived).count(), 0);
+    }
+
+    #[test]
+    fn the_top_level_domains_are_the_public_suffix_lists() {
+        let tlds = known_tlds();
+        assert!(tlds.len() > 1_000);
+        // The list the `psl` crate compiles, in another snapshot: they differ only by the few TLDs
+        // delegated or retired between the two dates (a TLD such as `ck` is known through `*.ck`).
+        let known = |name: &str| psl::suffix(name.as_bytes()).is_some_and(|s| s.is_known());
+        let unknown_to_psl: Vec<&str> =
+            tlds.iter().copied().filter(|t| !known(t) && !known(&format!("x.{t}"))).collect();
+        assert!(unknown_to_psl.len() <= 5, "{unknown_to_psl:?}");
+        for tld in ["com", "uk", "shop", "xn--p1ai", "za"] {
+            assert!(tlds.binary_search(&tld).is_ok(), "{tld}");
+        }
+        for unknown in ["context", "doe", "localhost", "example", "invalid"] {
+            assert!(tlds.binary_search(&unknown).is_err(), "{unknown}");
+        }
+    }
+
+    #[test]
+    fn a_site_is_the_last_two_labels() {
+        let site_of = |name: &str| site(&Domain::parse(name).unwrap()).to_owned();
+        assert_eq!(site_of("mail.google.com"), "google.com");
+        assert_eq!(site_of("google.com"), "google.com");
+        assert_eq!(site_of("a.b.co.uk"), "co.uk", "coarser than the registrable domain: never stricter");
     }
 
     #[test]
