@@ -158,16 +158,16 @@ impl Limiter {
             .is_some_and(|p| p.daily_quota.is_unlimited() && p.burst_per_second.is_unlimited())
     }
 
-    /// Whether `key` has some of today's quota left (unlimited: always), without spending any:
-    /// the connection guard's test of good standing. A store failure: no.
-    pub async fn under_quota(&self, key: &KeyRecord) -> bool {
+    /// Whether `key` would be admitted now, under both its daily quota and its burst (an
+    /// unlimited plan: always), without spending either: the connection guard's test of good
+    /// standing. A store failure: no.
+    pub async fn would_admit(&self, key: &KeyRecord) -> bool {
         let Ok(limits) = self.limits(key) else { return false };
-        if limits.daily_quota == Limits::UNLIMITED {
+        if limits.daily_quota == Limits::UNLIMITED && limits.burst_per_second == Limits::UNLIMITED {
             return true;
         }
-        let today = utc_day(self.clock.now_ms().div_euclid(1000));
-        match self.store.usage(&key.id, &[today]).await {
-            Ok(used) => used.first().is_none_or(|used| *used < limits.daily_quota),
+        match self.store.would_admit(&key.id, limits, self.clock.now_ms()).await {
+            Ok(admit) => admit,
             Err(_) => {
                 self.metrics.store_error();
                 false

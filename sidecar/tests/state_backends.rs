@@ -284,6 +284,29 @@ async fn burst_is_a_sliding_second(open: impl Fn() -> Arc<dyn StateStore>) {
 }
 with_all_backends!(burst, burst_is_a_sliding_second);
 
+/// The connection guard's test of good standing: would the next request be admitted, under the
+/// quota and the burst? Asking spends neither.
+async fn would_admit_reads_quota_and_burst_and_spends_nothing(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, plan("basic")).await;
+    let limits = Limits { daily_quota: 3, burst_per_second: 2 };
+    let t = DAY_START + 5_000;
+    for _ in 0..5 {
+        assert!(store.would_admit(&key.id, limits, t).await.unwrap(), "asking spends nothing");
+    }
+    assert!(admitted(&store.admit(&key.id, limits, 1, t).await.unwrap()));
+    assert!(admitted(&store.admit(&key.id, limits, 1, t + 100).await.unwrap()));
+    assert!(!store.would_admit(&key.id, limits, t + 999).await.unwrap(), "the burst is spent");
+    assert!(store.would_admit(&key.id, limits, t + 1_000).await.unwrap(), "the first left the window");
+    assert!(admitted(&store.admit(&key.id, limits, 1, t + 1_000).await.unwrap()));
+    assert!(!store.would_admit(&key.id, limits, t + 5_000).await.unwrap(), "the quota is spent");
+    assert!(store.would_admit(&key.id, limits, t + 86_400_000).await.unwrap(), "a new day");
+    let unlimited_burst = Limits { daily_quota: 3, burst_per_second: Limits::UNLIMITED };
+    let (other, _) = new_key(&*store, plan("basic")).await;
+    assert!(store.would_admit(&other.id, unlimited_burst, t).await.unwrap());
+}
+with_all_backends!(would_admit, would_admit_reads_quota_and_burst_and_spends_nothing);
+
 async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn StateStore>) {
     // Two handles stand for two replicas; 60 concurrent admissions at one instant.
     let stores = [open(), open()];

@@ -2,7 +2,8 @@
 //! (`http_guard::KeyCheck`): the key as the API reads it (`Authorization: Bearer`, else
 //! `?key=`) or as `/ext_authz` reads it (`x-email-verdict-key`), checked like every request's
 //! (the store, through the authenticator's cache; the key's IP allowlist included), then its
-//! standing: a `gateway` key always, another while under its daily quota (one store read).
+//! standing: a `gateway` key always, another while its next request would be admitted, under
+//! both its daily quota and its per-second burst (one store read, nothing spent).
 
 use std::sync::Arc;
 
@@ -32,6 +33,6 @@ impl KeyCheck for ApiKeys {
         let client = client_ip(peer, &forwarded, &self.0.trusted_proxies);
         let key = self.0.auth.authenticate(Some(&key), client).await.ok()?;
         let gateway = key.plan.as_str() == GATEWAY_PLAN;
-        (gateway || self.0.limiter.under_quota(&key).await).then_some(Standing { key_id: key.id, gateway })
+        (gateway || self.0.limiter.would_admit(&key).await).then_some(Standing { key_id: key.id, gateway })
     }
 }

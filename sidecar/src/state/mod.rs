@@ -164,6 +164,9 @@ pub trait KeyStore: Send + Sync + 'static {
     async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError>;
     /// Lookups counted for `key_id` on each of `days`.
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError>;
+    /// Whether [`KeyStore::admit`] would admit one unit for `key_id` at `now_ms` (quota left on
+    /// its UTC day, and fewer than `burst` requests in the window before it), counting nothing.
+    async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError>;
 }
 
 /// Why a domain waits for manual review.

@@ -360,6 +360,27 @@ impl KeyStore for RedisStore {
         Ok(n.max(0) as u64)
     }
 
+    /// One round trip, one slot: the day's counter and the burst window's entries after
+    /// `now - window` (the script's `ZREMRANGEBYSCORE` leaves no others that count).
+    async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError> {
+        let day = utc_day(now_ms.div_euclid(1000));
+        let t = tag(key_id);
+        let since = format!("({}", now_ms - BURST_WINDOW_MS);
+        let (used, in_window): (Option<i64>, i64) = self
+            .call(async |c| {
+                redis::pipe()
+                    .get(format!("{t}:used:{day}"))
+                    .zcount(format!("{t}:burst"), since.as_str(), "+inf")
+                    .query_async(c)
+                    .await
+            })
+            .await?;
+        let quota_left = (used.unwrap_or(0).max(0) as u64) < limits.daily_quota;
+        let burst_left =
+            limits.burst_per_second == Limits::UNLIMITED || (in_window.max(0) as u64) < limits.burst_per_second;
+        Ok(quota_left && burst_left)
+    }
+
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {
         if days.is_empty() {
             return Ok(Vec::new());

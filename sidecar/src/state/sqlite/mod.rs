@@ -430,6 +430,26 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, units: u64, now_ms: i64) 
     Ok(Admission::Admitted { used: used as u64 })
 }
 
+/// [`admit`]'s two tests, without counting.
+fn would_admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<bool> {
+    let day = utc_day(now_ms.div_euclid(1000));
+    let used: i64 = c
+        .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
+        .query_row(params![key_id, day], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    if used.max(0) as u64 >= limits.daily_quota {
+        return Ok(false);
+    }
+    if limits.burst_per_second == Limits::UNLIMITED {
+        return Ok(true);
+    }
+    let in_window: i64 = c
+        .prepare_cached("SELECT COUNT(*) FROM burst WHERE key_id = ?1 AND at_ms > ?2")?
+        .query_row(params![key_id, now_ms - BURST_WINDOW_MS], |r| r.get(0))?;
+    Ok((in_window.max(0) as u64) < limits.burst_per_second)
+}
+
 #[async_trait]
 impl KeyStore for SqliteStore {
     fn problem(&self) -> Option<String> {
@@ -513,6 +533,11 @@ impl KeyStore for SqliteStore {
     async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
         let key_id = key_id.to_owned();
         self.in_group(move |c| admit(c, &key_id, limits, units, now_ms).map_err(unavailable)).await
+    }
+
+    async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError> {
+        let key_id = key_id.to_owned();
+        self.in_group(move |c| would_admit(c, &key_id, limits, now_ms).map_err(unavailable)).await
     }
 
     async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError> {
