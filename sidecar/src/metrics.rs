@@ -265,6 +265,7 @@ pub struct Metrics {
     outbound_refused: Family<RefusedLabels, Counter>,
     new_domain_signups: Counter,
     signup_waves: Counter,
+    rankings_dropped: Counter,
     rejections: Family<RejectionLabels, Counter>,
     review_queue_entries: Gauge,
     review_queue_capacity: Gauge,
@@ -297,6 +298,7 @@ impl Metrics {
             outbound_refused: Family::default(),
             new_domain_signups: Counter::default(),
             signup_waves: Counter::default(),
+            rankings_dropped: Counter::default(),
             rejections: Family::default(),
             review_queue_entries: Gauge::default(),
             review_queue_capacity: Gauge::default(),
@@ -343,6 +345,9 @@ impl Metrics {
         let waves_help = "Times a mail server reached the wave threshold: that many distinct never-seen domains \
             signed up on it within an hour (each wave counted once, by the replica whose signup reached it)";
         r.register("signup_waves", waves_help, self.signup_waves.clone());
+        let dropped_help = "Signup board rankings dropped because the queue to the store's one writer was full: the \
+            boards may miss some counts (the counts themselves are exact)";
+        r.register("signup_rankings_dropped", dropped_help, self.rankings_dropped.clone());
         let rejections_help = "Requests a key's plan refused, by plan and limit: quota (402 quota_exceeded) or \
             burst (429 rate_limit_exceeded); lookups, batches, signups and ext_authz checks alike";
         r.register("plan_rejections", rejections_help, self.rejections.clone());
@@ -494,6 +499,11 @@ impl Metrics {
         self.lists.failed(index, kind);
     }
 
+    /// A ranking of the signup boards dropped (the writer's queue full); the total so far.
+    pub fn ranking_dropped(&self) -> u64 {
+        self.rankings_dropped.inc().saturating_add(1)
+    }
+
     /// A signup of a never-seen domain on its own mail server; `wave`: it brought the server's
     /// distinct new domains of the last hour to the wave threshold.
     pub fn new_domain_signup(&self, wave: bool) {
@@ -616,6 +626,7 @@ mod tests {
         m.plans_known(["free", "gateway"]);
         m.plan_rejection("gateway", PlanLimit::Burst);
         m.review_queue(42, 10_000);
+        assert_eq!((m.ranking_dropped(), m.ranking_dropped()), (1, 2), "the total so far");
         let text = m.encode();
         let check = |series: &str, want: f64| assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
         check(r#"email_verdict_plan_rejections_total{plan="gateway",limit="burst"}"#, 1.0);
@@ -623,6 +634,7 @@ mod tests {
         check(r#"email_verdict_plan_rejections_total{plan="free",limit="quota"}"#, 0.0);
         check("email_verdict_review_queue_entries", 42.0);
         check("email_verdict_review_queue_capacity", 10_000.0);
+        check("email_verdict_signup_rankings_dropped_total", 2.0);
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -633,7 +645,7 @@ mod tests {
         m.plans_known(["free"]); // and the rejections' once a plan is known (the limiter's start)
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 26, "{text}");
+        assert_eq!(families.len(), 27, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -17,7 +17,6 @@
 //! minute) costs no store call.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use email_verdict_core::Domain;
@@ -91,20 +90,11 @@ pub struct Signups {
     /// The ranking queue's sending end; its one writer is started with the first ranking (in
     /// the runtime).
     ranking: OnceLock<mpsc::Sender<(Vec<Entry>, i64)>>,
-    /// Rankings dropped because the queue was full.
-    rank_dropped: AtomicU64,
 }
 
 impl Signups {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
-        Self {
-            store,
-            clock,
-            metrics,
-            floors: Arc::default(),
-            ranking: OnceLock::new(),
-            rank_dropped: AtomicU64::new(0),
-        }
+        Self { store, clock, metrics, floors: Arc::default(), ranking: OnceLock::new() }
     }
 
     /// Counts `signup` in each of its scopes (the registrable domain always; the server when the
@@ -193,8 +183,8 @@ impl Signups {
 
     /// Ranks on their boards, in the background, the entries that can enter them: through a
     /// bounded queue with one writer, so the store sees at most one ranking at a time whatever
-    /// the signup rate; past the queue a ranking is dropped, counted and logged (at most once
-    /// per [`RANK_QUEUE`] drops).
+    /// the signup rate; past the queue a ranking is dropped, counted
+    /// (`email_verdict_signup_rankings_dropped_total`) and logged (at most once per [`RANK_QUEUE`] drops).
     fn rank(&self, mut entries: Vec<Entry>, now: i64) {
         {
             let floors = self.floors.lock().unwrap_or_else(|p| p.into_inner());
@@ -208,7 +198,7 @@ impl Signups {
         }
         let queue = self.ranking.get_or_init(|| self.writer());
         if queue.try_send((entries, now)).is_err() {
-            let dropped = self.rank_dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            let dropped = self.metrics.ranking_dropped();
             if dropped % RANK_QUEUE as u64 == 1 {
                 tracing::warn!(dropped, "signup rankings dropped: the store is slower than the signups");
             }
