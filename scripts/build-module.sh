@@ -5,7 +5,7 @@
 # this. Prints the path and size, and the Envoy it is built for (scripts/module-version.sh: the
 # proxy that loads it must be that Envoy release or the next one). Then checks the module's interface: every
 # envoy_dynamic_module_on_* hook the bindings list is exported, and no Rust panic machinery
-# reaches Envoy (the hooks catch every panic; see filter/src/module/mod.rs).
+# reaches Envoy (the hooks catch every panic; see filter/src/module/mod.rs and stream.rs).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -213,7 +213,7 @@ pub const CALLBACKS: &[&str] = &[
     "envoy_dynamic_module_callback_http_filter_scheduler_delete",
 ];
 
-/// The event hooks the module exports (`src/module/mod.rs`), for the same test (`nm -D` on the
+/// The event hooks the module exports (`src/module/mod.rs`, `stream.rs`), for the same test (`nm -D` on the
 /// module) and as the list to compare with the next `abi.h`.
 pub const HOOKS: &[&str] = &[
     "envoy_dynamic_module_on_program_init",

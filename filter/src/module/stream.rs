@@ -1,0 +1,254 @@
+//! The stream hooks: one [`RequestFilter`] per HTTP stream over a [`ModuleHost`], each hook run
+//! inside a panic guard; a stream's scheduled wake-up (a shared callout's answer) and its end.
+
+use super::*;
+
+/// One HTTP stream.
+struct Stream {
+    config: Arc<ModuleConfig>,
+    /// `None`: no configuration on this thread, or after a panic (`after_panic`).
+    filter: Option<RequestFilter>,
+    host: ModuleHost,
+    /// What every later hook answers once a panic (or a missing configuration) was handled.
+    after_panic: Option<Action>,
+}
+
+impl Stream {
+    /// Runs one of the logic's callbacks; a panic answers the request by `failure_mode`.
+    fn run(&mut self, hook: &str, f: impl FnOnce(&mut RequestFilter, &mut ModuleHost) -> Action) -> Action {
+        if let Some(action) = self.after_panic {
+            return action;
+        }
+        let Some(filter) = self.filter.as_mut() else {
+            // No configuration on this thread: no verdict can be had.
+            let action = fallback(&self.config, &mut self.host);
+            self.after_panic = Some(action);
+            return action;
+        };
+        let host = &mut self.host;
+        match catch_unwind(AssertUnwindSafe(|| f(filter, host))) {
+            Ok(action) => action,
+            Err(_) => self.recover(hook),
+        }
+    }
+
+    /// After a panic: the logic's own failure path (counters, request id, bypass header), else
+    /// the plain failure reply; then the stream passes (or stays answered).
+    fn recover(&mut self, hook: &str) -> Action {
+        let filter = self.filter.take();
+        let host = &mut self.host;
+        let action = match filter {
+            Some(mut filter) => {
+                let action = catch_unwind(AssertUnwindSafe(|| filter.on_internal_error(host)))
+                    .unwrap_or_else(|_| fallback(&self.config, host));
+                // Out of the flights now: nothing would take it out later.
+                let _ = catch_unwind(AssertUnwindSafe(|| filter.on_destroy(host)));
+                action
+            }
+            None => fallback(&self.config, host),
+        };
+        let what = if action == Action::Continue { "let through" } else { "refused" };
+        let _ = catch_unwind(|| {
+            log(LogLevel::Error, &format!("{LOG_PREFIX}internal error in {hook}: the request is {what} (failure_mode)"))
+        });
+        self.after_panic = Some(action);
+        action
+    }
+}
+
+/// `failure_mode` without the logic: deny answers the failure reply, allow lets the request on.
+fn fallback(config: &ModuleConfig, host: &mut ModuleHost) -> Action {
+    if config.failure == Policy::Allow {
+        return Action::Continue;
+    }
+    let reply = LocalReply::unavailable(config.failure_status);
+    let sent = catch_unwind(AssertUnwindSafe(|| {
+        host.send_local_response(reply.status, reply.details, &[("content-type", "application/json")], reply.body)
+    }));
+    match sent {
+        Ok(Ok(())) => Action::Pause,
+        _ => Action::Continue,
+    }
+}
+
+/// # Safety
+/// `ptr` comes from `filter_new` and not destroyed yet; one hook at a time (Envoy's worker).
+unsafe fn stream<'a>(ptr: FilterModulePtr) -> &'a mut Stream {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &mut *(ptr as *mut Stream) }
+}
+
+/// # Safety
+/// `config` comes from `config_new`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
+    config: FilterConfigModulePtr,
+    envoy: FilterEnvoyPtr,
+) -> FilterModulePtr {
+    // A thread without its configuration still makes a stream (its hooks follow `failure_mode`);
+    // only a panic here answers null, which makes Envoy close the stream.
+    let make = || {
+        // SAFETY: Envoy hands back our pointer.
+        let config = unsafe { config_ref(config) };
+        let filter = thread_config(&config).map(RequestFilter::new);
+        let host = ModuleHost::new(envoy, Arc::clone(&config.counters));
+        Box::into_raw(Box::new(Stream { config, filter, host, after_panic: None })) as FilterModulePtr
+    };
+    match catch_unwind(AssertUnwindSafe(make)) {
+        Ok(ptr) => ptr,
+        Err(_) => {
+            let _ = catch_unwind(|| log(LogLevel::Error, &format!("{LOG_PREFIX}internal error in filter new")));
+            std::ptr::null()
+        }
+    }
+}
+
+/// # Safety
+/// See [`stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+    end_of_stream: bool,
+) -> u32 {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    match stream.run("request headers", |f, h| f.on_request_headers(h, end_of_stream)) {
+        Action::Continue => abi::HEADERS_CONTINUE,
+        // Held for callouts: the body (if any) waits in Envoy, under flow control, and comes to
+        // the filter once it resumes; with `StopIteration` Envoy would hand it over now, and the
+        // filter, still waiting, could not take it.
+        Action::Pause if stream.filter.as_ref().is_some_and(RequestFilter::awaits_callouts) => {
+            abi::HEADERS_STOP_ALL_ITERATION_AND_WATERMARK
+        }
+        // Held while the body is read (the header hold), or answered.
+        Action::Pause => abi::HEADERS_STOP_ITERATION,
+    }
+}
+
+/// # Safety
+/// See [`stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+    end_of_stream: bool,
+) -> u32 {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    stream.host.in_body_hook = true;
+    let action = stream.run("request body", |f, h| {
+        let size = h.body_size();
+        f.on_request_body(h, size, end_of_stream)
+    });
+    stream.host.in_body_hook = false;
+    match action {
+        Action::Continue => abi::BODY_CONTINUE,
+        Action::Pause => abi::BODY_STOP_ITERATION_AND_BUFFER,
+    }
+}
+
+/// # Safety
+/// See [`stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+) -> u32 {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    match stream.run("request trailers", |f, h| f.on_request_trailers(h)) {
+        Action::Continue => abi::TRAILERS_CONTINUE,
+        Action::Pause => abi::TRAILERS_STOP_ITERATION,
+    }
+}
+
+/// The sidecar's answer (or Envoy's own, for a timeout or a refused connection).
+///
+/// # Safety
+/// See [`stream`]; Envoy's arrays, valid during the call.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+    callout_id: u64,
+    result: abi::CalloutResult,
+    headers: *mut EnvoyHttpHeader,
+    headers_size: usize,
+    body_chunks: *mut EnvoyBuffer,
+    body_chunks_size: usize,
+) {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    let was_answered = stream.after_panic.is_some();
+    let action = stream.run("callout answer", |f, h| {
+        let Some(token) = h.take_token(callout_id) else { return Action::Pause };
+        // A reset or an answer over Envoy's buffer limit has no status: a sidecar error.
+        // SAFETY: Envoy's arrays, valid during the call.
+        let status = unsafe { host::callout_header(headers, headers_size, ":status") }
+            .filter(|_| result == abi::CALLOUT_SUCCESS)
+            .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+        // SAFETY: as above.
+        let body = unsafe { chunks(body_chunks, body_chunks_size, MAX_CALLOUT_BODY) };
+        f.on_callout_response(h, token, &CalloutResponse { status, body });
+        Action::Pause // the logic resumes the request itself
+    });
+    // A panic handled just now that lets the request through: it was held for this answer.
+    if !was_answered && stream.after_panic == Some(Action::Continue) && action == Action::Continue {
+        let _ = catch_unwind(AssertUnwindSafe(|| stream.host.resume_request()));
+    }
+}
+
+/// A wake-up from the stream's own scheduler: the answer of another stream's callout it waits
+/// on (`flight.rs`), or that callout's lead.
+///
+/// # Safety
+/// See [`stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
+    envoy: FilterEnvoyPtr,
+    filter: FilterModulePtr,
+    _event_id: u64,
+) {
+    // SAFETY: guaranteed by the caller.
+    let stream = unsafe { stream(filter) };
+    stream.host.envoy = envoy;
+    let was_answered = stream.after_panic.is_some();
+    let action = stream.run("shared callout", |f, h| {
+        f.on_wake(h);
+        Action::Pause // the logic resumes the request itself
+    });
+    // As for a callout's answer: a panic handled just now that lets the held request through.
+    if !was_answered && stream.after_panic == Some(Action::Continue) && action == Action::Continue {
+        let _ = catch_unwind(AssertUnwindSafe(|| stream.host.resume_request()));
+    }
+}
+
+/// # Safety
+/// `filter` comes from `filter_new`; Envoy calls this once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: FilterModulePtr) {
+    if filter.is_null() {
+        return;
+    }
+    guard(
+        "filter destroy",
+        || (),
+        || {
+            // SAFETY: made by `Box::into_raw` in `filter_new`.
+            let mut stream = unsafe { Box::from_raw(filter as *mut Stream) };
+            // Its callouts end with it: the flights it leads go on without it.
+            if let Some(filter) = stream.filter.as_mut() {
+                let _ = filter.on_destroy(&mut stream.host);
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests;
