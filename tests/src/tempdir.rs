@@ -19,7 +19,15 @@ impl TestDir {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("{label}-{}-{n}-{nanos}", std::process::id());
         let path = std::env::temp_dir().join("email-verdict-tests").join(name);
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("cannot create test dir {}: {e}", path.display()));
+        // Another test's drop may remove the shared parent between its creation and ours: retry.
+        let mut made = std::fs::create_dir_all(&path);
+        for _ in 0..3 {
+            if made.is_ok() {
+                break;
+            }
+            made = std::fs::create_dir_all(&path);
+        }
+        made.unwrap_or_else(|e| panic!("cannot create test dir {}: {e}", path.display()));
         TestDir { path }
     }
 
@@ -46,6 +54,10 @@ impl Drop for TestDir {
             eprintln!("[harness] test files kept in {}", self.path.display());
         } else {
             let _ = std::fs::remove_dir_all(&self.path);
+            // The shared parent too once the last test is done with it (fails while others use it).
+            if let Some(parent) = self.path.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
         }
     }
 }
