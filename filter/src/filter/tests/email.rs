@@ -220,6 +220,18 @@ fn mentions_are_judged_without_teaching_the_sidecar() {
     assert_eq!(paths, ["/api/v1/domain/gmail.com", "/api/v1/domain/the.coffee.shop?learn=false"]);
 }
 
+/// The names behind a label no registry hands out were typed by nobody (and one may be a public
+/// suffix): judged, without teaching the sidecar.
+#[test]
+fn a_refused_labels_parents_are_judged_without_teaching_the_sidecar() {
+    let h = Harness::new(json!({ "cache": { "ttl_seconds": 0 }, "on_invalid_email": "allow" }));
+    let json = [("content-type", "application/json")];
+    let mut host = h.host("POST", "/signup", &json, br#"{"email":"bob@x_y.shop.co.uk"}"#);
+    send(&mut h.filter(), &mut host);
+    let paths: Vec<&str> = host.dispatched.iter().map(|d| d.header(":path").unwrap_or_default()).collect();
+    assert_eq!(paths, ["/api/v1/domain/shop.co.uk?learn=false", "/api/v1/domain/co.uk?learn=false"]);
+}
+
 /// Every configured source is read: an email in a header and another in the body is invalid.
 #[test]
 fn a_header_and_a_body_must_agree() {
