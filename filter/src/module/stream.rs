@@ -71,11 +71,15 @@ fn fallback(config: &ModuleConfig, host: &mut ModuleHost) -> Action {
     }
 }
 
+/// The stream a hook is for, its host talking to Envoy through this hook's `envoy` pointer.
+///
 /// # Safety
 /// `ptr` comes from `filter_new` and not destroyed yet; one hook at a time (Envoy's worker).
-unsafe fn stream<'a>(ptr: FilterModulePtr) -> &'a mut Stream {
+unsafe fn entered<'a>(envoy: FilterEnvoyPtr, ptr: FilterModulePtr) -> &'a mut Stream {
     // SAFETY: guaranteed by the caller.
-    unsafe { &mut *(ptr as *mut Stream) }
+    let stream = unsafe { &mut *(ptr as *mut Stream) };
+    stream.host.envoy = envoy;
+    stream
 }
 
 /// # Safety
@@ -104,7 +108,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_new(
 }
 
 /// # Safety
-/// See [`stream`].
+/// See [`entered`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     envoy: FilterEnvoyPtr,
@@ -112,8 +116,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
     end_of_stream: bool,
 ) -> u32 {
     // SAFETY: guaranteed by the caller.
-    let stream = unsafe { stream(filter) };
-    stream.host.envoy = envoy;
+    let stream = unsafe { entered(envoy, filter) };
     match stream.run("request headers", |f, h| f.on_request_headers(h, end_of_stream)) {
         Action::Continue => abi::HEADERS_CONTINUE,
         // Held for callouts: the body (if any) waits in Envoy, under flow control, and comes to
@@ -128,7 +131,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
 }
 
 /// # Safety
-/// See [`stream`].
+/// See [`entered`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     envoy: FilterEnvoyPtr,
@@ -136,8 +139,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
     end_of_stream: bool,
 ) -> u32 {
     // SAFETY: guaranteed by the caller.
-    let stream = unsafe { stream(filter) };
-    stream.host.envoy = envoy;
+    let stream = unsafe { entered(envoy, filter) };
     stream.host.in_body_hook = true;
     let action = stream.run("request body", |f, h| {
         let size = h.body_size();
@@ -151,15 +153,14 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
 }
 
 /// # Safety
-/// See [`stream`].
+/// See [`entered`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
     envoy: FilterEnvoyPtr,
     filter: FilterModulePtr,
 ) -> u32 {
     // SAFETY: guaranteed by the caller.
-    let stream = unsafe { stream(filter) };
-    stream.host.envoy = envoy;
+    let stream = unsafe { entered(envoy, filter) };
     match stream.run("request trailers", |f, h| f.on_request_trailers(h)) {
         Action::Continue => abi::TRAILERS_CONTINUE,
         Action::Pause => abi::TRAILERS_STOP_ITERATION,
@@ -169,7 +170,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(
 /// The sidecar's answer (or Envoy's own, for a timeout or a refused connection).
 ///
 /// # Safety
-/// See [`stream`]; Envoy's arrays, valid during the call.
+/// See [`entered`]; Envoy's arrays, valid during the call.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
@@ -183,8 +184,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
     body_chunks_size: usize,
 ) {
     // SAFETY: guaranteed by the caller.
-    let stream = unsafe { stream(filter) };
-    stream.host.envoy = envoy;
+    let stream = unsafe { entered(envoy, filter) };
     let was_answered = stream.after_panic.is_some();
     let action = stream.run("callout answer", |f, h| {
         let Some(token) = h.take_token(callout_id) else { return Action::Pause };
@@ -208,7 +208,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
 /// on (`flight.rs`), or that callout's lead.
 ///
 /// # Safety
-/// See [`stream`].
+/// See [`entered`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
     envoy: FilterEnvoyPtr,
@@ -216,8 +216,7 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(
     _event_id: u64,
 ) {
     // SAFETY: guaranteed by the caller.
-    let stream = unsafe { stream(filter) };
-    stream.host.envoy = envoy;
+    let stream = unsafe { entered(envoy, filter) };
     let was_answered = stream.after_panic.is_some();
     let action = stream.run("shared callout", |f, h| {
         f.on_wake(h);

@@ -22,8 +22,8 @@ pub const NAMES_PER_DOMAIN: usize = 2;
 /// Names kept while reading: past this the signup is over any bound.
 const KEPT: usize = MAX_DOMAINS_LIMIT * NAMES_PER_DOMAIN + 1;
 
-/// A name to judge. A name found only in free text (`mention`) is judged without feeding the
-/// review queue or RDAP: nobody typed it as their address.
+/// A name to judge. A name found only in free text, or derived from one with a refused label
+/// (`mention`), is judged without feeding the review queue or RDAP: nobody typed it as their address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Name {
     pub domain: Domain,

@@ -87,7 +87,8 @@ fn is_dot(c: char) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     pub domain: Domain,
-    /// Found in free text rather than in a value that is an address once unwrapped.
+    /// Found in free text rather than in a value that is an address once unwrapped, or derived
+    /// from a name with a refused label ([`valid_parents`]): typed by nobody.
     pub mention: bool,
 }
 
@@ -225,12 +226,7 @@ fn forms(tail: &str) -> Vec<String> {
 /// nothing (`learn=false`).
 fn valid_parents(name: &str) -> Vec<Domain> {
     let labels: Vec<&str> = name.split(LABEL_DOTS).collect();
-    for start in 1..labels.len().saturating_sub(1) {
-        if Domain::parse(&labels[start..].join(".")).is_ok() {
-            return (start..labels.len() - 1).filter_map(|s| Domain::parse(&labels[s..].join(".")).ok()).collect();
-        }
-    }
-    Vec::new()
+    (1..labels.len().saturating_sub(1)).filter_map(|start| Domain::parse(&labels[start..].join(".")).ok()).collect()
 }
 
 /// Whether the name's top-level domain is one the Public Suffix List knows.

@@ -399,12 +399,7 @@ fn read_key(c: &Connection, id: &str) -> Result<Option<KeyRecord>, StateError> {
 /// removal of burst entries that have left the window.
 fn admit(c: &Connection, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> rusqlite::Result<Admission> {
     let day = utc_day(now_ms.div_euclid(1000));
-    let used: i64 = c
-        .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
-        .query_row(params![key_id, day], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0);
-    let used = used.max(0) as u64;
+    let used = used_on(c, key_id, &day)?;
     if used.saturating_add(units) > limits.daily_quota {
         return Ok(Admission::QuotaExceeded { used });
     }
@@ -430,15 +425,18 @@ fn admit(c: &Connection, key_id: &str, limits: Limits, units: u64, now_ms: i64) 
     Ok(Admission::Admitted { used: used as u64 })
 }
 
-/// [`admit`]'s two tests, without counting.
-fn would_admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<bool> {
-    let day = utc_day(now_ms.div_euclid(1000));
-    let used: i64 = c
+/// The units `key_id` used on `day` (`YYYY-MM-DD`, UTC).
+fn used_on(c: &Connection, key_id: &str, day: &str) -> rusqlite::Result<u64> {
+    let used: Option<i64> = c
         .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
         .query_row(params![key_id, day], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0);
-    if used.max(0) as u64 >= limits.daily_quota {
+        .optional()?;
+    Ok(used.unwrap_or(0).max(0) as u64)
+}
+
+/// [`admit`]'s two tests, without counting.
+fn would_admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rusqlite::Result<bool> {
+    if used_on(c, key_id, &utc_day(now_ms.div_euclid(1000)))? >= limits.daily_quota {
         return Ok(false);
     }
     if limits.burst_per_second == Limits::UNLIMITED {
@@ -566,18 +564,7 @@ impl KeyStore for SqliteStore {
 
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError> {
         let (key_id, days) = (key_id.to_owned(), days.to_vec());
-        self.in_group(move |c| {
-            let mut stmt =
-                c.prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2").map_err(unavailable)?;
-            days.iter()
-                .map(|day| {
-                    let n: Option<i64> =
-                        stmt.query_row(params![key_id, day], |r| r.get(0)).optional().map_err(unavailable)?;
-                    Ok(n.unwrap_or(0).max(0) as u64)
-                })
-                .collect()
-        })
-        .await
+        self.in_group(move |c| days.iter().map(|day| used_on(c, &key_id, day).map_err(unavailable)).collect()).await
     }
 
     async fn revoke_key(&self, id: &str) -> Result<bool, StateError> {
