@@ -5,10 +5,15 @@
 #
 #   Debian 12   golang-go (1.19), ruby-rack (2.2), php-cli (8.2), ruby-mail (2.7): apt, bookworm's
 #   npm         Express 5, multer, busboy, formidable 3, and the email validators validator.js,
-#               express-validator, zod, joi, class-validator: `npm ci` from tests/frameworks/node's lockfile
+#               express-validator, zod, joi, class-validator; for the protocol matrix
+#               (tests/tests/protocols.rs) @connectrpc/connect-node with @bufbuild/protobuf and
+#               graphql-yoga on graphql 16: `npm ci` from tests/frameworks/node's lockfile
 #   PyPI        Django, FastAPI (Starlette), python-multipart, Flask, and the email validators
-#               email-validator, pydantic, WTForms, marshmallow: pinned, in the project's .venv
+#               email-validator, pydantic, WTForms, marshmallow; grpcio and grpcio-tools (with
+#               protobuf) for the protocol matrix: pinned, in the project's .venv
 #   Go          target/frameworks/go-readers, built from tests/frameworks/go (standard library only)
+#   protoc      target/frameworks/acme.binpb: tests/frameworks/proto compiled by grpcio-tools'
+#               protoc into a descriptor set, which the Node protocol app loads (no code generation)
 #
 # Prints one line per thing found or installed. Debian/Ubuntu; sudo when not root.
 set -euo pipefail
@@ -19,7 +24,8 @@ export DEBIAN_FRONTEND=noninteractive
 
 # Pinned on PyPI (Werkzeug comes with schemathesis; Flask 3.1 uses it).
 PIP_PINS=("Django==5.2.19" "fastapi==0.165.0" "starlette==1.10.0" "python-multipart==0.0.34" "Flask==3.1.3"
-  "email-validator==2.4.0" "pydantic==2.14.4" "idna==3.20" "WTForms==3.3.2" "marshmallow==4.4.0")
+  "email-validator==2.4.0" "pydantic==2.14.4" "idna==3.20" "WTForms==3.3.2" "marshmallow==4.4.0"
+  "grpcio==1.85.1" "grpcio-tools==1.85.1" "protobuf==7.36.2")
 
 # Debian packages: command:package (their versions are bookworm's: see the README's table).
 missing=()
@@ -80,4 +86,17 @@ else
     go build -o "$out/go-readers" .)
   echo "$go_src" >"$go_stamp"
   echo "installed  Go readers ($out/go-readers, $(go version | cut -d' ' -f3))"
+fi
+
+# The protocol matrix's descriptor set, recompiled when the .proto changed.
+proto_src=$(cat "$frameworks/proto/acme/v1/"*.proto | sha256sum | cut -d' ' -f1)
+proto_stamp=$out/acme.binpb.built-from
+if [[ -f $out/acme.binpb && -f $proto_stamp && $(cat "$proto_stamp") == "$proto_src" ]]; then
+  echo "found      protocol descriptor set ($out/acme.binpb)"
+else
+  mkdir -p "$out"
+  "$python" -m grpc_tools.protoc -I "$frameworks/proto" --include_imports \
+    --descriptor_set_out="$out/acme.binpb" acme/v1/accounts.proto
+  echo "$proto_src" >"$proto_stamp"
+  echo "installed  protocol descriptor set ($out/acme.binpb, grpcio-tools' protoc)"
 fi
