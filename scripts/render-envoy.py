@@ -33,6 +33,10 @@ DEFAULTS = {
     "SIDECAR_PORT": "8080",
     "APP_ADDRESS": "127.0.0.1",
     "APP_PORT": "3000",
+    # the app's gRPC service (cluster app_grpc, HTTP/2): envoy/envoy.template.yaml,
+    # envoy/module.template.yaml and envoy/ext-authz.template.yaml
+    "GRPC_APP_ADDRESS": "127.0.0.1",
+    "GRPC_APP_PORT": "50051",
     "WASM_FILE": "target/email_verdict_filter.wasm",
     # envoy/module.template.yaml only (`make module` copies the shared object there)
     "MODULE_FILE": "target/libemail_verdict_filter.so",
@@ -66,7 +70,8 @@ HEADER = """\
 # envoy/plugin-config.json), then `make envoy-config`.
 #
 # Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
-# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, filter module {WASM_FILE}.
+# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, its gRPC service
+# (cluster app_grpc, HTTP/2) {GRPC_APP_ADDRESS}:{GRPC_APP_PORT}, filter module {WASM_FILE}.
 # A relative module path is resolved against Envoy's working directory: run from the repo root:
 #   make filter
 #   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/envoy.yaml
@@ -93,7 +98,8 @@ MODULE_HEADER = """\
 # envoy/plugin-config.json), then `make envoy-config`.
 #
 # Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar (cluster email_verdict)
-# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, module {MODULE_FILE}.
+# {SIDECAR_ADDRESS}:{SIDECAR_PORT}, app (cluster app) {APP_ADDRESS}:{APP_PORT}, its gRPC service
+# (cluster app_grpc, HTTP/2) {GRPC_APP_ADDRESS}:{GRPC_APP_PORT}, module {MODULE_FILE}.
 # A relative module path is resolved against Envoy's working directory: run from the repo root:
 #   make module
 #   EMAIL_VERDICT_API_KEY=ev_... "$(scripts/envoy-path.sh)" -c envoy/module.yaml

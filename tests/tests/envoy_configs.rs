@@ -137,8 +137,14 @@ fn envoy_yaml_has_the_gateway_settings() {
     // The filter runs on every path for the signup methods; no route matches an exact path
     // (its variants would skip the filter).
     let routes = hcm["route_config"]["virtual_hosts"][0]["routes"].as_array().expect("routes");
-    assert_eq!(routes.len(), 2, "{routes:#?}");
-    let signup = &routes[0];
+    assert_eq!(routes.len(), 3, "{routes:#?}");
+    // Issue 43: the app's gRPC service goes to the app over HTTP/2, the filter on.
+    let grpc = &routes[0];
+    assert_eq!(grpc["match"]["prefix"], "/acme.v1.Accounts/");
+    assert_eq!(grpc["match"]["headers"], routes[1]["match"]["headers"], "the signup methods");
+    assert_eq!(grpc["route"]["cluster"], "app_grpc");
+    assert!(grpc.get("typed_per_filter_config").is_none(), "the filter must run on the gRPC service");
+    let signup = &routes[1];
     assert_eq!(signup["match"]["prefix"], "/");
     assert_eq!(
         signup["match"]["headers"],
@@ -146,7 +152,7 @@ fn envoy_yaml_has_the_gateway_settings() {
         "the methods of the plugin config's signup_routes"
     );
     assert!(signup.get("typed_per_filter_config").is_none(), "the filter must run on the signup methods");
-    let rest = &routes[1];
+    let rest = &routes[2];
     assert_eq!(rest["match"], json!({"prefix": "/"}), "the catch-all comes last");
     assert_eq!(
         rest["typed_per_filter_config"]["email_verdict"],
@@ -160,6 +166,57 @@ fn envoy_yaml_has_the_gateway_settings() {
         json!({"address": "127.0.0.1", "port_value": 8080})
     );
     assert!(clusters.iter().any(|c| c["name"] == "app"), "cluster app");
+    let grpc = clusters.iter().find(|c| c["name"] == "app_grpc").expect("cluster app_grpc");
+    let options = &grpc["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
+    assert_eq!(options["explicit_http_config"], json!({"http2_protocol_options": {}}), "gRPC needs HTTP/2 upstream");
+    let signup_routes = default_plugin_config()["signup_routes"].clone();
+    assert!(
+        signup_routes
+            .as_array()
+            .expect("signup_routes")
+            .contains(&json!({"method": "POST", "path": "/acme.v1.Accounts/SignUp"})),
+        "the gRPC signup is a signup route: {signup_routes}"
+    );
+}
+
+/// Issue 43: ext_authz checks the gRPC signup (the service over HTTP/2) and every GraphQL POST,
+/// not the service's other calls, and passes the headers that say how a body is framed and
+/// compressed and which refusal the client reads.
+#[test]
+fn ext_authz_yaml_checks_the_grpc_signup_and_graphql() {
+    let doc = &load_yaml(&workspace_root().join("envoy/ext-authz.yaml"))[0];
+    let hcm = &doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let routes = hcm["route_config"]["virtual_hosts"][0]["routes"].as_array().expect("routes");
+    let route = |name: &str| routes.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("route {name}"));
+    let checked = |r: &Value| r.get("typed_per_filter_config").is_none();
+    let (grpc, service, graphql) = (route("grpc_signup"), route("grpc_service"), route("graphql"));
+    assert_eq!(grpc["route"]["cluster"], "app_grpc");
+    assert!(checked(grpc) && checked(graphql) && !checked(service), "{routes:#?}");
+    assert_eq!(service["route"]["cluster"], "app_grpc");
+    let names: Vec<&str> = routes.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names.last(), Some(&"everything_else"), "{names:?}");
+    let ext =
+        hcm["http_filters"].as_array().expect("filters").iter().find(|f| f["name"] == "envoy.filters.http.ext_authz");
+    let allowed = &ext.expect("ext_authz")["typed_config"]["http_service"]["authorization_request"]["allowed_headers"]
+        ["patterns"];
+    for h in [
+        "content-type",
+        "content-encoding",
+        "grpc-encoding",
+        "connect-content-encoding",
+        "connect-protocol-version",
+        "accept",
+    ] {
+        assert!(
+            allowed.as_array().expect("patterns").contains(&json!({"exact": h})),
+            "{h} not passed to the check: {allowed}"
+        );
+    }
+    let clusters = doc["static_resources"]["clusters"].as_array().expect("clusters");
+    let app_grpc = clusters.iter().find(|c| c["name"] == "app_grpc").expect("cluster app_grpc");
+    let options =
+        &app_grpc["typed_extension_protocol_options"]["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
+    assert_eq!(options["explicit_http_config"], json!({"http2_protocol_options": {}}));
 }
 
 #[test]
