@@ -7,7 +7,8 @@
 //! sidecar binary ([`Sidecar`], [`Cli`]), a raw HTTP/1.1 client ([`http`]) that sends the
 //! request target byte for byte, so tests control percent-encoding exactly, and for the gateway:
 //! a real Envoy with the built filter ([`envoy`]) in front of a recording app ([`UpstreamApp`]),
-//! the web frameworks' own parsers reading what that app received ([`frameworks`]),
+//! the web frameworks' own parsers reading what that app received ([`frameworks`]), real gRPC,
+//! Connect, GraphQL and Express apps and clients ([`protocols`]),
 //! client threads that keep requests going while a test breaks something ([`Load`]), and an
 //! HTTP server of lists the test changes and breaks ([`ListServer`]).
 //!
@@ -22,6 +23,7 @@ pub mod list_server;
 pub mod load;
 pub mod nsd;
 pub mod process;
+pub mod protocols;
 pub mod redis;
 pub mod sidecar;
 pub mod tempdir;

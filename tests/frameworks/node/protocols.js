@@ -78,6 +78,7 @@ const yoga = createYoga({
   graphqlEndpoint: '/graphql',
   logging: false,
   maskedErrors: false,
+  batching: true,
   schema: createSchema({
     typeDefs: /* GraphQL */ `
       type Query { hello: String! }
