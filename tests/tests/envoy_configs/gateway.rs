@@ -115,3 +115,30 @@ fn envoy_gateway_module_registers_mounts_and_configures_the_module() {
     let regex = &doc_of(&gateway, "HTTPRoute")["spec"]["rules"][0]["matches"][0]["path"]["value"];
     assert_eq!(&route["match"]["safe_regex"]["regex"], regex, "the signup route vs HTTPRoute signup");
 }
+
+/// Issue 43: the gRPC signup in Envoy Gateway (envoy/gateway/grpcroute.yaml): a GRPCRoute for
+/// `acme.v1.Accounts/SignUp`, the filter on it with that call as its signup route and the
+/// address at field 1; the filter accepts the configuration.
+#[test]
+fn envoy_gateway_grpcroute_puts_the_filter_on_the_grpc_signup() {
+    let docs = load_yaml(&workspace_root().join("envoy/gateway/grpcroute.yaml"));
+    let route = doc_of(&docs, "GRPCRoute");
+    let method = &route["spec"]["rules"][0]["matches"][0]["method"];
+    assert_eq!((method["service"].as_str(), method["method"].as_str()), (Some("acme.v1.Accounts"), Some("SignUp")));
+    let policy = doc_of(&docs, "EnvoyExtensionPolicy");
+    assert_eq!(
+        policy["spec"]["targetRefs"],
+        json!([{"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "name": route["metadata"]["name"]}])
+    );
+    let config = &policy["spec"]["wasm"][0]["config"];
+    assert_eq!(config["signup_routes"], json!([{"method": "POST", "path": "/acme.v1.Accounts/SignUp"}]));
+    let shipped = default_plugin_config();
+    assert_eq!(config["email"], shipped["email"], "grpcroute.yaml config.email vs envoy/plugin-config.json");
+    assert_eq!(config["email"]["proto_fields"], json!(["1"]));
+    assert_eq!((config["hold_headers"].clone(), config["mode"].clone()), (json!(false), json!("block")));
+    let dir = TestDir::new("envoy-gateway-grpc");
+    let sets = [("WASM_FILE", filter_wasm().display().to_string())];
+    let rendered = envoy::render(&dir.join("envoy.yaml"), &sets, config);
+    let out = validate(&rendered, dir.path());
+    assert!(out.success(), "the filter refuses the configuration of envoy/gateway/grpcroute.yaml\n{out}");
+}
