@@ -1,8 +1,9 @@
 //! The protocol matrix (issue 43, "Proof"): real servers and real clients of every protocol a mesh
 //! carries, through the shipped block-mode gateways: the filter in Envoy, both builds (Wasm and
 //! dynamic module; `envoy/plugin-config.json`), and Envoy's HTTP ext_authz calling the sidecar
-//! (`envoy/ext-authz-config.json`), each rendered from its shipped template with the gRPC service
-//! routed to the app over HTTP/2 (cluster `app_grpc`).
+//! (`envoy/ext-authz-config.json`), and ext_authz over gRPC where the tree has its template
+//! (`envoy/ext-authz-grpc.template.yaml`), each rendered from its shipped template with the gRPC
+//! service routed to the app over HTTP/2 (cluster `app_grpc`).
 //!
 //! The apps (`tests/frameworks/README.md`, "Protocols"; [`email_verdict_tests::protocols`]): a
 //! Python grpcio server, and one Node process serving connect-node (Connect, gRPC and gRPC-Web),
@@ -21,11 +22,12 @@ mod cases;
 #[path = "protocols/report.rs"]
 mod report;
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use email_verdict_tests::envoy::{self, Envoy, EnvoyBuilder, FilterBuild};
 use email_verdict_tests::protocols::{Protocols, Runner};
-use email_verdict_tests::{Nsd, Sidecar};
+use email_verdict_tests::{Nsd, Sidecar, free_port};
 use serde_json::json;
 
 use cases::Case;
@@ -35,16 +37,30 @@ use report::{Outcome, Report};
 pub enum Via {
     Filter(FilterBuild),
     ExtAuthz,
+    /// Envoy's ext_authz over gRPC against `serve --ext-authz-grpc-listen`
+    /// (`envoy/ext-authz-grpc.template.yaml`), where the tree has it.
+    ExtAuthzGrpc,
 }
 
+/// The gRPC ext_authz template: a gateway of the matrix once it is in the tree.
+const GRPC_AUTHZ_TEMPLATE: &str = "ext-authz-grpc.template.yaml";
+
 impl Via {
-    pub const ALL: [Via; 3] = [Via::Filter(FilterBuild::Wasm), Via::Filter(FilterBuild::Module), Via::ExtAuthz];
+    /// Every gateway of the tree.
+    pub fn all() -> Vec<Via> {
+        let mut all = vec![Via::Filter(FilterBuild::Wasm), Via::Filter(FilterBuild::Module), Via::ExtAuthz];
+        if email_verdict_tests::workspace_root().join("envoy").join(GRPC_AUTHZ_TEMPLATE).exists() {
+            all.push(Via::ExtAuthzGrpc);
+        }
+        all
+    }
 
     pub fn name(self) -> &'static str {
         match self {
             Via::Filter(FilterBuild::Wasm) => "Wasm",
             Via::Filter(FilterBuild::Module) => "module",
             Via::ExtAuthz => "ext_authz",
+            Via::ExtAuthzGrpc => "gRPC ext_authz",
         }
     }
 }
@@ -104,17 +120,33 @@ fn start_gateway(via: Via, apps: &Protocols) -> Stack {
     let config = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string();
     let nsd = Nsd::start_with_root();
     let mut sidecar = Sidecar::builder().dns(nsd.addr()).keys(&["gateway"]);
-    if via == Via::ExtAuthz {
-        sidecar = sidecar.args(&["--ext-authz-config", &config]);
+    let grpc_check = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    match via {
+        Via::ExtAuthz => sidecar = sidecar.args(&["--ext-authz-config", &config]),
+        Via::ExtAuthzGrpc => {
+            let listen = grpc_check.to_string();
+            sidecar = sidecar.args(&["--ext-authz-grpc-listen", &listen, "--ext-authz-config", &config]);
+        }
+        Via::Filter(_) => {}
     }
     let sidecar = sidecar.start();
     let node = apps.node_app();
     let first_grpc_route = match via {
-        Via::ExtAuthz => "              - name: grpc_signup\n",
+        Via::ExtAuthz | Via::ExtAuthzGrpc => "              - name: grpc_signup\n",
         Via::Filter(_) => "              - name: grpc_service\n",
     };
+    if via == Via::ExtAuthzGrpc {
+        let path = email_verdict_tests::workspace_root().join("envoy").join(GRPC_AUTHZ_TEMPLATE);
+        let text = std::fs::read_to_string(&path).expect("read the gRPC ext_authz template");
+        assert!(
+            text.contains("cluster: app_grpc") && text.contains(first_grpc_route),
+            "envoy/{GRPC_AUTHZ_TEMPLATE} has no gRPC signup route: give it the routes grpc_signup, \
+             grpc_service and graphql and the cluster app_grpc of envoy/ext-authz.template.yaml"
+        );
+    }
     let (from, to) = python_route(first_grpc_route);
-    let builder = EnvoyBuilder::new(sidecar.addr(), node)
+    let check = if via == Via::ExtAuthzGrpc { grpc_check } else { sidecar.addr() };
+    let builder = EnvoyBuilder::new(check, node)
         .api_key(sidecar.key())
         .placeholder("GRPC_APP_ADDRESS", &node.ip().to_string())
         .placeholder("GRPC_APP_PORT", &node.port().to_string())
@@ -123,6 +155,7 @@ fn start_gateway(via: Via, apps: &Protocols) -> Stack {
     let envoy = match via {
         Via::Filter(build) => builder.build(build).start(),
         Via::ExtAuthz => builder.ext_authz().start(),
+        Via::ExtAuthzGrpc => builder.template(GRPC_AUTHZ_TEMPLATE).start(),
     };
     Stack { envoy, _sidecar: sidecar, _nsd: nsd }
 }
@@ -149,7 +182,8 @@ fn every_protocol_signs_up_a_real_address_and_no_disposable_one_reaches_a_handle
     let cases = cases::cases();
     let apps = Protocols::start();
     let mut report = Report::new(&cases);
-    for (g, via) in Via::ALL.into_iter().enumerate() {
+    let vias = Via::all();
+    for (g, via) in vias.iter().copied().enumerate() {
         let t = Instant::now();
         let stack = start_gateway(via, &apps);
         let up = t.elapsed();
@@ -167,5 +201,5 @@ fn every_protocol_signs_up_a_real_address_and_no_disposable_one_reaches_a_handle
     println!("{report}");
     println!("time: {:.1} s in all", started.elapsed().as_secs_f64());
     let failed = report.failures();
-    assert!(failed == 0, "{failed} of {} case runs failed (table above)", cases.len() * Via::ALL.len());
+    assert!(failed == 0, "{failed} of {} case runs failed (table above)", cases.len() * vias.len());
 }
