@@ -136,7 +136,7 @@ impl<'a> Report<'a> {
     pub fn failures(&self) -> usize {
         self.runs
             .iter()
-            .map(|(_, o)| o.iter().zip(self.cases).filter(|(o, c)| o.judge(c.expect).is_err()).count())
+            .map(|(via, o)| o.iter().zip(self.cases).filter(|(o, c)| o.judge(c.expect(*via)).is_err()).count())
             .sum()
     }
 }
@@ -159,8 +159,8 @@ impl fmt::Display for Report<'_> {
         writeln!(f, "{}", "-".repeat(width + self.runs.len() * (CELL + 3)))?;
         for (i, case) in self.cases.iter().enumerate() {
             write!(f, "{:width$}", cut(&case.name, width))?;
-            for (_, outcomes) in &self.runs {
-                let cell = match outcomes[i].judge(case.expect) {
+            for (via, outcomes) in &self.runs {
+                let cell = match outcomes[i].judge(case.expect(*via)) {
                     Ok(()) => format!("ok ({})", outcomes[i].summary()),
                     Err(why) => format!("FAIL {why}"),
                 };
@@ -169,14 +169,15 @@ impl fmt::Display for Report<'_> {
             writeln!(f)?;
         }
         for (via, outcomes) in &self.runs {
-            let failed = outcomes.iter().zip(self.cases).filter(|(o, c)| o.judge(c.expect).is_err()).count();
+            let failed = outcomes.iter().zip(self.cases).filter(|(o, c)| o.judge(c.expect(*via)).is_err()).count();
             writeln!(f, "{}: {} of {} cases pass", via.name(), self.cases.len() - failed, self.cases.len())?;
         }
         writeln!(f, "\nfailures in full:")?;
         for (via, outcomes) in &self.runs {
             for (o, case) in outcomes.iter().zip(self.cases) {
-                let Err(why) = o.judge(case.expect) else { continue };
-                writeln!(f, "- {} / {}: {why} (expected {:?}, {} ms)", via.name(), case.name, case.expect, o.millis)?;
+                let Err(why) = o.judge(case.expect(*via)) else { continue };
+                let expected = case.expect(*via);
+                writeln!(f, "- {} / {}: {why} (expected {expected:?}, {} ms)", via.name(), case.name, o.millis)?;
                 writeln!(f, "    client reported: {}", cut(&o.reported.to_string(), 400))?;
                 for (handler, values) in &o.seen {
                     let bad: Vec<&String> = values.iter().filter(|v| is_disposable(v)).collect();
