@@ -159,14 +159,14 @@ impl RequestFilter {
         let stripped = ctx.strip_flag_headers(Some(&headers));
         self.request_id = request_id(&headers);
         ctx.request_id = self.request_id.as_deref();
-        // A GraphQL route (the `graphql.paths` setting) is not known here yet: REST's replies.
-        self.protocol = Protocol::of(&|name| headers.values(name), false);
-        ctx.protocol = &self.protocol;
         let path = headers.text(":path");
         if !config.is_signup(&headers.text(":method"), &path) {
             self.state = State::Passthrough;
             return Action::Continue;
         }
+        // A GraphQL route (the `graphql.paths` setting) is not known here yet: REST's replies.
+        self.protocol = Protocol::of(&|name| headers.values(name), false);
+        ctx.protocol = &self.protocol;
         let step = match stripped {
             Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
             Err(e) => ctx.host_failed("could not strip the flag headers", e),

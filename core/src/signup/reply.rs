@@ -181,7 +181,10 @@ impl Said {
     /// is missing is said in general words.
     fn of(reply: &LocalReply<'_>) -> Self {
         let body: Option<serde_json::Value> = serde_json::from_slice(reply.body).ok();
-        let text = |key: &str| body.as_ref().and_then(|b| b.get(key)?.as_str().map(str::to_owned));
+        let text = |key: &str| {
+            let value = body.as_ref()?.get(key)?.as_str()?.trim();
+            (!value.is_empty()).then(|| value.to_owned())
+        };
         Self {
             message: text("message").unwrap_or_else(|| "This signup was refused.".to_owned()),
             error: text("error").unwrap_or_else(|| reply.details.trim_start_matches("email_verdict_").to_owned()),
