@@ -32,8 +32,8 @@ use email_verdict_core::{Decision, Domain, EmailAddress, details};
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Name, Problem, Unusable};
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Refusing, Settled,
-    Subaddressed, VerdictSummary, Worst,
+    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Protocol, Refusing,
+    Settled, Subaddressed, VerdictSummary, Via, Worst,
 };
 
 use crate::config::FilterConfig;
@@ -133,16 +133,21 @@ pub struct RequestFilter {
     request_id: Option<String>,
     /// The route is one of `graphql.paths`: a signup only when its body runs a named operation.
     graphql: bool,
+    /// The protocol the request speaks: every local reply answers in it.
+    protocol: Protocol,
 }
+
+/// The protocol of a context without a request of its own (the root context's callouts).
+static REST: Protocol = Protocol::Rest;
 
 impl RequestFilter {
     pub fn new(config: Rc<FilterConfig>) -> Self {
-        Self { config, state: State::Start, request_id: None, graphql: false }
+        Self { config, state: State::Start, request_id: None, graphql: false, protocol: Protocol::Rest }
     }
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host, request_id: None };
+        let mut ctx = Ctx { config: &config, host, request_id: None, protocol: &REST };
         let headers = match ctx.host.request_headers() {
             Ok(headers) => headers,
             Err(e) => {
@@ -162,6 +167,8 @@ impl RequestFilter {
             return Action::Continue;
         }
         self.graphql = config.is_graphql(&path);
+        self.protocol = Protocol::of(&|name| headers.values(name), self.graphql);
+        ctx.protocol = &self.protocol;
         let step = match stripped {
             Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
             Err(e) => ctx.host_failed("could not strip the flag headers", e),
@@ -173,7 +180,9 @@ impl RequestFilter {
         match &self.state {
             State::AwaitingBody { .. } if body_size > self.config.max_body_bytes => {
                 let config = Rc::clone(&self.config);
-                let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_too_large();
+                let step =
+                    Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol }
+                        .body_too_large();
                 self.settle(step)
             }
             State::AwaitingBody { .. } if !end_of_stream => Action::Pause,
@@ -212,7 +221,8 @@ impl RequestFilter {
             return;
         };
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
+        let mut ctx =
+            Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref(), protocol: &self.protocol };
         match &pending.what {
             Waiting::Verdict { domain, cas } => {
                 let judged = ctx.sidecar_answered(domain, *cas, response);
@@ -257,7 +267,8 @@ impl RequestFilter {
             return Action::Pause;
         }
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref() }.fail(Bypass::SidecarError);
+        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol }
+            .fail(Bypass::SidecarError);
         self.settle(step)
     }
 
@@ -267,7 +278,7 @@ impl RequestFilter {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host, request_id: self.request_id.as_deref() };
+        let mut ctx = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol };
         if self.graphql && !ctx.runs_a_signup(&kind) {
             return Action::Continue; // another operation on the GraphQL route: not a signup
         }
@@ -296,6 +307,7 @@ struct Ctx<'a, H: Host> {
     config: &'a FilterConfig,
     host: &'a mut H,
     request_id: Option<&'a str>,
+    protocol: &'a Protocol,
 }
 
 impl<H: Host> Ctx<'_, H> {
@@ -592,17 +604,17 @@ impl<H: Host> Ctx<'_, H> {
         self.respond_with(reply, &[])
     }
 
+    /// `reply` in the request's protocol (core's `LocalReply::render`), `extra` headers added.
     fn respond_with(&mut self, reply: &LocalReply<'_>, extra: &[(&str, &str)]) -> Step {
-        let id = self.request_id.map(|id| ("x-request-id", id));
+        let out = reply.render(self.protocol, Via::LocalReply, self.request_id);
         let headers: Vec<(&str, &str)> =
-            [("content-type", "application/json")].into_iter().chain(id).chain(extra.iter().copied()).collect();
-        let body = self.request_id.map_or_else(|| reply.body.to_vec(), |id| with_request_id(reply.body, id));
-        match self.host.send_local_response(reply.status, reply.details, &headers, &body) {
+            out.headers.iter().map(|(n, v)| (*n, v.as_str())).chain(extra.iter().copied()).collect();
+        match self.host.send_local_response(out.status, out.details, &headers, &out.body, out.grpc_status) {
             Ok(()) => Step::Responded,
             Err(e) => {
                 self.log(
                     LogLevel::Error,
-                    &format!("could not send the {} response, letting the request through: {e}", reply.status),
+                    &format!("could not send the {} response, letting the request through: {e}", out.status),
                 );
                 Step::Proceed
             }
@@ -627,17 +639,6 @@ fn verdict_of(domain: &Domain, summary: &VerdictSummary) -> Judged {
 /// Envoy's `x-request-id`, when it is plain (core's `plain_request_id`).
 fn request_id(headers: &RequestHeaders) -> Option<String> {
     email_verdict_core::signup::plain_request_id(headers.first("x-request-id")?)
-}
-
-/// A JSON object body with `"request_id"` added (unless it has one); any other body unchanged.
-fn with_request_id(body: &[u8], id: &str) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(serde_json::Value::Object(mut object)) if !object.contains_key("request_id") => {
-            object.insert("request_id".to_owned(), id.into());
-            serde_json::to_vec(&object).unwrap_or_else(|_| body.to_vec())
-        }
-        _ => body.to_vec(),
-    }
 }
 
 fn declared_length(headers: &RequestHeaders) -> Option<u64> {

@@ -208,12 +208,15 @@ pub trait Host: SharedData {
     /// `use_remote_address`, `xff_num_trusted_hops`), when it has one.
     fn client_address(&self) -> Option<std::net::IpAddr>;
     /// Answers the client directly; `details` is Envoy's response code details (no spaces).
+    /// `grpc_status`: the gRPC status of an answer to a gRPC request, which `headers` carry as
+    /// `grpc-status` too (a host that takes it separately passes it on as well).
     fn send_local_response(
         &mut self,
         status: u16,
         details: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+        grpc_status: Option<u8>,
     ) -> Result<(), HostError>;
     /// Lets a paused request go on.
     fn resume_request(&mut self) -> Result<(), HostError>;

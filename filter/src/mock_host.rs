@@ -34,11 +34,16 @@ pub struct Sent {
     pub details: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    pub grpc_status: Option<u8>,
 }
 
 impl Sent {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -176,10 +181,12 @@ impl Host for MockHost {
         details: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+        grpc_status: Option<u8>,
     ) -> Result<(), HostError> {
         self.check(self.fail.local_response, "proxy_send_local_response")?;
         let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        self.sent.push(Sent { status, details: details.to_owned(), headers, body: body.to_vec() });
+        let details = details.to_owned();
+        self.sent.push(Sent { status, details, headers, body: body.to_vec(), grpc_status });
         Ok(())
     }
 

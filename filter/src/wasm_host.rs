@@ -333,6 +333,7 @@ impl Host for WasmHost {
         details: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+        grpc_status: Option<u8>,
     ) -> Result<(), HostError> {
         let headers = abi::serialize_map(headers);
         // SAFETY: pointers/lengths of live buffers.
@@ -345,7 +346,8 @@ impl Host for WasmHost {
                 body.len(),
                 headers.as_ptr(),
                 headers.len(),
-                -1,
+                // Envoy uses it for a gRPC request only when no `grpc-status` header is given.
+                grpc_status.map_or(-1, i32::from),
             )
         };
         status("proxy_send_local_response", code)

@@ -1,12 +1,15 @@
 //! What an enforcement point does with a signup request, shared by the Envoy filter and the
 //! sidecar's ext_authz endpoint so that both read the same email from the same request and
-//! answer the same way: the shared settings ([`settings`]), finding the email ([`extract`]), and
-//! what a verdict or its absence looks like on the request ([`outcome`]).
+//! answer the same way: the shared settings ([`settings`]), finding the email ([`extract`]),
+//! what a verdict or its absence looks like on the request ([`outcome`]), and a refusal in the
+//! words of the request's protocol ([`protocol`], [`reply`]).
 
 pub mod extract;
 pub mod judgement;
 pub mod outcome;
 pub mod path;
+pub mod protocol;
+pub mod reply;
 pub mod settings;
 pub mod velocity;
 
@@ -15,6 +18,8 @@ pub use outcome::{
     AddressDetails, Bypass, Flag, Flags, LOCAL_FALLBACK_FLAG, LocalReply, VerdictSummary, header_value,
     plain_request_id,
 };
+pub use protocol::Protocol;
+pub use reply::{Code, Rendered, Via};
 pub use settings::{
     BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, GraphQl,
     Mode, Policy, Subaddressed,

@@ -225,7 +225,14 @@ pub fn plain_request_id(value: &[u8]) -> Option<String> {
     plain.then(|| id.to_owned())
 }
 
-/// A response sent instead of forwarding the request.
+/// Envoy's response code details of the replies made at run time (their gRPC code,
+/// `LocalReply::code`, is read from them).
+pub(crate) const BLOCKED_DETAILS: &str = "email_verdict_disposable";
+pub(crate) const UNAVAILABLE_DETAILS: &str = "email_verdict_unavailable";
+pub(crate) const TOO_MANY_SIGNUPS_DETAILS: &str = "email_verdict_too_many_signups";
+
+/// A response sent instead of forwarding the request, as a REST client gets it; `render`
+/// (`signup::reply`) says it in the request's protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalReply<'a> {
     pub status: u16,
@@ -280,7 +287,7 @@ impl LocalReply<'static> {
     pub fn unavailable(status: u16) -> Self {
         Self {
             status,
-            details: "email_verdict_unavailable",
+            details: UNAVAILABLE_DETAILS,
             body: br#"{"error":"verdict_unavailable","message":"The email address could not be checked right now; try again shortly."}"#,
         }
     }
@@ -296,7 +303,12 @@ impl LocalReply<'static> {
 
 impl<'a> LocalReply<'a> {
     pub fn blocked(status: u16, body: &'a [u8]) -> Self {
-        Self { status, details: "email_verdict_disposable", body }
+        Self { status, details: BLOCKED_DETAILS, body }
+    }
+
+    /// Over a `block` limit of `velocity`: `429` with `velocity::too_many_signups`'s body.
+    pub fn too_many_signups(body: &'a [u8]) -> Self {
+        Self { status: 429, details: TOO_MANY_SIGNUPS_DETAILS, body }
     }
 }
 

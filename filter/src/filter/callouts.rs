@@ -151,7 +151,7 @@ impl<H: Host> Ctx<'_, H> {
         if let Some(block) = passed.iter().find(|p| p.action == LimitAction::Block) {
             self.host.increment(Counter::TooManySignups);
             let body = too_many_signups(block, None);
-            let reply = LocalReply { status: 429, details: "email_verdict_too_many_signups", body: &body };
+            let reply = LocalReply::too_many_signups(&body);
             return Err(Box::new(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())])));
         }
         Ok(Some(Velocity { counts, flagged: passed.iter().map(|p| p.scope).collect() }))

@@ -38,7 +38,12 @@ impl RequestFilter {
             };
             judging.pending.swap_remove(at);
             let config = Rc::clone(&self.config);
-            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref() };
+            let mut ctx = Ctx {
+                config: &config,
+                host: &mut *host,
+                request_id: self.request_id.as_deref(),
+                protocol: &self.protocol,
+            };
             match delivery {
                 Delivery::Answer(response) => {
                     let judged = ctx.shared_answer(&domain, &response);
@@ -66,7 +71,7 @@ impl RequestFilter {
     pub fn lead_orphans(&mut self, host: &mut impl Host) {
         let config = Rc::clone(&self.config);
         for domain in config.flights.take_orphans() {
-            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None };
+            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None, protocol: &REST };
             // Whether the waiters found the name in free text is not kept: asked as an address.
             let woken = match ctx.call_sidecar(&domain, false) {
                 Ok(token) => {

@@ -649,6 +649,7 @@ mod details;
 mod email;
 mod flights;
 mod header_hold;
+mod protocols;
 mod velocity;
 
 /// The dynamic module's panic path: an internal error answers as `failure_mode` says for a

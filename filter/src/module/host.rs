@@ -289,8 +289,17 @@ impl Host for ModuleHost {
         details: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+        grpc_status: Option<u8>,
     ) -> Result<(), HostError> {
-        let mut headers = module_headers(headers);
+        // The ABI takes no gRPC status and Envoy passes `0` (OK) for it: for a gRPC request its
+        // local reply becomes `200` with `grpc-status: 0` and the body as `grpc-message`, a
+        // refusal the client reads as success, unless a `grpc-status` header is given (Envoy
+        // keeps it). So a gRPC answer always carries the header.
+        let code = grpc_status.map(|c| c.to_string());
+        let missing = code.as_deref().filter(|_| !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("grpc-status")));
+        let with_status: Vec<(&str, &str)> =
+            headers.iter().copied().chain(missing.map(|c| ("grpc-status", c))).collect();
+        let mut headers = module_headers(&with_status);
         // SAFETY: pointers/lengths of live buffers.
         unsafe {
             abi::envoy_dynamic_module_callback_http_send_response(

@@ -34,7 +34,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use email_verdict_core::signup::{LocalReply, Policy};
+use email_verdict_core::signup::{LocalReply, Policy, Protocol, Via};
 
 use crate::config::{EnvError, FilterConfig};
 use crate::decided;

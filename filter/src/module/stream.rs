@@ -61,9 +61,15 @@ fn fallback(config: &ModuleConfig, host: &mut ModuleHost) -> Action {
     if config.failure == Policy::Allow {
         return Action::Continue;
     }
-    let reply = LocalReply::unavailable(config.failure_status);
     let sent = catch_unwind(AssertUnwindSafe(|| {
-        host.send_local_response(reply.status, reply.details, &[("content-type", "application/json")], reply.body)
+        // In the request's protocol when its headers can be read (a gRPC client must get its
+        // `grpc-status`: `ModuleHost::send_local_response`), else as REST. No GraphQL route is
+        // known here (`graphql.paths`).
+        let protocol = host.request_headers().map(|h| Protocol::of(&|name| h.values(name), false));
+        let reply = LocalReply::unavailable(config.failure_status);
+        let out = reply.render(&protocol.unwrap_or_default(), Via::LocalReply, None);
+        let headers: Vec<(&str, &str)> = out.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        host.send_local_response(out.status, out.details, &headers, &out.body, out.grpc_status)
     }));
     match sent {
         Ok(Ok(())) => Action::Pause,

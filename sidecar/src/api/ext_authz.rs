@@ -12,6 +12,9 @@
 //!   address as the lookup API's `details` are) and `x-envoy-auth-headers-to-remove` naming the
 //!   flag headers this answer does not set, so a client's forged copy never reaches the app;
 //! - block: the block response (default `403` JSON); refusals: the filter's `400`/`413` replies;
+//!   each in the words of the request's protocol, as the filter says them (core's
+//!   `LocalReply::render`, `Via::ExtAuthz`: gRPC's `grpc-status`, Connect's and GraphQL's error
+//!   JSON), never as a `200`;
 //! - our own failure (DNS, store, the gateway key missing, invalid, over quota or burst): `5xx`,
 //!   so Envoy's `failure_mode_allow` / `status_on_error` decides. Except for a domain the strong
 //!   lists (or the operator's blocklist) name: it is judged `disposable` without the rest, so
@@ -27,8 +30,8 @@
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Name, Problem, ToJudge};
 use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
-    Policy, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
+    AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply,
+    Mode, Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst,
 };
 use std::net::IpAddr;
 
@@ -64,8 +67,51 @@ pub fn original_path(path: &str) -> Option<&str> {
 
 /// What one check came to: the answer and how it is counted.
 struct Checked {
-    response: Response<Vec<u8>>,
+    response: Answer,
     outcome: CheckOutcome,
+}
+
+/// A check's answer: ready as it is, or a refusal, said in the request's protocol at the edge.
+enum Answer {
+    Ready(Response<Vec<u8>>),
+    Refusal(Refusal),
+}
+
+impl From<Response<Vec<u8>>> for Answer {
+    fn from(response: Response<Vec<u8>>) -> Self {
+        Answer::Ready(response)
+    }
+}
+
+/// A [`LocalReply`] with its body owned, and velocity's `retry-after`.
+struct Refusal {
+    status: u16,
+    details: &'static str,
+    body: Vec<u8>,
+    retry_after: Option<u64>,
+}
+
+impl Refusal {
+    fn of(reply: &LocalReply<'_>) -> Self {
+        Self { status: reply.status, details: reply.details, body: reply.body.to_vec(), retry_after: None }
+    }
+
+    /// In the words of `protocol` (core's `LocalReply::render`), as a denial: never a `200`,
+    /// which Envoy would read as allow. Envoy hands its status, headers and body to the client
+    /// (a gRPC request's as `200` with our `grpc-status`).
+    fn render(&self, protocol: &Protocol) -> Response<Vec<u8>> {
+        let reply = LocalReply { status: self.status, details: self.details, body: &self.body };
+        let out = reply.render(protocol, Via::ExtAuthz, None);
+        let retry_after = self.retry_after.map(|s| s.to_string());
+        let headers: Vec<(&str, &str)> = out
+            .headers
+            .iter()
+            .map(|(n, v)| (*n, v.as_str()))
+            .chain(retry_after.as_deref().map(|s| ("retry-after", s)))
+            .collect();
+        let status = StatusCode::from_u16(out.status).ok().filter(|s| *s != StatusCode::OK);
+        response(status.unwrap_or(StatusCode::FORBIDDEN), &headers, out.body)
+    }
 }
 
 pub async fn handle(
@@ -77,7 +123,21 @@ pub async fn handle(
     let checked = check(api, session, request, log).await;
     api.metrics.ext_authz(checked.outcome);
     log.outcome = Some(checked.outcome.as_str());
-    checked.response
+    match checked.response {
+        Answer::Ready(response) => response,
+        Answer::Refusal(refusal) => {
+            let headers = &session.req_header().headers;
+            let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
+            refusal.render(&Protocol::of(&values, graphql_route(&api.ext_authz, request).is_some()))
+        }
+    }
+}
+
+/// The `graphql` setting when the checked request's path is one of its `paths` (normalized).
+fn graphql_route<'a>(config: &'a Enforcement, request: &Request) -> Option<&'a GraphQl> {
+    let graphql = config.graphql.as_ref()?;
+    let path = normalize_path(original_path(&request.path).unwrap_or_default());
+    graphql.paths.iter().any(|p| normalize_path(p) == path).then_some(graphql)
 }
 
 async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
@@ -110,13 +170,11 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     let configured = extract::from_headers(values, &sources.headers);
     let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, sources));
     let kind = BodyKind::for_request(&values);
-    let normalized = normalize_path(path);
-    let graphql = config.graphql.as_ref().filter(|g| g.paths.iter().any(|p| normalize_path(p) == normalized));
-    if let Some(graphql) = graphql
+    if let Some(graphql) = graphql_route(config, request)
         && !extract::graphql::is_signup(&kind, &body, &graphql.operations, MAX_BODY_BYTES)
     {
         let unread = allow(&[], &config.flag_headers.all()); // a client's forged flags removed
-        return Checked { response: unread, outcome: CheckOutcome::NotSignup };
+        return Checked { response: Answer::Ready(unread), outcome: CheckOutcome::NotSignup };
     }
     let found = if body.is_empty() {
         Carried::nothing()
@@ -157,7 +215,7 @@ fn by_problem(api: &Api, problem: Problem) -> Result<Bypass, LocalReply<'static>
 fn body_timed_out() -> Checked {
     let body = br#"{"error":"body_timeout","message":"The request body was not received in time."}"#.to_vec();
     Checked {
-        response: response(StatusCode::REQUEST_TIMEOUT, &[("content-type", "application/json")], body),
+        response: response(StatusCode::REQUEST_TIMEOUT, &[("content-type", "application/json")], body).into(),
         outcome: CheckOutcome::Refused,
     }
 }
@@ -253,7 +311,9 @@ async fn judge_all(
             None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
         },
         Settled::Invalid => invalid(api, None),
-        Settled::Bypass(bypass) => Checked { response: bypassed(config, bypass), outcome: CheckOutcome::Bypassed },
+        Settled::Bypass(bypass) => {
+            Checked { response: bypassed(config, bypass).into(), outcome: CheckOutcome::Bypassed }
+        }
     }
 }
 
@@ -328,7 +388,7 @@ fn verdict_answer(
 ) -> Checked {
     if verdict.disposable && config.mode == Mode::Block {
         let reply = LocalReply::blocked(config.block_status, &config.block_body);
-        return Checked { response: local_reply(&reply), outcome };
+        return Checked { response: Answer::Refusal(Refusal::of(&reply)), outcome };
     }
     let names = &config.flag_headers;
     let name = if verdict.disposable { "disposable" } else { "safe" };
@@ -352,21 +412,21 @@ fn verdict_answer(
             None => remove.push(name),
         }
     }
-    Checked { response: allow(&set, &remove), outcome }
+    Checked { response: allow(&set, &remove).into(), outcome }
 }
 
 /// Over a `block` limit of `velocity`: `429 too_many_signups`, which Envoy hands the client.
 fn too_many_signups(body: Vec<u8>, retry_after: u64) -> Checked {
-    let retry_after = retry_after.to_string();
-    let headers = [("content-type", "application/json"), ("retry-after", retry_after.as_str())];
-    Checked { response: response(StatusCode::TOO_MANY_REQUESTS, &headers, body), outcome: CheckOutcome::Refused }
+    let mut refusal = Refusal::of(&LocalReply::too_many_signups(&body));
+    refusal.retry_after = Some(retry_after);
+    Checked { response: Answer::Refusal(refusal), outcome: CheckOutcome::Refused }
 }
 
 /// No usable email: the policy's refusal, or through with the bypass header.
 fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>) -> Checked {
     match policy {
         Policy::Deny => refused(refusal),
-        Policy::Allow => Checked { response: bypassed(&api.ext_authz, bypass), outcome: CheckOutcome::Bypassed },
+        Policy::Allow => Checked { response: bypassed(&api.ext_authz, bypass).into(), outcome: CheckOutcome::Bypassed },
     }
 }
 
@@ -378,7 +438,7 @@ fn bypassed(config: &Enforcement, bypass: Bypass) -> Response<Vec<u8>> {
 }
 
 fn refused(reply: &LocalReply<'_>) -> Checked {
-    Checked { response: local_reply(reply), outcome: CheckOutcome::Refused }
+    Checked { response: Answer::Refusal(Refusal::of(reply)), outcome: CheckOutcome::Refused }
 }
 
 /// Our own failure: a 5xx, so the gateway's failure mode decides.
@@ -390,7 +450,7 @@ fn failed(e: ApiError, log: &mut LogFields) -> Checked {
         .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
     let body = format!(r#"{{"error":"verdict_unavailable","cause":"{}"}}"#, e.code.as_str());
     let response = response(status, &[("content-type", "application/json")], body.into_bytes());
-    Checked { response, outcome: CheckOutcome::Failed }
+    Checked { response: response.into(), outcome: CheckOutcome::Failed }
 }
 
 /// `200`: these headers set on the request, those removed from it.
@@ -399,11 +459,6 @@ fn allow(set: &[(&str, &str)], remove: &[&str]) -> Response<Vec<u8>> {
     let mut headers: Vec<(&str, &str)> = set.to_vec();
     headers.push((HEADERS_TO_REMOVE, &remove));
     response(StatusCode::OK, &headers, Vec::new())
-}
-
-fn local_reply(reply: &LocalReply<'_>) -> Response<Vec<u8>> {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::FORBIDDEN);
-    response(status, &[("content-type", "application/json")], reply.body.to_vec())
 }
 
 /// A response with these headers. One that cannot be built (a header value that is not one)
@@ -461,7 +516,76 @@ mod tests {
             flags: "free_provider".to_owned(),
             suggestion: None,
         };
-        verdict_answer(config, &verdict, Some(&details), &[], CheckOutcome::Judged).response
+        ready(verdict_answer(config, &verdict, Some(&details), &[], CheckOutcome::Judged))
+    }
+
+    fn ready(checked: Checked) -> Response<Vec<u8>> {
+        match checked.response {
+            Answer::Ready(response) => response,
+            Answer::Refusal(refusal) => panic!("a refusal: {}", refusal.details),
+        }
+    }
+
+    fn refusal(checked: Checked) -> Refusal {
+        match checked.response {
+            Answer::Refusal(refusal) => refusal,
+            Answer::Ready(response) => panic!("not a refusal: {}", response.status()),
+        }
+    }
+
+    fn blocked(config: &Enforcement) -> Refusal {
+        let verdict = AddressVerdict {
+            domain: Domain::parse("mailinator.com").unwrap(),
+            disposable: true,
+            flags: String::new(),
+            suggestion: None,
+        };
+        refusal(verdict_answer(config, &verdict, None, &[], CheckOutcome::Judged))
+    }
+
+    #[test]
+    fn a_rest_refusal_is_the_block_response_as_configured() {
+        let r = blocked(&config("{}")).render(&Protocol::Rest);
+        assert_eq!((r.status().as_u16(), header(&r, "content-type")), (403, Some("application/json")));
+        let expected = br#"{"error":"disposable_email","message":"Please sign up with a permanent email address."}"#;
+        assert_eq!(r.body(), expected);
+        let custom = config(r#"{"block_response":{"status":451,"body":{"error":"nope"}}}"#);
+        let r = blocked(&custom).render(&Protocol::Rest);
+        assert_eq!((r.status().as_u16(), r.body().as_slice()), (451, &br#"{"error":"nope"}"#[..]));
+    }
+
+    /// Issue 43: a gRPC client read the filter's `400` as `INTERNAL`; Envoy keeps the check's
+    /// `grpc-status` when it turns a gRPC request's denial into its `200`.
+    #[test]
+    fn a_grpc_refusal_carries_its_code_never_a_200() {
+        let r = blocked(&config("{}")).render(&Protocol::Grpc);
+        assert_eq!((r.status().as_u16(), header(&r, "grpc-status")), (403, Some("7")));
+        assert_eq!(header(&r, "grpc-message"), Some("Please sign up with a permanent email address."));
+        assert!(r.body().is_empty());
+        let r = refusal(refused(&LocalReply::UNREADABLE_BODY)).render(&Protocol::Grpc);
+        assert_eq!((r.status().as_u16(), header(&r, "grpc-status")), (400, Some("3")));
+        let web = Protocol::GrpcWeb { content_type: "application/grpc-web+proto".into(), text: false };
+        let streaming = Protocol::ConnectStreaming { content_type: "application/connect+json".into() };
+        for protocol in [Protocol::Rest, Protocol::Grpc, web, Protocol::ConnectUnary, streaming] {
+            for checked in [refused(&LocalReply::MISSING_EMAIL), refused(&LocalReply::BODY_TOO_LARGE)] {
+                let status = refusal(checked).render(&protocol).status();
+                assert!(status.is_client_error(), "{protocol:?}: {status}");
+            }
+        }
+    }
+
+    #[test]
+    fn too_many_signups_keeps_its_retry_after_in_every_protocol() {
+        let body = br#"{"error":"too_many_signups","message":"Later.","request_id":"r1"}"#.to_vec();
+        let r = refusal(too_many_signups(body.clone(), 60)).render(&Protocol::Rest);
+        assert_eq!((r.status().as_u16(), header(&r, "retry-after")), (429, Some("60")));
+        assert_eq!(r.body(), &body);
+        let r = refusal(too_many_signups(body, 60)).render(&Protocol::Grpc);
+        assert_eq!(
+            (r.status().as_u16(), header(&r, "grpc-status"), header(&r, "retry-after")),
+            (429, Some("8"), Some("60"))
+        );
+        assert_eq!(header(&r, "grpc-message"), Some("Later."));
     }
 
     const COUNTS: [&str; 3] = ["x-email-mailbox-signups", "x-email-client-signups", "x-email-velocity"];
@@ -473,7 +597,7 @@ mod tests {
     #[test]
     fn an_allowed_signup_gets_the_detail_headers_and_the_rest_are_removed() {
         let r = safe(&config("{}"), "J.o.h.n+x@gmail.com", false);
-        assert_eq!(r.status(), 200);
+        assert_eq!(r.status().as_u16(), 200);
         assert_eq!(header(&r, "x-email-normalized"), Some("john@gmail.com"));
         assert_eq!(header(&r, "x-email-role"), Some("false"));
         assert_eq!(header(&r, "x-email-relay"), Some("false"));
@@ -521,7 +645,7 @@ mod tests {
     #[test]
     fn a_header_that_cannot_be_sent_is_a_500_never_a_bare_200() {
         let r = allow(&[("x-email-normalized", "a\r\nx-email-verdict: safe")], &["x-email-verdict-bypass"]);
-        assert_eq!(r.status(), 500);
+        assert_eq!(r.status().as_u16(), 500);
         assert!(r.headers().get("x-email-verdict").is_none() && header(&r, HEADERS_TO_REMOVE).is_none());
     }
 
@@ -535,7 +659,7 @@ mod tests {
             email_verdict_core::ErrorCode::InternalError,
         ] {
             let checked = failed(ApiError::new(code, "x"), &mut log);
-            assert!(checked.response.status().is_server_error(), "{code:?}");
+            assert!(ready(checked).status().is_server_error(), "{code:?}");
         }
     }
 }
