@@ -172,6 +172,9 @@ impl fmt::Display for Report<'_> {
             let failed = outcomes.iter().zip(self.cases).filter(|(o, c)| o.judge(c.expect(*via)).is_err()).count();
             writeln!(f, "{}: {} of {} cases pass", via.name(), self.cases.len() - failed, self.cases.len())?;
         }
+        if self.failures() == 0 {
+            return writeln!(f, "\nno failures");
+        }
         writeln!(f, "\nfailures in full:")?;
         for (via, outcomes) in &self.runs {
             for (o, case) in outcomes.iter().zip(self.cases) {
