@@ -10,7 +10,8 @@
 //! **Bounds:** [`MAX_CONNECTIONS`] connections in all (one more is closed at once),
 //! [`STREAMS_PER_CONNECTION`] calls at once on each, a handshake within [`HANDSHAKE_TIME`], a
 //! request message of at most [`MAX_MESSAGE`] (the HTTP check's body limit plus headers) read
-//! within [`MESSAGE_TIME`], a call within the caller's `grpc-timeout` and at most [`CALL_TIME`].
+//! within [`MESSAGE_TIME`], a call within the caller's `grpc-timeout` and at most [`CALL_TIME`], a
+//! connection without calls closed after [`IDLE_TIME`].
 //! Input never panics: frames and messages are checked, protobuf decoding is prost's. Nothing
 //! logged names an email, a key or any byte of the request. On shutdown the listener stops
 //! accepting, each connection gets a GOAWAY and [`DRAIN_TIME`] to finish its calls.
@@ -54,6 +55,9 @@ pub const CALL_TIME: Duration = Duration::from_secs(15);
 /// The most the request message takes to arrive (Envoy sends it at once).
 pub const MESSAGE_TIME: Duration = Duration::from_secs(10);
 pub const HANDSHAKE_TIME: Duration = Duration::from_secs(10);
+/// A connection without a call for this long is closed (GOAWAY; Envoy opens a new one when it
+/// needs it), so idle connections cannot hold the places forever.
+pub const IDLE_TIME: Duration = Duration::from_secs(300);
 /// How long connections have to finish their calls after shutdown began.
 pub const DRAIN_TIME: Duration = Duration::from_secs(3);
 /// The request's header block (gRPC metadata): Envoy sends a few hundred bytes.
@@ -170,11 +174,14 @@ async fn serve_connection(api: Arc<Api>, socket: TcpStream, peer: Option<IpAddr>
     };
     let mut calls = JoinSet::new();
     let mut draining = false;
+    let idle = tokio::time::sleep(IDLE_TIME);
+    tokio::pin!(idle);
     loop {
         tokio::select! {
             next = connection.accept() => match next {
                 Some(Ok((request, respond))) => {
                     calls.spawn(serve_call(api.clone(), peer, request, respond));
+                    idle.as_mut().reset(Instant::now() + IDLE_TIME);
                 }
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "gRPC ext_authz: connection ended");
@@ -186,7 +193,13 @@ async fn serve_connection(api: Arc<Api>, socket: TcpStream, peer: Option<IpAddr>
                 draining = true;
                 connection.graceful_shutdown();
             }
-            Some(_) = calls.join_next(), if !calls.is_empty() => {}
+            Some(_) = calls.join_next(), if !calls.is_empty() => {
+                idle.as_mut().reset(Instant::now() + IDLE_TIME);
+            }
+            () = &mut idle, if calls.is_empty() && !draining => {
+                draining = true;
+                connection.graceful_shutdown();
+            }
         }
     }
 }
@@ -201,20 +214,27 @@ async fn serve_call(
     let limit = request.headers().get("grpc-timeout").and_then(|v| grpc_timeout(v.as_bytes()));
     let limit = limit.map_or(CALL_TIME, |t| t.min(CALL_TIME));
     let answer = tokio::time::timeout(limit, answer(&api, peer, request)).await;
-    let answer = answer.unwrap_or_else(|_| Err(Failure::new(Code::DeadlineExceeded, "the check took too long")));
+    let answer = answer.unwrap_or_else(|_| Err(unchecked(Code::DeadlineExceeded, "the check took too long")));
     send(&mut respond, answer);
+}
+
+/// A call answered without a check (not one it can read, or too slow): the status, and one
+/// log line with its fixed message (never a byte of the call), as each check has its line.
+fn unchecked(code: Code, message: &str) -> Failure {
+    tracing::warn!(route = "ext_authz_grpc", grpc_status = code as i32, message, "call not checked");
+    Failure::new(code, message)
 }
 
 async fn answer(api: &Api, peer: Option<IpAddr>, request: http::Request<RecvStream>) -> Result<CheckResponse, Failure> {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
     if parts.uri.path() != CHECK_PATH || parts.method != http::Method::POST {
-        return Err(Failure::new(Code::Unimplemented, "only envoy.service.auth.v3.Authorization/Check is served here"));
+        return Err(unchecked(Code::Unimplemented, "only envoy.service.auth.v3.Authorization/Check is served here"));
     }
     let grpc =
         parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     if !grpc {
-        return Err(Failure::new(Code::InvalidArgument, "content-type must be application/grpc"));
+        return Err(unchecked(Code::InvalidArgument, "content-type must be application/grpc"));
     }
     let mut log = LogFields::default();
     let mut request = Request {
@@ -239,13 +259,13 @@ async fn answer(api: &Api, peer: Option<IpAddr>, request: http::Request<RecvStre
     }
     let message = match read_message(body).await {
         Ok(message) => message,
-        Err(Unread::Failed) => return Err(Failure::new(Code::InvalidArgument, "the request message was cut short")),
+        Err(Unread::Failed) => return Err(unchecked(Code::InvalidArgument, "the request message was cut short")),
         Err(unread) => return finish(api, &request, ext_authz::not_read(api, unread), &mut log, started),
     };
     let message = unframe(&message)?;
-    let check = CheckRequest::decode(message).map_err(|_| Failure::new(Code::InvalidArgument, "not a CheckRequest"))?;
+    let check = CheckRequest::decode(message).map_err(|_| unchecked(Code::InvalidArgument, "not a CheckRequest"))?;
     let call =
-        Call::of(check).ok_or_else(|| Failure::new(Code::InvalidArgument, "the CheckRequest has no HTTP request"))?;
+        Call::of(check).ok_or_else(|| unchecked(Code::InvalidArgument, "the CheckRequest has no HTTP request"))?;
     request.method = call.method.clone();
     request.upstream_id =
         call.values("x-request-id").first().and_then(|v| email_verdict_core::signup::plain_request_id(v));
@@ -289,10 +309,10 @@ async fn read_message(mut body: RecvStream) -> Result<Vec<u8>, Unread> {
 /// The one message of a unary call: a 5-byte prefix (not compressed, its length) and exactly
 /// that many bytes.
 fn unframe(body: &[u8]) -> Result<&[u8], Failure> {
-    let malformed = || Failure::new(Code::InvalidArgument, "not one length-prefixed gRPC message");
+    let malformed = || unchecked(Code::InvalidArgument, "not one length-prefixed gRPC message");
     let (prefix, message) = body.split_at_checked(5).ok_or_else(malformed)?;
     if prefix[0] != 0 {
-        return Err(Failure::new(Code::Unimplemented, "compressed messages are not read: leave gRPC compression off"));
+        return Err(unchecked(Code::Unimplemented, "compressed messages are not read: leave gRPC compression off"));
     }
     let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
     if usize::try_from(length).ok() != Some(message.len()) {

@@ -174,6 +174,8 @@ fn calls_as_envoy_makes_them() {
     let log = sidecar.stderr_text();
     assert!(!log.contains("temp.user") && !log.contains(&key), "no email, no key in the log\n{log}");
     assert!(!log.contains("panicked"), "{log}");
+    let unchecked = log.lines().filter(|l| l.contains("call not checked")).count();
+    assert_eq!(unchecked, 6, "one line per call it could not read\n{log}");
     let metrics = Request::get("/metrics").send(sidecar.admin_addr()).text();
     assert!(metrics.contains("email_verdict_ext_authz_checks_total{outcome=\"failed\"} 2"), "{metrics}");
     // SIGTERM: the listener closes with the server, within its grace period.
