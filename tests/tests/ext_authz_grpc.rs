@@ -239,3 +239,26 @@ fn the_grpc_listener_is_refused_on_a_port_in_use_or_the_public_ones() {
     out.expect_code(2, "the public listener's address");
     assert!(out.stderr.contains("--ext-authz-grpc-listen"), "{}", out.stderr);
 }
+
+#[test]
+fn the_grpc_listener_comes_from_the_flag_the_environment_or_the_config_file() {
+    let nsd = Nsd::start();
+    for how in ["flag", "environment", "config file"] {
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let listen = addr.to_string();
+        let builder = Sidecar::builder().dns(nsd.addr());
+        let sidecar = match how {
+            "flag" => builder.args(&["--ext-authz-grpc-listen", &listen]),
+            "environment" => builder.env("EMAIL_VERDICT_EXT_AUTHZ_GRPC_LISTEN", &listen),
+            _ => builder.settings(&format!("ext-authz-grpc-listen = {listen:?}")),
+        }
+        .start();
+        // Ready (`/healthz` ok) only once the gRPC listener accepts too.
+        assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok(), "{how}: not listening");
+        let log = sidecar.stderr_text();
+        assert!(
+            log.lines().any(|l| l.contains("ready") && l.contains(&listen)),
+            "{how}: the ready line names it\n{log}"
+        );
+    }
+}
