@@ -4,9 +4,9 @@
 //! is the HTTP check's decision: the same refusals byte for byte, the same flag headers, the same
 //! counts, and Envoy's failure mode when the sidecar cannot answer.
 
-use email_verdict_tests::envoy::{Envoy, EnvoyBuilder, envoy_binary, signup};
+use email_verdict_tests::envoy::{Envoy, EnvoyBuilder, Gateway, grpc_ext_authz_gateway, signup};
 use email_verdict_tests::nsd::Nsd;
-use email_verdict_tests::sidecar::Sidecar;
+use email_verdict_tests::sidecar::{Sidecar, SidecarBuilder};
 use email_verdict_tests::{Request, Response, UpstreamApp, VERDICT_HEADERS, free_port};
 use serde_json::json;
 use std::io::{Read, Write};
@@ -19,32 +19,20 @@ fn shipped_config() -> String {
     email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json").display().to_string()
 }
 
-/// NSD, the sidecar with its gRPC listener, a recording app, and two Envoys in front of it: one
-/// checking over gRPC, one over HTTP (`/ext_authz`), both with the gateway's key.
+/// The gRPC gateway (NSD, the sidecar with its gRPC listener, a recording app, Envoy checking over
+/// gRPC) and a second Envoy in front of the same sidecar and app checking over HTTP.
 struct Stacks {
-    grpc: Envoy,
     http: Envoy,
-    app: UpstreamApp,
-    sidecar: Sidecar,
+    g: Gateway,
     grpc_addr: SocketAddr,
-    _nsd: Nsd,
 }
 
 fn stacks_with(args: &[&str], configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder) -> Stacks {
-    envoy_binary();
-    let nsd = Nsd::start();
-    let grpc_addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let listen = grpc_addr.to_string();
-    let sidecar = Sidecar::builder()
-        .dns(nsd.addr())
-        .keys(&["gateway"])
-        .args(&["--ext-authz-grpc-listen", &listen, "--ext-authz-config", &shipped_config()])
-        .args(args)
-        .start();
-    let app = UpstreamApp::start();
-    let grpc = configure(EnvoyBuilder::new(grpc_addr, app.addr()).api_key(sidecar.key()).template(TEMPLATE)).start();
-    let http = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key()).ext_authz().start();
-    Stacks { grpc, http, app, sidecar, grpc_addr, _nsd: nsd }
+    let config = shipped_config();
+    let sidecar = |b: SidecarBuilder| b.args(&["--ext-authz-config", &config]).args(args);
+    let (g, grpc_addr) = grpc_ext_authz_gateway(sidecar, configure);
+    let http = EnvoyBuilder::new(g.sidecar.addr(), g.app.addr()).api_key(g.sidecar.key()).ext_authz().start();
+    Stacks { http, g, grpc_addr }
 }
 
 fn stacks() -> Stacks {
@@ -67,11 +55,11 @@ fn a_disposable_signup_is_refused_exactly_as_the_http_check_refuses_it() {
         ("unreadable", signup("application/json", br#"{"email":"x@mailinator.com","n":NaN}"#)),
     ];
     for (what, req) in &cases {
-        let (grpc, http) = (s.grpc.send(req), s.http.send(req));
+        let (grpc, http) = (s.g.envoy.send(req), s.http.send(req));
         assert!(grpc.status >= 400 && grpc.status < 500, "{what}: refused over gRPC\n{grpc}");
         assert_eq!(refusal(&grpc), refusal(&http), "{what}: the gRPC check's refusal is the HTTP check's");
     }
-    assert_eq!(s.grpc.send(&cases[0].1).json()["error"], "disposable_email");
+    assert_eq!(s.g.envoy.send(&cases[0].1).json()["error"], "disposable_email");
     // Multipart, with a binary file before the address (raw_body carries the bytes unchanged).
     let body = [
         &b"--B\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"a.bin\"\r\n"[..],
@@ -79,13 +67,13 @@ fn a_disposable_signup_is_refused_exactly_as_the_http_check_refuses_it() {
         b"--B\r\nContent-Disposition: form-data; name=\"email\"\r\n\r\nsomeone@sub.mailinator.com\r\n--B--\r\n",
     ]
     .concat();
-    let resp = s.grpc.send(&signup("multipart/form-data; boundary=B", &body));
+    let resp = s.g.envoy.send(&signup("multipart/form-data; boundary=B", &body));
     assert_eq!((resp.status, resp.json()["error"].clone()), (403, json!("disposable_email")), "{resp}");
-    assert_eq!(s.app.count(), 0, "no refused signup reaches the app: {:?}", s.app.requests());
-    let log = s.sidecar.stderr_text();
+    assert_eq!(s.g.app.count(), 0, "no refused signup reaches the app: {:?}", s.g.app.requests());
+    let log = s.g.sidecar.stderr_text();
     assert!(log.contains("route=\"ext_authz_grpc\""), "one log line per gRPC check\n{log}");
-    assert!(!log.contains("temp.user") && !log.contains(s.sidecar.key()), "no email, no key in the log\n{log}");
-    let metrics = Request::get("/metrics").send(s.sidecar.admin_addr()).text();
+    assert!(!log.contains("temp.user") && !log.contains(s.g.sidecar.key()), "no email, no key in the log\n{log}");
+    let metrics = Request::get("/metrics").send(s.g.sidecar.admin_addr()).text();
     let refused = "email_verdict_ext_authz_checks_total{outcome=\"refused\"} 4";
     assert!(metrics.contains(refused), "both checks counted alike (2 invalid/unreadable, both ways)\n{metrics}");
 }
@@ -100,9 +88,9 @@ fn a_safe_signup_reaches_the_app_with_the_flag_headers_and_forgeries_are_removed
         .header("x-email-verdict-bypass", "no_email")
         .header("x-email-suggestion", "forged.example")
         .header("x-email-verdict-key", "ev_ffffffffffffffffffffffffffffffffffffffff");
-    let resp = s.grpc.send(&req);
+    let resp = s.g.envoy.send(&req);
     assert_eq!(resp.status, 200, "{resp}");
-    let seen = s.app.wait_for_request(1);
+    let seen = s.g.app.wait_for_request(1);
     assert_eq!(seen.headers_named("x-email-verdict"), ["safe"], "{:?}", seen.headers);
     assert_eq!(seen.headers_named("x-email-domain"), ["gmail.com"]);
     let flags = seen.headers_named("x-email-flags");
@@ -116,19 +104,19 @@ fn a_safe_signup_reaches_the_app_with_the_flag_headers_and_forgeries_are_removed
     // The HTTP check sets the same headers for the same signup.
     let other = json!({ "email": "Jane.Doe@GMAIL.com", "name": "Jane" }).to_string();
     assert_eq!(s.http.send(&signup("application/json", other.as_bytes())).status, 200);
-    let by_http = s.app.wait_for_request(2);
+    let by_http = s.g.app.wait_for_request(2);
     for name in ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-normalized", "x-email-role"] {
         assert_eq!(seen.headers_named(name), by_http.headers_named(name), "{name}");
     }
     // A signup without an address: through, marked; a request off the signup route: unchecked,
     // with every forged verdict header stripped.
-    let resp = s.grpc.send(&signup("application/json", br#"{"name":"Ann"}"#).header("x-email-verdict", "safe"));
+    let resp = s.g.envoy.send(&signup("application/json", br#"{"name":"Ann"}"#).header("x-email-verdict", "safe"));
     assert_eq!(resp.status, 200, "{resp}");
-    let seen = s.app.wait_for_request(3);
+    let seen = s.g.app.wait_for_request(3);
     assert_eq!(seen.headers_named("x-email-verdict-bypass"), ["no_email"], "{:?}", seen.headers);
     assert!(seen.header("x-email-verdict").is_none(), "{:?}", seen.headers);
-    assert_eq!(s.grpc.send(&Request::new("GET", "/home").header("x-email-verdict", "safe")).status, 200);
-    let seen = s.app.wait_for_request(4);
+    assert_eq!(s.g.envoy.send(&Request::new("GET", "/home").header("x-email-verdict", "safe")).status, 200);
+    let seen = s.g.app.wait_for_request(4);
     for h in VERDICT_HEADERS {
         assert!(seen.header(h).is_none(), "a forged {h} reached the app: {:?}", seen.headers);
     }
@@ -140,12 +128,12 @@ fn a_stopped_or_refusing_sidecar_gives_the_operators_failure_mode() {
     let app = UpstreamApp::start();
     let dead = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let key = "ev_0123456789abcdef0123456789abcdef01234567";
-    let closed = EnvoyBuilder::new(dead, app.addr()).api_key(key).template(TEMPLATE).start();
+    let closed = EnvoyBuilder::new(dead, app.addr()).api_key(key).ext_authz_grpc().start();
     assert_eq!(closed.signup_json("jane@gmail.com").status, 503, "failure_mode_allow false: refused");
     assert_eq!(app.count(), 0);
     let open = EnvoyBuilder::new(dead, app.addr())
         .api_key(key)
-        .template(TEMPLATE)
+        .ext_authz_grpc()
         .placeholder("FAILURE_MODE_ALLOW", "true")
         .start();
     let req = signup("application/json", br#"{"email":"jane@gmail.com"}"#).header("x-email-verdict", "safe");
@@ -157,9 +145,9 @@ fn a_stopped_or_refusing_sidecar_gives_the_operators_failure_mode() {
     // A running sidecar that refuses the key: our failure (UNAVAILABLE), so Envoy's failure mode
     // decides, as for the HTTP check's 5xx.
     let s = stacks_with(&[], |e| e.api_key("ev_ffffffffffffffffffffffffffffffffffffffff"));
-    assert_eq!(s.grpc.signup_json("jane@gmail.com").status, 503);
-    assert_eq!(s.app.count(), 0);
-    let metrics = Request::get("/metrics").send(s.sidecar.admin_addr()).text();
+    assert_eq!(s.g.envoy.signup_json("jane@gmail.com").status, 503);
+    assert_eq!(s.g.app.count(), 0);
+    let metrics = Request::get("/metrics").send(s.g.sidecar.admin_addr()).text();
     assert!(metrics.contains("email_verdict_ext_authz_checks_total{outcome=\"failed\"} 1"), "{metrics}");
 }
 
@@ -178,7 +166,7 @@ fn garbage_on_the_grpc_port_harms_nothing() {
         let _ = conn.read_to_end(&mut sink);
     }
     let _silent = TcpStream::connect(s.grpc_addr).unwrap();
-    let resp = s.grpc.signup_json("temp@mailinator.com");
+    let resp = s.g.envoy.signup_json("temp@mailinator.com");
     assert_eq!((resp.status, resp.json()["error"].clone()), (403, json!("disposable_email")), "{resp}");
 }
 
