@@ -8,7 +8,8 @@
 //! hand (`proto.rs`). One unary method needs no tonic/hyper/tower stack.
 //!
 //! **Bounds:** [`MAX_CONNECTIONS`] connections in all (one more is closed at once),
-//! [`STREAMS_PER_CONNECTION`] calls at once on each, a handshake within [`HANDSHAKE_TIME`], a
+//! [`STREAMS_PER_CONNECTION`] calls at once on each and [`MAX_CALLS`] in all, a handshake
+//! within [`HANDSHAKE_TIME`], a
 //! request message of at most [`MAX_MESSAGE`] (the HTTP check's body limit plus headers) read
 //! within [`MESSAGE_TIME`], a call within the caller's `grpc-timeout` and at most [`CALL_TIME`], a
 //! connection without calls closed after [`IDLE_TIME`].
@@ -48,6 +49,9 @@ pub const CHECK_PATH: &str = "/envoy.service.auth.v3.Authorization/Check";
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Calls at once on one connection (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`).
 pub const STREAMS_PER_CONNECTION: u32 = 128;
+/// Calls at once in all (each may hold a message of [`MAX_MESSAGE`]): the public listener's
+/// default connections, each with its one request. One more fails at once with `UNAVAILABLE`.
+pub const MAX_CALLS: usize = 4096;
 /// The largest `CheckRequest`: the HTTP check's body limit, and 1 MiB for headers and the rest.
 pub const MAX_MESSAGE: usize = ext_authz::MAX_BODY_BYTES + 1024 * 1024;
 /// The most one call takes (the caller's `grpc-timeout` is usually far lower).
@@ -118,6 +122,7 @@ impl BackgroundService for GrpcAuthz {
             Err(e) => return tracing::error!(error = %e, "gRPC ext_authz listener failed"),
         };
         let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let calls = Arc::new(Semaphore::new(MAX_CALLS));
         let (stop, stopping) = watch::channel(false);
         let mut connections = JoinSet::new();
         let mut last_warned: Option<Instant> = None;
@@ -126,10 +131,10 @@ impl BackgroundService for GrpcAuthz {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, peer)) => match places.clone().try_acquire_owned() {
                         Ok(place) => {
-                            let (api, stopping) = (self.api.clone(), stopping.clone());
+                            let (api, stopping, calls) = (self.api.clone(), stopping.clone(), calls.clone());
                             let peer = crate::client_ip::client_ip(Some(peer.ip()), &[], &[]);
                             connections.spawn(async move {
-                                serve_connection(api, socket, peer, stopping).await;
+                                serve_connection(api, socket, peer, calls, stopping).await;
                                 drop(place);
                             });
                         }
@@ -160,7 +165,13 @@ impl BackgroundService for GrpcAuthz {
     }
 }
 
-async fn serve_connection(api: Arc<Api>, socket: TcpStream, peer: Option<IpAddr>, mut stopping: watch::Receiver<bool>) {
+async fn serve_connection(
+    api: Arc<Api>,
+    socket: TcpStream,
+    peer: Option<IpAddr>,
+    places: Arc<Semaphore>,
+    mut stopping: watch::Receiver<bool>,
+) {
     let _ = socket.set_nodelay(true);
     let mut builder = h2::server::Builder::new();
     builder
@@ -179,10 +190,17 @@ async fn serve_connection(api: Arc<Api>, socket: TcpStream, peer: Option<IpAddr>
     loop {
         tokio::select! {
             next = connection.accept() => match next {
-                Some(Ok((request, respond))) => {
-                    calls.spawn(serve_call(api.clone(), peer, request, respond));
-                    idle.as_mut().reset(Instant::now() + IDLE_TIME);
-                }
+                Some(Ok((request, mut respond))) => match places.clone().try_acquire_owned() {
+                    Ok(place) => {
+                        let call = serve_call(api.clone(), peer, request, respond);
+                        calls.spawn(async move {
+                            call.await;
+                            drop(place);
+                        });
+                    }
+                    // Past the calls in all: our overload, Envoy's failure mode decides.
+                    Err(_) => send(&mut respond, Err(unchecked(Code::Unavailable, "too many calls at once"))),
+                },
                 Some(Err(e)) => {
                     tracing::debug!(error = %e, "gRPC ext_authz: connection ended");
                     break;
