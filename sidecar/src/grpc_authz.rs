@@ -16,8 +16,9 @@
 //! Input never panics: frames and messages are checked, protobuf decoding is prost's. Nothing
 //! logged names an email, a key or any byte of the request. On shutdown the listener stops
 //! accepting, each connection gets a GOAWAY and [`DRAIN_TIME`] to finish its calls.
-//! The socket is bound with `SO_REUSEPORT`, so a `serve --upgrade` binds beside the running
-//! process and takes over without a gap.
+//! The socket is bound with `SO_REUSEPORT` (Pingora's upgrade hands over only its own
+//! listeners), so a `serve --upgrade` binds beside the running process: the port never stops
+//! listening.
 
 pub mod check;
 pub mod proto;

@@ -250,3 +250,27 @@ fn the_grpc_listener_comes_from_the_flag_the_environment_or_the_config_file() {
         );
     }
 }
+
+#[test]
+fn an_upgrade_takes_the_grpc_listener_over() {
+    let mut s = stacks();
+    let mut new = s.g.sidecar.spawn_upgrade();
+    let line_from = |p: &mut email_verdict_tests::ChildProcess, text: &str| {
+        email_verdict_tests::wait_for(&format!("{text:?} from the new process"), Duration::from_secs(30), || {
+            (p.stderr_text().contains(text) || p.stdout_text().contains(text)).then_some(())
+        })
+    };
+    line_from(&mut new, "upgrade: waiting for the listeners");
+    s.g.sidecar.process().signal("QUIT");
+    line_from(&mut new, " ready listen=");
+    let mut old = s.g.sidecar.replace_process(new);
+    // The old process closes its gRPC listener when it shuts down; the new one, bound beside it
+    // (SO_REUSEPORT), answers the checks from then on.
+    let status = old.wait_timeout(Duration::from_secs(30)).expect("the old process exits");
+    assert!(status.success(), "{status}");
+    let resp = s.g.envoy.signup_json("temp@mailinator.com");
+    assert_eq!((resp.status, resp.json()["error"].clone()), (403, json!("disposable_email")), "{resp}");
+    assert_eq!(s.g.envoy.signup_json("jane@gmail.com").status, 200);
+    let log = s.g.sidecar.stderr_text();
+    assert!(log.contains("route=\"ext_authz_grpc\""), "the new process checked\n{log}");
+}
