@@ -131,11 +131,13 @@ pub struct RequestFilter {
     /// (the sidecar logs it beside its own) and on every local reply, so one id finds the
     /// request in Envoy's access log and the sidecar's log.
     request_id: Option<String>,
+    /// The route is one of `graphql.paths`: a signup only when its body runs a named operation.
+    graphql: bool,
 }
 
 impl RequestFilter {
     pub fn new(config: Rc<FilterConfig>) -> Self {
-        Self { config, state: State::Start, request_id: None }
+        Self { config, state: State::Start, request_id: None, graphql: false }
     }
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
@@ -159,6 +161,7 @@ impl RequestFilter {
             self.state = State::Passthrough;
             return Action::Continue;
         }
+        self.graphql = config.is_graphql(&path);
         let step = match stripped {
             Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
             Err(e) => ctx.host_failed("could not strip the flag headers", e),
@@ -264,8 +267,11 @@ impl RequestFilter {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let step =
-            Ctx { config: &config, host, request_id: self.request_id.as_deref() }.body_complete(&kind, early, judging);
+        let mut ctx = Ctx { config: &config, host, request_id: self.request_id.as_deref() };
+        if self.graphql && !ctx.runs_a_signup(&kind) {
+            return Action::Continue; // another operation on the GraphQL route: not a signup
+        }
+        let step = ctx.body_complete(&kind, early, judging);
         self.settle(step)
     }
 
@@ -322,7 +328,7 @@ impl<H: Host> Ctx<'_, H> {
         if length.is_some_and(|len| len > self.config.max_body_bytes as u64) {
             return self.body_too_large();
         }
-        let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"));
+        let kind = BodyKind::for_request(&|name| headers.values(name));
         if self.config.hold_headers {
             return Step::AwaitBody { kind, early, judging: Judging::default() };
         }
@@ -354,8 +360,19 @@ impl<H: Host> Ctx<'_, H> {
         if body.len() > max {
             return self.body_too_large();
         }
-        let found = extract::read_body(kind, &body, &self.config.enforce.email);
+        let found = extract::read_body(kind, &body, &self.config.enforce.email, max);
         self.judge_whole(early.and(found), judging)
+    }
+
+    /// On a GraphQL route: whether the body runs one of `graphql.operations` (a body that cannot
+    /// be read counts as one: it is then refused as unreadable).
+    fn runs_a_signup(&mut self, kind: &BodyKind) -> bool {
+        let Some(graphql) = &self.config.enforce.graphql else { return true };
+        let max = self.config.max_body_bytes;
+        match self.host.request_body(max.saturating_add(1)) {
+            Ok(body) => body.len() > max || extract::graphql::is_signup(kind, &body, &graphql.operations, max),
+            Err(_) => true,
+        }
     }
 
     fn body_too_large(&mut self) -> Step {

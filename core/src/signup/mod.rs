@@ -6,6 +6,7 @@
 pub mod extract;
 pub mod judgement;
 pub mod outcome;
+pub mod path;
 pub mod settings;
 pub mod velocity;
 
@@ -15,6 +16,6 @@ pub use outcome::{
     plain_request_id,
 };
 pub use settings::{
-    BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
-    Subaddressed,
+    BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, GraphQl,
+    Mode, Policy, Subaddressed,
 };

@@ -26,6 +26,7 @@
 //! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Name, Problem, ToJudge};
+use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
     Policy, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
@@ -150,13 +151,22 @@ pub async fn decide(api: &Api, signup: &Signup<'_>, request: &Request, log: &mut
     let sources = &config.email;
     let configured = extract::from_headers(values, &sources.headers);
     let early = Carried::new(configured, Domains::default()).and(extract::read_query(target, sources));
-    let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"));
+    let kind = BodyKind::for_request(values);
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let normalized = normalize_path(path);
+    let graphql = config.graphql.as_ref().filter(|g| g.paths.iter().any(|p| normalize_path(p) == normalized));
+    if let Some(graphql) = graphql
+        && !extract::graphql::is_signup(&kind, body, &graphql.operations, MAX_BODY_BYTES)
+    {
+        let unread = allow(&[], &config.flag_headers.all()); // a client's forged flags removed
+        return Checked { response: unread, outcome: CheckOutcome::NotSignup };
+    }
     let found = if body.is_empty() {
         Carried::nothing()
     } else if signup.partial {
         Carried::new(Extracted::Unreadable(extract::Unreadable::TooComplex), Domains::default())
     } else {
-        extract::read_body(&kind, body, sources)
+        extract::read_body(&kind, body, sources, MAX_BODY_BYTES)
     };
     let whole = early.and(found).to_judge(config.max_domains);
     let problem = match whole.problem {
