@@ -274,3 +274,44 @@ fn an_upgrade_takes_the_grpc_listener_over() {
     let log = s.g.sidecar.stderr_text();
     assert!(log.contains("route=\"ext_authz_grpc\""), "the new process checked\n{log}");
 }
+
+/// A gRPC-framed protobuf signup (binary: it reaches the check intact only as `raw_body`) is
+/// judged as the HTTP check judges it: the same refusal for a disposable address, the same
+/// headers and the same bytes at the app for a real one.
+#[test]
+fn a_binary_grpc_signup_is_judged_as_the_http_check_judges_it() {
+    let s = stacks();
+    let framed = |email: &str| {
+        // A message with the address in field 1 and a non-UTF-8 bytes field 2.
+        let mut message = vec![0x0a, email.len() as u8];
+        message.extend_from_slice(email.as_bytes());
+        message.extend_from_slice(&[0x12, 3, 0xff, 0xfe, 0x80]);
+        let mut body = vec![0];
+        body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        body.extend_from_slice(&message);
+        body
+    };
+    let grpc_signup = |email: &str| {
+        Request::new("POST", "/signup")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(&framed(email))
+    };
+    let req = grpc_signup("temp.user@mailinator.com");
+    let (grpc, http) = (s.g.envoy.send(&req), s.http.send(&req));
+    let reply = |r: &Response| {
+        (r.status, r.header("content-type").map(str::to_owned), r.header("grpc-status").map(str::to_owned), r.text())
+    };
+    assert_eq!(reply(&grpc), reply(&http), "the gRPC check's refusal is the HTTP check's");
+    assert!(grpc.status >= 400 || grpc.header("grpc-status").is_some_and(|s| s != "0"), "refused\n{grpc}");
+    assert_eq!(s.g.app.count(), 0, "{:?}", s.g.app.requests());
+    let req = grpc_signup("jane@gmail.com");
+    assert_eq!(s.g.envoy.send(&req).status, 200);
+    let by_grpc = s.g.app.wait_for_request(1);
+    assert_eq!(by_grpc.body, framed("jane@gmail.com"), "the body reaches the app intact");
+    assert_eq!(s.http.send(&req).status, 200);
+    let by_http = s.g.app.wait_for_request(2);
+    for name in ["x-email-verdict", "x-email-domain", "x-email-flags", "x-email-verdict-bypass"] {
+        assert_eq!(by_grpc.headers_named(name), by_http.headers_named(name), "{name}: {:?}", by_grpc.headers);
+    }
+}
