@@ -29,6 +29,7 @@
 //! Parsing never panics, whatever the input. No proxy-wasm types here: the filter and the sidecar's ext_authz endpoint both use it.
 
 mod again;
+mod base64;
 mod carried;
 pub mod decode;
 mod fold;

@@ -1,8 +1,6 @@
 //! Issue 43: the bodies a mesh carries, read in full, through the one entry point the gateways
 //! use (`BodyKind::for_request` + `read_body`).
 
-use base64::Engine;
-
 use super::protobuf::tests::string_field;
 use super::*;
 
@@ -41,7 +39,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 }
 
 fn b64(data: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(data)
+    super::base64::tests::encode(data, true)
 }
 
 /// A signup message: the address at field 1, a profile (field 3) with an invitee.
