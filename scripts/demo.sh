@@ -283,6 +283,16 @@ cat <<EOF
  # a path variant the app would route to /signup is judged all the same (403)
  curl -si --path-as-is http://$LISTEN//Signup/ -d 'email=temp@mailinator.com'
 
+ # a gRPC signup (acme.v1.Accounts/SignUp, the address at field 1) with a disposable address:
+ # refused before the app, as gRPC says it: grpc-status 7 (PERMISSION_DENIED) and a grpc-message
+ printf '\x00\x00\x00\x00\x14\x0a\x12bob@mailinator.com' | curl -si --http2-prior-knowledge \\
+   http://$LISTEN/acme.v1.Accounts/SignUp -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @-
+
+ # a GraphQL signUp mutation hiding the @ in a string escape: refused with a GraphQL error;
+ # other queries on /graphql pass unread
+ curl -si http://$LISTEN/graphql -H 'content-type: application/json' \\
+   -d '{"query": "mutation { signUp(email: \\"bob\\\\u0040mailinator.com\\") { id } }"}'
+
  # a forged verdict header does not help (403), and is removed before the app sees anything
  curl -s http://$LISTEN/signup -H 'x-email-verdict: safe' -d 'email=temp@mailinator.com' -o /dev/null -w '%{http_code}\n'
  curl -s http://$LISTEN/signup -H 'x-email-verdict: disposable' -d 'email=jane@gmail.com'

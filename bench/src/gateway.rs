@@ -4,7 +4,10 @@
 //! the real verdict service behind both enforcement points: the shipped ext_authz configuration
 //! against the sidecar's `/ext_authz` and against a bare server answering its bytes, and the
 //! filter calling the real sidecar on every request; last, a signup counted by the sidecar
-//! (`velocity`, issue 32) through each enforcement point.
+//! (`velocity`, issue 32) through each enforcement point; and the protocols of issue 43: the
+//! cached signup as one gRPC message, and a large GraphQL query on a GraphQL route that runs no
+//! signup operation (read for its operation, then let through unread) beside the same query with
+//! no filter.
 //!
 //! The callout and ext_authz cases of rows 5–6 call the same endpoint: a bare Pingora server
 //! answering the bytes of a cached sidecar lookup, so the two differ only in the gateway's work.
@@ -29,13 +32,13 @@ use crate::build::{Build, Filter};
 use crate::capture::Captured;
 use crate::envoy::{BenchEnvoy, pin};
 use crate::report::{cells, count, cpu_ratio, errors, met, ms};
-use crate::wrk::{Run, post_script};
+use crate::wrk::{Run, post_script, post_script_bytes};
 use crate::{Case, Ctx, GATEWAY_PLAN};
 
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
-const RATIOS: [(usize, usize, Option<f64>); 15] = [
+const RATIOS: [(usize, usize, Option<f64>); 18] = [
     (1, 0, Some(0.97)),
     (3, 2, Some(0.9)),
     (4, 5, Some(1.0)),
@@ -51,6 +54,9 @@ const RATIOS: [(usize, usize, Option<f64>); 15] = [
     (13, 2, None),
     (14, 2, None),
     (14, 4, None),
+    (15, 3, None),
+    (15, 2, None),
+    (16, 17, None),
 ];
 /// The header the diagnostic case carries the email in.
 const EMAIL_HEADER: &str = "x-signup-email";
@@ -64,7 +70,7 @@ const MAILBOX_SECRET: &str = "email-verdict-bench-mailbox-secret-0123456789";
 /// one firing would show as `too_many_signups` and as non-2xx answers.
 const NEVER: u64 = 1_000_000_000_000;
 /// The rows; their number is the position here, plus one.
-const ROWS: [&str; 15] = [
+const ROWS: [&str; 18] = [
     "no filter, GET /",
     "filter on, non-signup route, GET /",
     "no filter, POST /signup",
@@ -80,6 +86,9 @@ const ROWS: [&str; 15] = [
     "(floor) no filter, POST /signup, Envoy's buffer filter + the 6 verdict headers added by the route",
     "(diagnostic) filter on, POST /signup, not a signup in its configuration (the filter runs, reads nothing)",
     "filter, POST /signup, sidecar down (connection refused), 100,000 decided names kept, cache off",
+    "filter, POST /signup as gRPC (one framed protobuf message, over HTTP/1.1), cached verdict",
+    "filter, POST /graphql, a 16 KB query running no signup operation (read for its operation, passed unread)",
+    "no filter, POST /graphql, the same 16 KB query",
 ];
 /// Row 15: how many names the sidecar's decisions hold when it goes away.
 const DECIDED_NAMES: usize = 100_000;
@@ -98,7 +107,7 @@ pub struct Side<'a> {
 }
 
 /// The rows that run a filter (0-based); the others are the same whichever filter a build has.
-const FILTER_ROWS: [usize; 8] = [1, 3, 4, 6, 9, 10, 13, 14];
+const FILTER_ROWS: [usize; 10] = [1, 3, 4, 6, 9, 10, 13, 14, 15, 16];
 /// The dynamic module's targets (issue 33): (row, baseline row, least ratio of requests/s).
 const MODULE_TARGETS: [(usize, usize, f64); 3] = [(1, 0, 0.99), (3, 2, 0.85), (4, 5, 1.0)];
 
@@ -130,6 +139,9 @@ struct Setup {
     authz_counting: Result<Envoy, String>,
     /// Row 15: the filter whose sidecar is gone, after it fetched [`DECIDED_NAMES`] decisions.
     sidecar_down: Envoy,
+    /// Rows 16–17: the shipped filter reading gRPC's address at field 1 and a GraphQL route (or
+    /// why an older build cannot).
+    protocols: Result<Envoy, String>,
     _app: Bare,
     endpoint: Bare,
     authz_endpoint: Bare,
@@ -210,6 +222,14 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         None => Err("its sidecar has no --mailbox-secret (no signup counts)".to_owned()),
     };
     let sidecar_down = sidecar_gone_after_decisions(build, app.addr(), key)?;
+    let protocols = build
+        .filter_envoy(sidecar.addr(), app.addr())
+        .api_key(key)
+        .set("/email/proto_fields", json!(["1"]))
+        .set("/graphql", json!({ "paths": ["/graphql"], "operations": ["signUp"] }))
+        .set("/cache/ttl_seconds", json!(CACHED_TTL))
+        .try_start()
+        .map_err(|f| format!("its filter reads no gRPC or GraphQL ({})", first_error_line(&f.log)));
     let mut pids = vec![
         sidecar_down.pid(),
         plain.pid(),
@@ -221,7 +241,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         authz_sidecar.pid(),
         callout_sidecar.pid(),
     ];
-    pids.extend(counting.iter().chain(&authz_counting).map(Envoy::pid));
+    pids.extend(counting.iter().chain(&authz_counting).chain(&protocols).map(Envoy::pid));
     for pid in pids {
         pin(pid, ctx.envoy_cpu);
     }
@@ -233,6 +253,13 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
     for envoy in counting.iter().chain(&authz_counting) {
         let warm = envoy.send(&post());
         ensure!(warm.status == 200, "warm-up signup with counting on answered\n{warm}");
+    }
+    if let Ok(envoy) = &protocols {
+        let warm = envoy.send(&signup("application/grpc", &grpc_signup()));
+        ensure!(warm.status == 200, "warm-up gRPC signup answered\n{warm}");
+        let graphql = Request::new("POST", "/graphql").header("Content-Type", "application/json");
+        let query = envoy.send(&graphql.body(graphql_query().as_bytes()));
+        ensure!(query.status == 200, "warm-up GraphQL query answered\n{query}");
     }
     Ok(Setup {
         plain,
@@ -248,6 +275,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         counting,
         authz_counting,
         sidecar_down,
+        protocols,
         _app: app,
         endpoint,
         authz_endpoint,
@@ -315,13 +343,29 @@ fn ext_authz_check(sidecar: &Sidecar, key: &str) -> anyhow::Result<email_verdict
 }
 
 /// The cases of one side, by row (`None`: the build cannot run the row).
-fn cases(
-    s: &Setup,
-    side: &Side,
-    rows: &[usize],
-    post: Option<&std::path::Path>,
-    post_header: Option<&std::path::Path>,
-) -> Vec<Option<Case>> {
+/// The wrk scripts of the rows.
+struct Scripts<'a> {
+    post: Option<&'a std::path::Path>,
+    post_header: Option<&'a std::path::Path>,
+    grpc: Option<&'a std::path::Path>,
+    graphql: Option<&'a std::path::Path>,
+}
+
+/// [`SIGNUP`] as one gRPC message (`email` = 1, `name` = 2), framed.
+fn grpc_signup() -> Vec<u8> {
+    let field = |n: u8, v: &str| [vec![n << 3 | 2, v.len() as u8], v.as_bytes().to_vec()].concat();
+    let message = [field(1, "ann@gmail.com"), field(2, "Test User")].concat();
+    [vec![0], (message.len() as u32).to_be_bytes().to_vec(), message].concat()
+}
+
+/// A GraphQL request of about 16 KB running a query (no signup operation).
+fn graphql_query() -> String {
+    let fields: String = (0..400).map(|i| format!("f{i}: profile(id: {i}) {{ id name }} ")).collect();
+    json!({ "query": format!("query Dashboard {{ {fields} }}"), "variables": {} }).to_string()
+}
+
+fn cases(s: &Setup, side: &Side, rows: &[usize], scripts: &Scripts) -> Vec<Option<Case>> {
+    let (post, post_header) = (scripts.post, scripts.post_header);
     let sidecar_pid = side.sidecar.pid();
     let envoy = |row: usize, e: &Envoy, script| Case::new(ROWS[row], e.addr(), "/signup", script, vec![e.pid()]);
     let counting_pid = s.counting_sidecar.as_ref().map(|(c, _)| c.pid());
@@ -341,6 +385,9 @@ fn cases(
         Some(Case::new(ROWS[12], s.buffered.addr(), "/signup", post, vec![s.buffered.pid()])),
         Some(envoy(13, &s.idle_filter, post)),
         Some(envoy(14, &s.sidecar_down, post)),
+        s.protocols.as_ref().ok().map(|e| envoy(15, e, scripts.grpc)),
+        s.protocols.as_ref().ok().map(|e| Case::new(ROWS[16], e.addr(), "/graphql", scripts.graphql, vec![e.pid()])),
+        Some(Case::new(ROWS[17], s.plain.addr(), "/graphql", scripts.graphql, vec![s.plain.pid()])),
     ];
     let selected = |row: usize| rows.is_empty() || rows.contains(&(row + 1));
     let runs_row = |row: usize| selected(row) && (!side.filter_only || FILTER_ROWS.contains(&row));
@@ -353,9 +400,16 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
     let post = write(ctx.dir.path(), "signup.lua", &post_script("application/json", SIGNUP, &[]))?;
     let header = [(EMAIL_HEADER, "ann@gmail.com")];
     let post_header = write(ctx.dir.path(), "signup-header.lua", &post_script("application/json", SIGNUP, &header))?;
-    let (post, post_header) = (Some(post.as_path()), Some(post_header.as_path()));
+    let grpc = write(ctx.dir.path(), "signup-grpc.lua", &post_script_bytes("application/grpc", &grpc_signup(), &[]))?;
+    let graphql = write(ctx.dir.path(), "graphql.lua", &post_script("application/json", &graphql_query(), &[]))?;
+    let scripts = Scripts {
+        post: Some(post.as_path()),
+        post_header: Some(post_header.as_path()),
+        grpc: Some(grpc.as_path()),
+        graphql: Some(graphql.as_path()),
+    };
     let mut by_side: Vec<Vec<Option<Case>>> =
-        setups.iter().zip(sides).map(|(s, side)| cases(s, side, &ctx.envoy_rows, post, post_header)).collect();
+        setups.iter().zip(sides).map(|(s, side)| cases(s, side, &ctx.envoy_rows, &scripts)).collect();
     // Row by row, each side's run of it in turn: with a baseline, the builds alternate.
     let mut flat = Vec::new();
     let mut slots = Vec::new();
@@ -386,6 +440,7 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
         }
         10 => setups[i].counting.as_ref().err().cloned(),
         11 => setups[i].authz_counting.as_ref().err().cloned(),
+        15 | 16 => setups[i].protocols.as_ref().err().cloned(),
         _ => None,
     };
     let rows: Vec<String> = (0..ROWS.len())
@@ -418,7 +473,12 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
          makes Envoy do (row 4 vs row 13: the filter's own cost above that floor). Row 14 runs the filter on the signup route with \
          no signup route in its configuration: what the filter's mere presence on a POST costs. Row 15: the \
          filter with the cache off after it fetched 100,000 decided names from a stand-in sidecar that then went \
-         away (every callout refused, every signup judged by the kept decisions, then `failure_mode`).\n\n\
+         away (every callout refused, every signup judged by the kept decisions, then `failure_mode`). \
+         Row 16: the cached signup sent as one gRPC message (`application/grpc`, a 5-byte frame, the address at \
+         field 1, `email.proto_fields: [\"1\"]`) over HTTP/1.1 (wrk has no HTTP/2; the filter's reading is the \
+         same). Rows 17–18: a GraphQL query of about 16 KB on a `graphql.paths` route (`operations: [signUp]`): \
+         the filter holds the body, finds no signup operation and lets it through unread, against the same \
+         request with no filter.\n\n\
          Filter counters: {}.\n",
         rows.join("\n"),
         checks[0],

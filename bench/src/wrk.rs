@@ -121,9 +121,33 @@ pub fn post_script(content_type: &str, body: &str, headers: &[(&str, &str)]) -> 
     s + &format!("wrk.body = [==[{body}]==]\n")
 }
 
+/// [`post_script`] for a body of any bytes (a gRPC frame): each byte that is not printable
+/// ASCII written as a Lua decimal escape.
+pub fn post_script_bytes(content_type: &str, body: &[u8], headers: &[(&str, &str)]) -> String {
+    let mut s = format!("wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = {content_type:?}\n");
+    for (name, value) in headers {
+        s.push_str(&format!("wrk.headers[{name:?}] = {value:?}\n"));
+    }
+    let escaped: String = body
+        .iter()
+        .map(|&b| match b {
+            b'"' | b'\\' => format!("\\{}", char::from(b)),
+            0x20..=0x7e => char::from(b).to_string(),
+            _ => format!("\\{b:03}"),
+        })
+        .collect();
+    s + &format!("wrk.body = \"{escaped}\"\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_are_escaped_for_lua() {
+        let script = post_script_bytes("application/grpc", b"\0\x05a\"\\", &[]);
+        assert!(script.ends_with("wrk.body = \"\\000\\005a\\\"\\\\\"\n"), "{script}");
+    }
 
     #[test]
     fn parses_a_latency_report() {

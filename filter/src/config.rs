@@ -12,15 +12,15 @@ use serde::Deserialize;
 use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, parse_json, to_u16};
 use email_verdict_core::signup::velocity::{MIN_MAILBOX_SECRET as MIN_SECRET, VelocityLimits, mailbox_secret};
 use email_verdict_core::signup::{
-    BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode,
-    Policy, Subaddressed,
+    BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders,
+    GraphQl, Mode, Policy, Subaddressed,
 };
 
 use crate::cache::VerdictCache;
 use crate::decided::LocalCopy;
 use crate::fallback::{self, NameSet};
 use crate::flight::Flights;
-use crate::signup_path;
+use email_verdict_core::signup::path as signup_path;
 
 const MAX_TIMEOUT_MS: u64 = 60_000;
 const MAX_ENTRIES: u64 = 1_000_000;
@@ -88,6 +88,10 @@ pub struct PluginConfig {
     pub mailbox_secret: Option<String>,
     #[serde(default)]
     pub mailbox_secret_env: Option<String>,
+    /// GraphQL routes and the mutations that are signups (core's `GraphQl`); their paths are
+    /// signup routes for POST.
+    #[serde(default)]
+    pub graphql: Option<GraphQl>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -272,6 +276,8 @@ pub struct Sidecar {
 pub struct FilterConfig {
     pub sidecar: Sidecar,
     pub routes: Vec<Route>,
+    /// `graphql.paths`, normalized: signup routes for POST, read by operation.
+    pub graphql_paths: Vec<String>,
     /// Where the email is, block or flag, and the answers: shared with ext_authz.
     pub enforce: Enforcement,
     pub failure_mode: FailureMode,
@@ -303,11 +309,19 @@ impl FilterConfig {
     /// True when the request is a signup: a route names its method (case-insensitive) and its
     /// normalized path (`signup_path`: query, slashes, dot segments, escapes, `;params`, case).
     pub fn is_signup(&self, method: &str, path: &str) -> bool {
-        if !self.routes.iter().any(|r| r.method.eq_ignore_ascii_case(method)) {
+        let graphql = !self.graphql_paths.is_empty() && method.eq_ignore_ascii_case("POST");
+        if !graphql && !self.routes.iter().any(|r| r.method.eq_ignore_ascii_case(method)) {
             return false; // no path work for the methods no route names
         }
         let normalized = signup_path::normalize(path);
-        self.routes.iter().any(|r| r.matches(method, &normalized))
+        (graphql && self.graphql_paths.contains(&normalized))
+            || self.routes.iter().any(|r| r.matches(method, &normalized))
+    }
+
+    /// True when `path` is one of `graphql.paths` (normalized): a signup only for the operations
+    /// named (core's `extract::graphql`).
+    pub fn is_graphql(&self, path: &str) -> bool {
+        !self.graphql_paths.is_empty() && self.graphql_paths.contains(&signup_path::normalize(path))
     }
 }
 
@@ -331,6 +345,7 @@ impl PluginConfig {
             velocity: self.velocity.clone(),
             on_subaddressed: self.on_subaddressed,
             max_domains: self.max_domains,
+            graphql: self.graphql.clone(),
         }
     }
 
@@ -398,9 +413,12 @@ impl PluginConfig {
             authorization: format!("Bearer {key}"),
         };
         let routes = self.signup_routes.into_iter().map(route).collect();
+        let graphql_paths =
+            enforce.graphql.iter().flat_map(|g| g.paths.iter()).map(|p| signup_path::normalize(p)).collect();
         Ok(FilterConfig {
             sidecar,
             routes,
+            graphql_paths,
             enforce,
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),

@@ -131,6 +131,8 @@ pub struct RequestFilter {
     /// (the sidecar logs it beside its own) and on every local reply, so one id finds the
     /// request in Envoy's access log and the sidecar's log.
     request_id: Option<String>,
+    /// The route is one of `graphql.paths`: a signup only when its body runs a named operation.
+    graphql: bool,
     /// The protocol the request speaks: every local reply answers in it.
     protocol: Protocol,
 }
@@ -140,7 +142,7 @@ static REST: Protocol = Protocol::Rest;
 
 impl RequestFilter {
     pub fn new(config: Rc<FilterConfig>) -> Self {
-        Self { config, state: State::Start, request_id: None, protocol: Protocol::Rest }
+        Self { config, state: State::Start, request_id: None, graphql: false, protocol: Protocol::Rest }
     }
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
@@ -164,8 +166,8 @@ impl RequestFilter {
             self.state = State::Passthrough;
             return Action::Continue;
         }
-        // A GraphQL route (the `graphql.paths` setting) is not known here yet: REST's replies.
-        self.protocol = Protocol::of(&|name| headers.values(name), false);
+        self.graphql = config.is_graphql(&path);
+        self.protocol = Protocol::of(&|name| headers.values(name), self.graphql);
         ctx.protocol = &self.protocol;
         let step = match stripped {
             Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
@@ -276,8 +278,11 @@ impl RequestFilter {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol }
-            .body_complete(&kind, early, judging);
+        let mut ctx = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol };
+        if self.graphql && !ctx.runs_a_signup(&kind) {
+            return Action::Continue; // another operation on the GraphQL route: not a signup
+        }
+        let step = ctx.body_complete(&kind, early, judging);
         self.settle(step)
     }
 
@@ -335,7 +340,7 @@ impl<H: Host> Ctx<'_, H> {
         if length.is_some_and(|len| len > self.config.max_body_bytes as u64) {
             return self.body_too_large();
         }
-        let kind = BodyKind::for_request(&headers.values("content-type"), &headers.values("content-encoding"));
+        let kind = BodyKind::for_request(&|name| headers.values(name));
         if self.config.hold_headers {
             return Step::AwaitBody { kind, early, judging: Judging::default() };
         }
@@ -367,8 +372,19 @@ impl<H: Host> Ctx<'_, H> {
         if body.len() > max {
             return self.body_too_large();
         }
-        let found = extract::read_body(kind, &body, &self.config.enforce.email);
+        let found = extract::read_body(kind, &body, &self.config.enforce.email, max);
         self.judge_whole(early.and(found), judging)
+    }
+
+    /// On a GraphQL route: whether the body runs one of `graphql.operations` (a body that cannot
+    /// be read counts as one: it is then refused as unreadable).
+    fn runs_a_signup(&mut self, kind: &BodyKind) -> bool {
+        let Some(graphql) = &self.config.enforce.graphql else { return true };
+        let max = self.config.max_body_bytes;
+        match self.host.request_body(max.saturating_add(1)) {
+            Ok(body) => body.len() > max || extract::graphql::is_signup(kind, &body, &graphql.operations, max),
+            Err(_) => true,
+        }
     }
 
     fn body_too_large(&mut self) -> Step {

@@ -24,7 +24,7 @@ pub mod filter;
 pub mod flight;
 pub mod host;
 pub mod relay;
-pub mod signup_path;
+pub use email_verdict_core::signup::path as signup_path;
 
 #[cfg(test)]
 mod mock_host;

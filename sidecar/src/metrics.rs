@@ -164,15 +164,18 @@ pub enum CheckOutcome {
     Refused,
     /// Our own failure (5xx): the gateway's failure mode decides.
     Failed,
+    /// A request on a GraphQL route running none of `graphql.operations`: allowed unread.
+    NotSignup,
 }
 
 impl CheckOutcome {
-    const ALL: [CheckOutcome; 5] = [
+    const ALL: [CheckOutcome; 6] = [
         CheckOutcome::Judged,
         CheckOutcome::LocalDecision,
         CheckOutcome::Bypassed,
         CheckOutcome::Refused,
         CheckOutcome::Failed,
+        CheckOutcome::NotSignup,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -182,6 +185,7 @@ impl CheckOutcome {
             CheckOutcome::Bypassed => "bypassed",
             CheckOutcome::Refused => "refused",
             CheckOutcome::Failed => "failed",
+            CheckOutcome::NotSignup => "not_signup",
         }
     }
 }

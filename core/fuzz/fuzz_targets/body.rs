@@ -1,5 +1,6 @@
-//! Any request: the first line is the `content-type`, the second the request path with its
-//! query, the rest the body. Extraction never panics, an email it reports is never blank
+//! Any request: the first line is the `content-type` (then, after `|`, a content coding and after
+//! another `|` a gRPC/Connect message coding), the second the request path with its query, the rest
+//! the body (any format: JSON, forms, gRPC, Connect, GraphQL, compressed). Extraction never panics, an email it reports is never blank
 //! (blank values count as absent), and no more names than the bounds are judged.
 #![no_main]
 
@@ -20,12 +21,23 @@ fuzz_target!(|data: &[u8]| {
         json_pointers: vec!["/email".into(), "/user/email".into()],
         form_fields: vec!["email".into(), "user[email]".into()],
         secret_fields: vec!["password".into()],
+        proto_fields: vec!["1".into(), "3.1".into()],
     };
-    let kind = BodyKind::for_request(&[content_type.to_vec()], &[]);
-    assert_eq!(kind, BodyKind::from_content_type(Some(content_type)));
+    let mut pieces = content_type.split(|b| *b == b'|');
+    let content_type = pieces.next().unwrap_or_default().to_vec();
+    let content_encoding: Vec<Vec<u8>> = pieces.next().map(<[u8]>::to_vec).into_iter().collect();
+    let message_encoding: Vec<Vec<u8>> = pieces.next().map(<[u8]>::to_vec).into_iter().collect();
+    let kind = BodyKind::for_request(&|name| match name {
+        "content-type" => vec![content_type.clone()],
+        "content-encoding" => content_encoding.clone(),
+        "grpc-encoding" | "connect-content-encoding" => message_encoding.clone(),
+        _ => Vec::new(),
+    });
+    let operations = ["signUp".to_owned()];
+    let _ = extract::graphql::is_signup(&kind, body, &operations, 1 << 16);
     let headers = extract::from_header_values(body.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect());
     let query = extract::read_query(&path, &sources);
-    let read = extract::read_body(&kind, body, &sources);
+    let read = extract::read_body(&kind, body, &sources, 1 << 16);
     for found in [&read.configured, &query.configured, &headers] {
         if let Extracted::Email(email) = found {
             assert!(!email.trim().is_empty());

@@ -7,6 +7,7 @@
 pub mod extract;
 pub mod judgement;
 pub mod outcome;
+pub mod path;
 pub mod protocol;
 pub mod reply;
 pub mod settings;
@@ -20,6 +21,6 @@ pub use outcome::{
 pub use protocol::Protocol;
 pub use reply::{Code, Rendered, Via};
 pub use settings::{
-    BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, Mode, Policy,
-    Subaddressed,
+    BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, GraphQl,
+    Mode, Policy, Subaddressed,
 };

@@ -103,6 +103,10 @@ pub struct EmailSources {
     /// a secret (`extract::is_secret`). Lowercase once resolved.
     #[serde(default = "default_secret_fields")]
     pub secret_fields: Vec<String>,
+    /// Protobuf field-number paths (`1`, `3.1`) of the signup's address in a gRPC or Connect
+    /// message, read without a schema (`extract::protobuf`).
+    #[serde(default)]
+    pub proto_fields: Vec<String>,
 }
 
 impl Default for EmailSources {
@@ -113,8 +117,18 @@ impl Default for EmailSources {
             json_pointers: default_json_pointers(),
             form_fields: default_form_fields(),
             secret_fields: default_secret_fields(),
+            proto_fields: Vec::new(),
         }
     }
+}
+
+/// GraphQL routes: a request to one of `paths` is a signup only when it runs a mutation (or a
+/// fragment) naming one of `operations` (`extract::graphql`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphQl {
+    pub paths: Vec<String>,
+    pub operations: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -291,6 +305,9 @@ pub struct EnforcementConfig {
     /// refused (`too_many_addresses`).
     #[serde(default = "default_max_domains")]
     pub max_domains: u64,
+    /// GraphQL routes and the mutations that are signups; absent: no route is read as GraphQL.
+    #[serde(default)]
+    pub graphql: Option<GraphQl>,
 }
 
 impl Default for EnforcementConfig {
@@ -307,6 +324,7 @@ impl Default for EnforcementConfig {
             velocity: None,
             on_subaddressed: Subaddressed::default(),
             max_domains: default_max_domains(),
+            graphql: None,
         }
     }
 }
@@ -325,6 +343,9 @@ impl EnforcementConfig {
             velocity.validate().map_err(|(field, message)| ConfigError::invalid(field, message))?;
         }
         check_range("max_domains", self.max_domains, 1, super::extract::MAX_DOMAINS_LIMIT as u64)?;
+        if let Some(graphql) = &self.graphql {
+            graphql.validate()?;
+        }
         check_status("block_response.status", self.block_response.status)
     }
 
@@ -352,15 +373,17 @@ impl EnforcementConfig {
             velocity: self.velocity,
             on_subaddressed: self.on_subaddressed,
             max_domains: usize::try_from(self.max_domains).unwrap_or(usize::MAX),
+            graphql: self.graphql,
         })
     }
 
     fn validate_email(&self) -> Result<(), ConfigError> {
         let e = &self.email;
-        if e.headers.is_empty() && e.query_params.is_empty() && e.json_pointers.is_empty() && e.form_fields.is_empty() {
+        let none = e.headers.is_empty() && e.query_params.is_empty() && e.json_pointers.is_empty();
+        if none && e.form_fields.is_empty() && e.proto_fields.is_empty() {
             return Err(ConfigError::invalid(
                 "email",
-                "at least one of headers, query_params, json_pointers, form_fields must name a source",
+                "at least one of headers, query_params, json_pointers, form_fields, proto_fields must name a source",
             ));
         }
         for (i, h) in e.headers.iter().enumerate() {
@@ -377,6 +400,14 @@ impl EnforcementConfig {
                 return Err(ConfigError::invalid(
                     format!("email.json_pointers[{i}]"),
                     "must be an RFC 6901 pointer: empty or starting with '/'",
+                ));
+            }
+        }
+        for (i, path) in e.proto_fields.iter().enumerate() {
+            if super::extract::protobuf::field_path(path).is_none() {
+                return Err(ConfigError::invalid(
+                    format!("email.proto_fields[{i}]"),
+                    "must be field numbers joined by dots, each 1..=536870911 (e.g. \"1\" or \"3.1\")",
                 ));
             }
         }
@@ -422,6 +453,30 @@ pub struct Enforcement {
     pub velocity: Option<VelocityLimits>,
     pub on_subaddressed: Subaddressed,
     pub max_domains: usize,
+    pub graphql: Option<GraphQl>,
+}
+
+impl GraphQl {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.paths.is_empty() {
+            return Err(ConfigError::invalid("graphql.paths", "must name at least one path"));
+        }
+        if let Some(i) = self.paths.iter().position(|p| !p.starts_with('/')) {
+            return Err(ConfigError::invalid(format!("graphql.paths[{i}]"), "must start with '/'"));
+        }
+        if self.operations.is_empty() {
+            return Err(ConfigError::invalid("graphql.operations", "must name at least one mutation field"));
+        }
+        let name = |s: &str| {
+            let mut chars = s.chars();
+            chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+                && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        };
+        match self.operations.iter().position(|o| !name(o)) {
+            Some(i) => Err(ConfigError::invalid(format!("graphql.operations[{i}]"), "must be a GraphQL name")),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Parses a JSON document strictly (trailing data refused); errors name the field. `empty` is

@@ -28,9 +28,10 @@
 //! `body::BODY_IDLE` / `BODY_TIME` to arrive, else `408`.
 
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Name, Problem, ToJudge};
+use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Enforcement, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply, Mode,
-    Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst,
+    AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply,
+    Mode, Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst,
 };
 use std::net::IpAddr;
 
@@ -127,8 +128,9 @@ pub async fn handle(
         Answer::Refusal(refusal) => {
             let headers = &session.req_header().headers;
             let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
-            // A GraphQL route (the `graphql.paths` setting) is not known here yet: REST's words.
-            refusal.render(&Protocol::of(&values, false))
+            let path = original_path(&request.path).unwrap_or_default();
+            let graphql = graphql_route(&api.ext_authz, path).is_some();
+            refusal.render(&Protocol::of(&values, graphql))
         }
     }
 }
@@ -162,13 +164,19 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect::<Vec<_>>();
     let configured = extract::from_headers(values, &sources.headers);
     let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, sources));
-    let kind = BodyKind::for_request(&values("content-type"), &values("content-encoding"));
+    let kind = BodyKind::for_request(&values);
+    if let Some(graphql) = graphql_route(config, path)
+        && !extract::graphql::is_signup(&kind, &body, &graphql.operations, MAX_BODY_BYTES)
+    {
+        let unread = allow(&[], &config.flag_headers.all()); // a client's forged flags removed
+        return Checked { response: unread.into(), outcome: CheckOutcome::NotSignup };
+    }
     let found = if body.is_empty() {
         Carried::nothing()
     } else if headers.get(PARTIAL_BODY_HEADER).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")) {
         Carried::new(Extracted::Unreadable(extract::Unreadable::TooComplex), Domains::default())
     } else {
-        extract::read_body(&kind, &body, sources)
+        extract::read_body(&kind, &body, sources, MAX_BODY_BYTES)
     };
     let whole = early.and(found).to_judge(config.max_domains);
     let problem = match whole.problem {
@@ -180,6 +188,12 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
     };
     let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     judge_all(api, (key.as_deref(), client), request, whole, problem, log).await
+}
+
+/// The `graphql` setting when `path` (the original, before normalizing) is one of its `paths`.
+fn graphql_route<'a>(config: &'a Enforcement, path: &str) -> Option<&'a GraphQl> {
+    let normalized = normalize_path(path);
+    config.graphql.as_ref().filter(|g| g.paths.iter().any(|p| normalize_path(p) == normalized))
 }
 
 /// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.

@@ -10,7 +10,7 @@
 
 use crate::{Domain, EmailAddress};
 
-use super::{Extracted, scan};
+use super::{Extracted, Unreadable, again, scan};
 
 /// `max_domains` when the configuration does not set it: a team invite naming 9 domains signs up.
 pub const DEFAULT_MAX_DOMAINS: usize = 16;
@@ -30,17 +30,65 @@ pub struct Name {
     pub mention: bool,
 }
 
-/// The distinct names found, in the order found, bounded.
+/// Work spent reading one request's texts again (fields, decoded texts, about 64 bytes a unit):
+/// past it the body is too complex to read.
+const MAX_WORK: usize = 200_000;
+
+/// The distinct names found, in the order found, bounded; and whether reading them hit a bound
+/// ([`Domains::refused`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Domains {
     names: Vec<Name>,
     overflow: bool,
+    refused: Option<Unreadable>,
+    work: usize,
 }
 
 impl Domains {
-    /// Adds every name behind an `@` of `text`.
+    /// Adds every name behind an `@` of `text`, and of every text an app may decode from it
+    /// ([`again`]).
     pub fn consider(&mut self, text: &str) {
+        self.consider_with(text, &[]);
+    }
+
+    /// [`Domains::consider`], with JSON found inside the text skipping `secret` keys.
+    pub fn consider_with(&mut self, text: &str, secret: &[String]) {
+        again::text(self, text, secret, 0);
+    }
+
+    /// Adds every name behind an `@` of `text` itself.
+    pub(super) fn scan(&mut self, text: &str) {
         scan::names_in(text, |found| self.add(found.domain, found.mention));
+    }
+
+    /// Counts `units` of work; `false` (and the body too complex) past [`MAX_WORK`].
+    pub(super) fn spend(&mut self, units: usize) -> bool {
+        self.work = self.work.saturating_add(units);
+        if self.work > MAX_WORK {
+            self.refuse_too_complex();
+        }
+        self.refused.is_none()
+    }
+
+    /// Whether a message found at `depth` (its bytes `inner`) may be read one level deeper; past
+    /// [`again::MAX_DEPTH`] it is not, and one holding an `@` makes the body too complex.
+    pub(super) fn deeper(&mut self, depth: usize, inner: &[u8]) -> bool {
+        if depth + 1 < again::MAX_DEPTH {
+            return self.refused.is_none();
+        }
+        if inner.contains(&b'@') || inner.windows(2).any(|w| w == b"\\u") {
+            self.refuse_too_complex();
+        }
+        false
+    }
+
+    pub(super) fn refuse_too_complex(&mut self) {
+        self.refused.get_or_insert(Unreadable::TooComplex);
+    }
+
+    /// Why reading stopped short: the texts decoded from the request went past a bound.
+    pub fn refused(&self) -> Option<Unreadable> {
+        self.refused
     }
 
     pub fn add(&mut self, domain: Domain, mention: bool) {
@@ -72,6 +120,8 @@ impl Domains {
 
     fn extend(&mut self, other: Domains) {
         self.overflow |= other.overflow;
+        self.refused = self.refused.or(other.refused);
+        self.work = self.work.saturating_add(other.work);
         for name in other.names {
             self.add(name.domain, name.mention);
         }
@@ -124,10 +174,10 @@ impl Carried {
             Extracted::Unreadable(why) => (None, Some(Problem::Unreadable(why))),
         };
         domains.extend(self.domains);
-        let problem = match problem {
-            Some(Problem::Unreadable(why)) => Some(Problem::Unreadable(why)),
+        let problem = match (problem, domains.refused) {
+            (Some(Problem::Unreadable(why)), _) | (_, Some(why)) => Some(Problem::Unreadable(why)),
             _ if domains.too_many(max_domains) => Some(Problem::TooManyDomains),
-            other => other,
+            (other, None) => other,
         };
         ToJudge { primary, names: domains.names, problem }
     }

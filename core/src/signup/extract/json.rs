@@ -36,8 +36,43 @@ pub(super) fn read_json(body: &[u8], sources: &EmailSources) -> Carried {
     };
     let mut domains = Domains::default();
     let secret = |key: &str| is_secret(key, &sources.secret_fields);
-    every_string(&doc, &secret, &mut |s| domains.consider(s));
+    every_string(&doc, &secret, &mut |s| domains.consider_with(s, &sources.secret_fields));
     Carried::new(at_pointers(&doc, &sources.json_pointers), domains)
+}
+
+/// Calls `f` with every string of a JSON text (keys too, but nothing below a `secret_fields`
+/// key); `false` when it is not JSON.
+pub(super) fn each_string_of(text: &[u8], secret_fields: &[String], f: &mut impl FnMut(&str)) -> bool {
+    let Ok(doc) = serde_json::from_slice::<Node>(text) else { return false };
+    every_string(&doc, &|key: &str| is_secret(key, secret_fields), f);
+    true
+}
+
+/// The `query` strings of a GraphQL request in JSON: every one of an object (a duplicate key
+/// too), of every item of a batch; `None` when an item has none (a persisted query names its
+/// document by hash) or the text is not JSON.
+pub(super) fn graphql_documents(text: &[u8]) -> Option<Vec<String>> {
+    let doc = serde_json::from_slice::<Node>(text).ok()?;
+    let items = match doc {
+        Node::Array(items) => items,
+        object => vec![object],
+    };
+    let mut documents = Vec::new();
+    for item in items {
+        let Node::Object(members) = item else { return None };
+        let before = documents.len();
+        for (key, value) in members {
+            match (key == "query", value) {
+                (true, Node::String(q)) => documents.push(q),
+                (true, _) => return None,
+                _ => {}
+            }
+        }
+        if documents.len() == before {
+            return None;
+        }
+    }
+    Some(documents)
 }
 
 /// Calls `f` with every string below `node`, keys included, but not below a `secret` key.

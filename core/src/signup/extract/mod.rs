@@ -14,21 +14,35 @@
 //!   query collections, Go's and ASP.NET Core's JSON binding): case-insensitively, with Unicode
 //!   simple case folding (`Email` and `EMAIL` are `email`, `ſ` is `s`, the Kelvin sign `K` is `k`);
 //! - a value that is not text (not UTF-8, a JSON number or object) is [`Extracted::Invalid`];
-//! - a body that cannot be read in full (malformed, over a limit, encoded, of a type other than
-//!   JSON, urlencoded or multipart form, readable more than one way) is
+//! - a body that cannot be read in full (malformed, over a limit, in a coding the reader does not
+//!   decode, of a type it does not read, readable more than one way) is
 //!   [`Extracted::Unreadable`], never "no email": an app may read it, even when an address was
-//!   found in a header or the query (Express, Starlette and Flask read JSON that is UTF-16,
-//!   gzip-encoded or sent as `text/plain`; a Django view may `json.loads` any body).
+//!   found in a header or the query (Express, Starlette and Flask read JSON that is UTF-16 or
+//!   sent as `text/plain`; a Django view may `json.loads` any body).
+//!
+//! The types read: JSON, urlencoded and multipart forms, gRPC and gRPC-Web (binary and text) and
+//! Connect (unary and streaming) messages ([`frames`], [`protobuf`], JSON), `application/graphql`
+//! documents ([`graphql`]); each with `Content-Encoding` gzip, deflate or br undone first
+//! ([`decode`]), within the body limit. Texts apps decode again (JSON inside a string, base64,
+//! escapes) are read again ([`again`]).
 //!
 //! Parsing never panics, whatever the input. No proxy-wasm types here: the filter and the sidecar's ext_authz endpoint both use it.
 
+mod again;
 mod carried;
+pub mod decode;
 mod fold;
+pub mod frames;
+pub mod graphql;
 mod json;
 mod multipart;
+pub mod protobuf;
 pub mod scan;
 
+pub use again::MAX_DEPTH;
 pub use carried::{Carried, DEFAULT_MAX_DOMAINS, Domains, MAX_DOMAINS_LIMIT, NAMES_PER_DOMAIN, Name, Problem, ToJudge};
+pub use decode::Coding;
+pub use frames::{Framing, MAX_MESSAGES};
 pub use multipart::{MAX_HEADERS, MAX_PARTS};
 
 use super::settings::EmailSources;
@@ -73,11 +87,12 @@ pub enum Unreadable {
     /// Not well-formed for its type: JSON syntax (`NaN`, `1e400`, a lone surrogate, nesting
     /// deeper than 128, trailing data), a multipart body without its closing delimiter, ...
     Malformed,
-    /// Over one of the multipart reader's limits (parts, header lines per part).
+    /// Over one of the readers' limits (multipart parts and header lines, a decoded size, texts
+    /// decoded inside texts, protobuf nesting).
     TooComplex,
-    /// In an encoding the filter does not read: `Content-Encoding`, a `charset` other than
-    /// UTF-8 or US-ASCII (of the body, of a part, or named by a `_charset_` field), a part's
-    /// transfer encoding, a field value that is not UTF-8.
+    /// In an encoding the filter does not read: a content or message coding other than gzip,
+    /// deflate and br, a `charset` other than UTF-8 or US-ASCII (of the body, of a part, or named
+    /// by a `_charset_` field), a part's transfer encoding, a field value that is not UTF-8.
     Encoded,
     /// Readable more than one way: two different content types, a parameter given twice, a
     /// part with two names, a name some apps decode (RFC 2047, a comment), line ends or
@@ -100,19 +115,78 @@ impl Unreadable {
     }
 }
 
-/// How the body will be read, decided from the request headers.
+/// How the body will be read, decided from the request headers: its format, and the content
+/// codings to undo first (in the order applied).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BodyKind {
+pub struct BodyKind {
+    pub format: Format,
+    pub codings: Vec<Coding>,
+}
+
+/// The format of a body, once its content codings are undone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Format {
     Json,
     UrlEncoded,
     Multipart {
         boundary: String,
+    },
+    /// `application/graphql`: a GraphQL document.
+    GraphQl,
+    /// One protobuf message (Connect unary `application/proto`).
+    Proto,
+    /// Length-prefixed messages (gRPC, gRPC-Web, Connect streaming), protobuf or JSON (`json`),
+    /// in base64 (`text`, gRPC-Web's text form), compressed with `coding` where a frame says so.
+    Framed {
+        framing: Framing,
+        json: bool,
+        text: bool,
+        coding: Option<Coding>,
     },
     /// Not read: a non-empty body is [`Extracted::Unreadable`] with this reason.
     Unread(Unreadable),
 }
 
 impl BodyKind {
+    /// A body of `format` without content codings.
+    pub fn of(format: Format) -> Self {
+        Self { format, codings: Vec::new() }
+    }
+
+    /// From the request's headers (every value of each): `content-type` (two different ones are
+    /// ambiguous), `content-encoding`, and the message coding of framed types (`grpc-encoding`,
+    /// `connect-content-encoding`; more than one value is ambiguous). Every body a signup route
+    /// gets is read in full (every address in it is judged), whichever sources are configured.
+    pub fn for_request(values_of: &dyn Fn(&str) -> Vec<Vec<u8>>) -> Self {
+        let content_types = values_of("content-type");
+        let mut format = match content_types.as_slice() {
+            [] => Format::from_content_type(None),
+            [first, rest @ ..] if rest.iter().all(|v| v == first) => Format::from_content_type(Some(first)),
+            _ => Format::Unread(Unreadable::Ambiguous),
+        };
+        let codings = match decode::Coding::list(&values_of("content-encoding")) {
+            Ok(codings) => codings,
+            Err(why) => return Self::of(Format::Unread(why)),
+        };
+        if let Format::Framed { framing, coding, .. } = &mut format {
+            let header = match framing {
+                Framing::Grpc => "grpc-encoding",
+                Framing::Connect => "connect-content-encoding",
+            };
+            *coding = match values_of(header).as_slice() {
+                [] => None,
+                [one] => match Coding::parse(one) {
+                    Ok(c) => c,
+                    Err(why) => return Self::of(Format::Unread(why)),
+                },
+                _ => return Self::of(Format::Unread(Unreadable::Ambiguous)),
+            };
+        }
+        Self { format, codings }
+    }
+}
+
+impl Format {
     /// From one `content-type` value: the formats the filter reads, else `Unread(UnreadType)`.
     /// A value apps may parse differently (a comment, a parameter given twice, an RFC 2231
     /// `boundary*=`...) is `Unread(Ambiguous)`; a `charset` other than UTF-8 or US-ASCII on a
@@ -133,13 +207,25 @@ impl BodyKind {
             Ok(parsed) => parsed,
             Err(why) => return Self::Unread(why),
         };
-        let multipart = match essence.split_once('/') {
-            Some(("application", "json")) => false,
-            Some(("application", sub)) if sub.ends_with("+json") => false,
-            Some(("application", "x-www-form-urlencoded")) => false,
-            Some(("multipart", "form-data")) => true,
+        let framed = |framing, json, text| Self::Framed { framing, json, text, coding: None };
+        let format = match essence.split_once('/') {
+            Some(("application", "json")) => Self::Json,
+            Some(("application", "x-www-form-urlencoded")) => Self::UrlEncoded,
+            Some(("multipart", "form-data")) => Self::Multipart { boundary: String::new() },
+            Some(("application", "graphql")) => Self::GraphQl,
+            Some(("application", "proto" | "protobuf" | "x-protobuf")) => Self::Proto,
+            Some(("application", "grpc" | "grpc+proto" | "grpc-web" | "grpc-web+proto")) => {
+                framed(Framing::Grpc, false, false)
+            }
+            Some(("application", "grpc+json" | "grpc-web+json")) => framed(Framing::Grpc, true, false),
+            Some(("application", "grpc-web-text" | "grpc-web-text+proto")) => framed(Framing::Grpc, false, true),
+            Some(("application", "grpc-web-text+json")) => framed(Framing::Grpc, true, true),
+            Some(("application", "connect+proto")) => framed(Framing::Connect, false, false),
+            Some(("application", "connect+json")) => framed(Framing::Connect, true, false),
+            Some(("application", sub)) if sub.ends_with("+json") => Self::Json,
             _ => return unread,
         };
+        let multipart = matches!(format, Self::Multipart { .. });
         let known = |name: &str| name == "charset" || (multipart && name == "boundary");
         if params.iter().any(|(name, _)| !known(name)) {
             return Self::Unread(Unreadable::Ambiguous); // `boundary*=`, `x-boundary=`, `x=multipart`
@@ -155,23 +241,7 @@ impl BodyKind {
                 .filter(|b| multipart::valid_boundary(b))
                 .map_or(Self::Unread(Unreadable::Malformed), |boundary| Self::Multipart { boundary });
         }
-        if essence == "application/x-www-form-urlencoded" { Self::UrlEncoded } else { Self::Json }
-    }
-
-    /// From every `content-type` and `content-encoding` value of the request: encoded or
-    /// ambiguous bodies are not read. Every body a signup route gets is read in full (every
-    /// address in it is judged), whichever sources are configured.
-    pub fn for_request(content_types: &[Vec<u8>], content_encodings: &[Vec<u8>]) -> Self {
-        let encoded =
-            content_encodings.iter().any(|v| !String::from_utf8_lossy(v).trim().eq_ignore_ascii_case("identity"));
-        if encoded {
-            return Self::Unread(Unreadable::Encoded);
-        }
-        match content_types {
-            [] => Self::from_content_type(None),
-            [first, rest @ ..] if rest.iter().all(|v| v == first) => Self::from_content_type(Some(first)),
-            _ => Self::Unread(Unreadable::Ambiguous),
-        }
+        format
     }
 }
 
@@ -208,17 +278,72 @@ pub fn is_secret(name: &str, secret_fields: &[String]) -> bool {
 }
 
 /// A complete body of the given kind: the configured sources, and every address anywhere in
-/// it. An empty body holds nothing.
-pub fn read_body(kind: &BodyKind, body: &[u8], sources: &EmailSources) -> Carried {
+/// it. An empty body holds nothing. `max` bounds every decoded size (the body limit): a body
+/// or message that inflates past it is [`Unreadable::TooComplex`], refused before it grows more.
+pub fn read_body(kind: &BodyKind, body: &[u8], sources: &EmailSources, max: usize) -> Carried {
     if body.is_empty() {
         return Carried::nothing();
     }
-    match kind {
-        BodyKind::Json => json::read_json(body, sources),
-        BodyKind::UrlEncoded => read_urlencoded(body, sources),
-        BodyKind::Multipart { boundary } => read_multipart(body, boundary, sources),
-        BodyKind::Unread(why) => unreadable(*why),
+    let decoded;
+    let body = if kind.codings.is_empty() {
+        body
+    } else {
+        match decode::decode_all(&kind.codings, body, max) {
+            Ok(d) => {
+                decoded = d;
+                &decoded[..]
+            }
+            Err(why) => return unreadable(why),
+        }
+    };
+    match &kind.format {
+        Format::Json => json::read_json(body, sources),
+        Format::UrlEncoded => read_urlencoded(body, sources),
+        Format::Multipart { boundary } => read_multipart(body, boundary, sources),
+        Format::GraphQl => match std::str::from_utf8(body) {
+            Ok(document) => {
+                let mut domains = Domains::default();
+                domains.consider_with(document, &sources.secret_fields);
+                Carried::new(Extracted::NotFound, domains)
+            }
+            Err(_) => unreadable(Unreadable::Encoded),
+        },
+        Format::Proto => protobuf::read_message(body, sources),
+        Format::Framed { framing, json, text, coding } => {
+            read_framed(body, *framing, *json, *text, *coding, sources, max)
+        }
+        Format::Unread(why) => unreadable(*why),
     }
+}
+
+/// Every message of a framed body, each read as a whole body of its codec.
+fn read_framed(
+    body: &[u8],
+    framing: Framing,
+    json: bool,
+    text: bool,
+    coding: Option<Coding>,
+    sources: &EmailSources,
+    max: usize,
+) -> Carried {
+    let from_text;
+    let body = if text {
+        match frames::from_text(body) {
+            Ok(b) => {
+                from_text = b;
+                &from_text[..]
+            }
+            Err(why) => return unreadable(why),
+        }
+    } else {
+        body
+    };
+    let messages = match frames::messages(body, framing, coding, max) {
+        Ok(m) => m,
+        Err(why) => return unreadable(why),
+    };
+    let read = |m: &Vec<u8>| if json { json::read_json(m, sources) } else { protobuf::read_message(m, sources) };
+    messages.iter().map(read).fold(Carried::nothing(), Carried::and)
 }
 
 fn unreadable(why: Unreadable) -> Carried {
@@ -230,14 +355,18 @@ fn unreadable(why: Unreadable) -> Carried {
 /// them.
 fn pair_domains(pairs: &[u8], secret_fields: &[String]) -> Domains {
     let mut domains = Domains::default();
-    if !pairs.contains(&b'@') && !pairs.windows(3).any(|w| w.eq_ignore_ascii_case(b"%40")) {
-        return domains; // nothing to find: the common case, without decoding a pair
+    // Nothing to find without an `@`, an escape, JSON or a value long enough to be base64: the
+    // common case, without decoding a pair.
+    let plain =
+        |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'&' | b';' | b'=' | b'.' | b'-' | b'_' | b'*' | b' ');
+    if pairs.iter().all(plain) && !pairs.split(|b| matches!(b, b'&' | b';' | b'=')).any(|v| v.len() >= 8) {
+        return domains;
     }
     let pieces = pairs.split(|&b| b == b'&').chain(pairs.split(|&b| b == b'&' || b == b';'));
     for piece in pieces {
         for (name, value) in form_urlencoded::parse(piece.trim_ascii_start()) {
             if !is_secret(&name, secret_fields) {
-                domains.consider(&value);
+                domains.consider_with(&value, secret_fields);
             }
         }
     }
@@ -318,7 +447,7 @@ fn read_multipart(body: &[u8], boundary: &str, sources: &EmailSources) -> Carrie
     let secret = |p: &multipart::Part| p.name.as_deref().is_some_and(|n| is_secret(n, &sources.secret_fields));
     for part in parts.iter().filter(|p| !p.file && !secret(p)) {
         if let Ok(text) = std::str::from_utf8(part.value) {
-            domains.consider(text);
+            domains.consider_with(text, &sources.secret_fields);
         }
     }
     let mut found = Extracted::NotFound;
@@ -456,3 +585,6 @@ fn is_ctl(c: char) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod protocol_tests;

@@ -8,8 +8,12 @@
 //! ZWJ. So the gate does not ask whether a value *is* an address: every `@` in it is followed by
 //! a domain to judge, whatever stands before it and whatever wraps it ([`names_in`]).
 //!
-//! A tail is what follows the `@`: letters (any script), digits, `-`, `_` and label dots, read
-//! once as it stands and once with the comments and whitespace RFC 5322 allows around its atoms
+//! A tail is what follows the `@`, read two ways: as far as any reader takes a domain (to the
+//! first whitespace, control, RFC 5322 special or URL delimiter: symbols, emoji, private-use and
+//! unassigned code points are part of a label, as validator.js, Django, Go's `net/mail` and
+//! ruby-mail take them: `bob@i❤.mailinator.com`), and as far as letters (any script), digits, `-`
+//! and `_` go (so `sales@acme.com!` in free text still names `acme.com`); each once as it stands
+//! and once with the comments and whitespace RFC 5322 allows around its atoms
 //! (`bob@ mailinator (x). com`, as Python's `email.utils` reads it). Default-ignorable code
 //! points are removed, a root dot dropped, and the name mapped both ways UTS-46 knows
 //! (nontransitional, and transitional as IDNA 2003 does: `ß`→`ss`, `ς`→`σ`). A label IDNA 2008
@@ -69,8 +73,13 @@ fn is_combining(c: char) -> bool {
     matches!(u32::from(c), 0x300..=0x36F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
 }
 
-/// A character of a label, as the most lenient reader takes it (fullwidth `－` and `＿` map to
-/// `-` and `_`).
+/// A character of a label as far as any reader takes one: everything but whitespace, controls,
+/// the RFC 5322 specials and the URL delimiters (and label dots, which separate labels).
+fn in_wide_label(c: char) -> bool {
+    !(is_space(c) || c.is_control() || is_dot(c) || "()<>[]:;@\\,\"/?#".contains(c))
+}
+
+/// A character of a label of letters and digits (fullwidth `－` and `＿` map to `-` and `_`).
 fn in_label(c: char) -> bool {
     c.is_ascii_alphanumeric()
         || c == '-'
@@ -114,18 +123,25 @@ pub fn names_in(text: &str, mut found: impl FnMut(Found)) {
     }
 }
 
-/// The tail right after an `@`, as it stands and, when it differs, with comments and whitespace
-/// around its atoms skipped.
+/// The tails right after an `@`: wide and narrow ([`in_wide_label`], [`in_label`]), each as it
+/// stands and, when it differs, with comments and whitespace around its atoms skipped.
 fn tails(after: &str) -> Vec<String> {
-    let strict = tail(after, false);
-    if !after.contains(|c: char| c == '(' || is_space(c)) {
-        return vec![strict]; // no comment or whitespace to skip: the common case
+    let mut out: Vec<String> = Vec::with_capacity(2);
+    let cfws = after.contains(|c: char| c == '(' || is_space(c));
+    for lenient in [false, true].into_iter().take(if cfws { 2 } else { 1 }) {
+        let wide = tail(after, lenient, in_wide_label);
+        let narrow = wide.chars().all(|c| in_label(c) || c == '.');
+        let narrow = (!narrow).then(|| tail(after, lenient, in_label));
+        for t in std::iter::once(wide).chain(narrow) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
     }
-    let lenient = tail(after, true);
-    if lenient == strict { vec![strict] } else { vec![strict, lenient] }
+    out
 }
 
-fn tail(after: &str, cfws: bool) -> String {
+fn tail(after: &str, cfws: bool, in_label: fn(char) -> bool) -> String {
     fn skip(s: &str, cfws: bool) -> &str {
         if cfws { skip_cfws(s) } else { s }
     }

@@ -12,7 +12,7 @@
 //!    `.` are dropped, `..` drops the previous segment;
 //! 5. ASCII letters are lowercased.
 //!
-//! Pure: no proxy-wasm types (the extractors and this module may move to `core`).
+//! Shared by the filter's routes and ext_authz's `graphql.paths`.
 
 /// The normalized form of a request or configured path (always starts with `/`).
 pub fn normalize(path: &str) -> String {
