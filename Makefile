@@ -13,8 +13,8 @@
 #   make fuzz           every cargo-fuzz target for FUZZ_SECONDS (default 30) each
 #   make lint           fmt check + clippy
 #   make data           regenerates data/ from the named upstream packages
-#   make envoy-config   regenerates envoy/envoy.yaml, envoy/ext-authz.yaml and envoy/module.yaml from
-#                       their templates
+#   make envoy-config   regenerates envoy/envoy.yaml, envoy/ext-authz.yaml, envoy/ext-authz-grpc.yaml
+#                       and envoy/module.yaml from their templates
 #   make bench          the benchmarks of BENCHMARKS.md, then `make quality`;
 #                       BASELINE=<dir or commit>: an older build beside this one in section 4,
 #                       case by case, both builds' rows and their ratio in one table
@@ -69,6 +69,7 @@ module-image: module
 envoy-config:
 	python3 scripts/render-envoy.py -o envoy/envoy.yaml
 	python3 scripts/render-envoy.py --template envoy/ext-authz.template.yaml -o envoy/ext-authz.yaml
+	python3 scripts/render-envoy.py --template envoy/ext-authz-grpc.template.yaml -o envoy/ext-authz-grpc.yaml
 	python3 scripts/render-envoy.py --template envoy/module.template.yaml -o envoy/module.yaml
 
 # System packages (cmake for Pingora, nsd and redis-server for the end-to-end tests, ...) and

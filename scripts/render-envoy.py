@@ -46,7 +46,22 @@ DEFAULTS = {
     "XFF_NUM_TRUSTED_HOPS": "0",
 }
 
+# envoy/*-grpc.template.yaml: the port of `serve --ext-authz-grpc-listen` in the docs' examples.
+GRPC_PORT = "8082"
+
 PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+EXT_AUTHZ_GRPC_HEADER = """\
+# Envoy in front of a signup app, enforcing with Envoy's ext_authz filter over gRPC
+# (envoy.service.auth.v3.Authorization/Check) and the email-verdict sidecar's gRPC listener
+# (serve --ext-authz-grpc-listen), no Wasm module.
+# GENERATED from {TEMPLATE} by scripts/render-envoy.py: edit the
+# template (its own leading comment says what it reproduces), then render it again.
+#
+# Listener {LISTEN_ADDRESS}:{LISTEN_PORT}, admin 127.0.0.1:{ADMIN_PORT}, sidecar gRPC {SIDECAR_ADDRESS}:{SIDECAR_PORT},
+# app {APP_ADDRESS}:{APP_PORT}.
+# The key comes from Envoy's environment (EMAIL_VERDICT_API_KEY), never from this file.
+"""
 
 EXT_AUTHZ_HEADER = """\
 # Envoy in front of a signup app, enforcing with Envoy's HTTP ext_authz filter and the
@@ -188,6 +203,11 @@ def main(argv):
             header = MODULE_HEADER
         elif os.path.basename(template_path).endswith("-module.template.yaml"):
             header = GENERATED_MODULE_HEADER
+        elif os.path.basename(template_path).endswith("-grpc.template.yaml"):
+            header = EXT_AUTHZ_GRPC_HEADER
+            # The sidecar's gRPC listener, not its HTTP one (docs/gateway.md).
+            if "SIDECAR_PORT" not in explicit:
+                values["SIDECAR_PORT"] = GRPC_PORT
         else:
             header = EXT_AUTHZ_HEADER
         out, used = render(template, values, header, template_path)

@@ -141,6 +141,10 @@ pub struct ServeArgs {
     /// [default: their defaults]
     #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
     pub ext_authz_config: Option<PathBuf>,
+    /// Envoy's gRPC ext_authz (envoy.service.auth.v3.Authorization/Check, cleartext HTTP/2) on
+    /// this address, with the /ext_authz check's settings [default: off]
+    #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_GRPC_LISTEN", value_name = "ADDR")]
+    pub ext_authz_grpc_listen: Option<SocketAddr>,
     /// Secret of the keyed mailbox hash (HMAC-SHA256) the signup counts use: the same on the
     /// gateway and every replica; required when --ext-authz-config has `velocity`
     #[arg(long, env = "EMAIL_VERDICT_MAILBOX_SECRET", value_name = "SECRET", hide_env_values = true)]
@@ -232,6 +236,8 @@ pub struct ServeConfig {
     pub ext_authz: Enforcement,
     /// `/ext_authz`'s signup counting, when its configuration has `velocity`.
     pub ext_authz_counting: Option<Counting>,
+    /// The gRPC ext_authz listener, when on.
+    pub ext_authz_grpc_listen: Option<SocketAddr>,
     /// The built-in plans and the file's.
     pub plans: Arc<Plans>,
     /// The `--config` file, read again on SIGHUP for its plans.
@@ -338,6 +344,7 @@ impl ServeArgs {
             pages,
             ext_authz,
             ext_authz_counting,
+            ext_authz_grpc_listen: merged.ext_authz_grpc_listen,
             plans: Arc::new(plans),
             config_file: merged.config.clone(),
             upgrade: merged.upgrade,
@@ -379,6 +386,7 @@ impl ServeArgs {
             max_connections: self.max_connections.or(lower.max_connections),
             max_connections_per_peer: self.max_connections_per_peer.or(lower.max_connections_per_peer),
             ext_authz_config: self.ext_authz_config.or(lower.ext_authz_config),
+            ext_authz_grpc_listen: self.ext_authz_grpc_listen.or(lower.ext_authz_grpc_listen),
             mailbox_secret: self.mailbox_secret.or(lower.mailbox_secret),
             plans: if self.plans.is_empty() { lower.plans } else { self.plans },
             threads: self.threads.or(lower.threads),

@@ -14,6 +14,7 @@ pub mod client_ip;
 pub mod clock;
 pub mod config;
 pub mod dns;
+pub mod grpc_authz;
 pub mod http_guard;
 pub mod keys;
 pub mod keys_cmd;

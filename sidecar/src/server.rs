@@ -23,6 +23,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::PlanReloader;
 use crate::config::ServeConfig;
 use crate::dns::{HickoryResolver, MxCache};
+use crate::grpc_authz::GrpcAuthz;
 use crate::http_guard::{ADMIN_CAPS, Capped, ConnectionBudget, ConnectionCaps, Guarded, KEY_HOLDER_SHARE, KeyCheck};
 use crate::limits::Limiter;
 use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
@@ -45,6 +46,15 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         // In an upgrade the running process holds both ports: its sockets are taken over.
         check_bindable(config.listen, "--listen")?;
         check_bindable(config.admin_listen, "--admin-listen")?;
+    }
+    if let Some(grpc) = config.ext_authz_grpc_listen
+        && [config.listen, config.admin_listen].iter().any(|a| {
+            a.port() == grpc.port() && (a.ip() == grpc.ip() || a.ip().is_unspecified() || grpc.ip().is_unspecified())
+        })
+    {
+        return Err(usage_error(format!(
+            "--ext-authz-grpc-listen {grpc}: a listener of its own, not --listen's or --admin-listen's"
+        )));
     }
     install_sighup_handler().context("cannot install the SIGHUP handler")?;
     let public_caps = public_caps(&config, raise_open_file_limit());
@@ -91,6 +101,14 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         signups: Signups::new(store.clone(), clock.clone(), metrics.clone()),
         ext_authz_counting: config.ext_authz_counting.clone(),
     });
+    // Bound before Pingora starts: a port in use is the operator's error, said plainly.
+    let grpc_authz = match config.ext_authz_grpc_listen {
+        Some(addr) => Some(
+            GrpcAuthz::bind(api.clone(), addr)
+                .map_err(|e| usage_error(format!("--ext-authz-grpc-listen {addr}: {e}")))?,
+        ),
+        None => None,
+    };
     let token_hash = config.admin_token.as_deref().map(hash_token);
     // An upgrade inherits sockets that already accept: healthy as soon as it serves at all.
     let ready = Arc::new(AtomicBool::new(config.upgrade));
@@ -152,7 +170,14 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     if let Some(warmup) = warmup {
         server.add_service(warmup);
     }
-    announce_ready(&server, [config.listen, config.admin_listen], &watching, ready);
+    let mut listening = vec![config.listen, config.admin_listen];
+    if let Some(grpc_authz) = grpc_authz {
+        let mut service = background_service("ext_authz_grpc", grpc_authz);
+        service.threads = Some(config.threads);
+        server.add_service(service);
+        listening.extend(config.ext_authz_grpc_listen);
+    }
+    announce_ready(&server, listening, &watching, ready);
     server.run_forever()
 }
 
@@ -253,11 +278,11 @@ fn check_bindable(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
     })
 }
 
-/// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs, both listeners
+/// Logs `ready` and flips `ready` (what `/healthz` reports) once Pingora runs, the listeners
 /// accept connections and the list reloader listens for SIGHUP. In an upgrade the old process
 /// accepts on the same sockets, but `Running` comes only after bootstrap handed them to this
 /// one, so the check still holds.
-fn announce_ready(server: &Server, [listen, admin]: [SocketAddr; 2], lists: &Arc<LiveCatalog>, ready: Arc<AtomicBool>) {
+fn announce_ready(server: &Server, listening: Vec<SocketAddr>, lists: &Arc<LiveCatalog>, ready: Arc<AtomicBool>) {
     let mut phases = server.watch_execution_phase();
     let lists = lists.clone();
     std::thread::spawn(move || {
@@ -268,12 +293,13 @@ fn announce_ready(server: &Server, [listen, admin]: [SocketAddr; 2], lists: &Arc
         }
         for _ in 0..500 {
             if lists.is_watching()
-                && [listen, admin]
+                && listening
                     .iter()
                     .all(|a| TcpStream::connect_timeout(&connectable(*a), Duration::from_millis(100)).is_ok())
             {
                 ready.store(true, Ordering::Release);
-                tracing::info!(listen = %listen, admin_listen = %admin, "ready");
+                let grpc = listening.get(2).map(|a| a.to_string());
+                tracing::info!(listen = %listening[0], admin_listen = %listening[1], ext_authz_grpc_listen = grpc, "ready");
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -390,6 +390,13 @@ impl EnvoyBuilder {
         self.ext_authz_template("ext-authz.template.yaml")
     }
 
+    /// Envoy's ext_authz over gRPC (`envoy/ext-authz-grpc.template.yaml`) against the sidecar's
+    /// `--ext-authz-grpc-listen`: build with that address as the sidecar's
+    /// ([`grpc_ext_authz_gateway`] does it all).
+    pub fn ext_authz_grpc(self) -> Self {
+        self.template("ext-authz-grpc.template.yaml")
+    }
+
     /// [`ext_authz`](Self::ext_authz) with another template of `envoy/` (the reproductions of
     /// what istiod or Envoy Gateway generate).
     pub fn ext_authz_template(self, name: &str) -> Self {

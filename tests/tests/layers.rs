@@ -8,7 +8,7 @@ use std::path::Path;
 /// Top-level modules by layer, highest first (the picture in ARCHITECTURE.md).
 const LAYERS: &[&[&str]] = &[
     &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd"],
-    &["api", "pages", "request", "admin", "http_guard"],
+    &["api", "pages", "request", "admin", "http_guard", "grpc_authz"],
     &["verdicts", "limits", "auth", "review", "warmup", "signups"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
@@ -29,6 +29,8 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("pages", "request"),
     ("admin", "api"),
     ("admin", "pages"),
+    ("grpc_authz", "api"),
+    ("grpc_authz", "request"),
     ("review", "verdicts"),
     ("warmup", "verdicts"),
     ("signups", "verdicts"),

@@ -1,7 +1,8 @@
 //! `ANY /ext_authz/{original path}`: Envoy's HTTP ext_authz check for a signup (Envoy's
 //! `path_prefix: /ext_authz`, Istio's `envoyExtAuthzHttp.pathPrefix`, Envoy Gateway's
 //! `extAuth.http.path`). Envoy sends the signup's method, its path with the query, the headers
-//! it is told to pass and the buffered body.
+//! it is told to pass and the buffered body. The check itself ([`decide`] on a [`Signup`]) knows
+//! no transport: `grpc_authz` serves the same decision as Envoy's gRPC `Authorization/Check`.
 //!
 //! The email is found exactly as the filter finds it (core's `signup::extract`, with the same
 //! settings: `--ext-authz-config`) and judged by the lookup API's own path ([`lookup::judge`]:
@@ -39,7 +40,8 @@ use email_verdict_core::{Decision, Domain, EmailAddress, LookupInput, details};
 use http::{Response, StatusCode};
 use pingora::protocols::http::ServerSession;
 
-use super::body::{Unread, read_body};
+pub use super::body::Unread;
+use super::body::read_body;
 use super::lookup::{auth_error, judge};
 use super::velocity::{self, CLIENT_HEADER, Counted};
 use super::{Api, ApiError, LogFields, Request};
@@ -57,7 +59,7 @@ const PARTIAL_BODY_HEADER: &str = "x-envoy-auth-partial-body";
 const HEADERS_TO_REMOVE: &str = "x-envoy-auth-headers-to-remove";
 /// The filter's own ceiling (`max_body_bytes` at most 10 MiB); Envoy's `max_request_bytes`
 /// should be far lower.
-const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
 /// The original path when `path` is an ext_authz check.
 pub fn original_path(path: &str) -> Option<&str> {
@@ -65,10 +67,39 @@ pub fn original_path(path: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
 
-/// What one check came to: the answer and how it is counted.
-struct Checked {
+/// What one check came to: the answer and how it is counted. The answer is HTTP-shaped
+/// whatever the transport (the gRPC check, `grpc_authz`, maps it to a `CheckResponse`); a
+/// refusal is said in the request's protocol ([`Checked::into_response`]).
+pub struct Checked {
     response: Answer,
-    outcome: CheckOutcome,
+    pub outcome: CheckOutcome,
+}
+
+impl Checked {
+    /// The answer, a refusal in the words of `protocol` ([`protocol_of`]).
+    pub fn into_response(self, protocol: &Protocol) -> Response<Vec<u8>> {
+        match self.response {
+            Answer::Ready(response) => response,
+            Answer::Refusal(refusal) => refusal.render(protocol),
+        }
+    }
+}
+
+/// One signup to check, as any transport hands it over (the HTTP check's request, the gRPC
+/// check's `CheckRequest`).
+pub struct Signup<'a> {
+    /// The gateway's API key.
+    pub key: Option<&'a str>,
+    /// The signup's original path with its query.
+    pub target: &'a str,
+    /// The signup's header values by lower-case name.
+    pub headers: &'a (dyn Fn(&str) -> Vec<Vec<u8>> + Sync),
+    /// Whole, unless `partial`.
+    pub body: &'a [u8],
+    /// Envoy cut the body (`allow_partial_message`).
+    pub partial: bool,
+    /// The signup's client as the gateway names it, for the signup counts.
+    pub client: Option<IpAddr>,
 }
 
 /// A check's answer: ready as it is, or a refusal, said in the request's protocol at the edge.
@@ -123,36 +154,35 @@ pub async fn handle(
     let checked = check(api, session, request, log).await;
     api.metrics.ext_authz(checked.outcome);
     log.outcome = Some(checked.outcome.as_str());
-    match checked.response {
-        Answer::Ready(response) => response,
-        Answer::Refusal(refusal) => {
-            let headers = &session.req_header().headers;
-            let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
-            let path = original_path(&request.path).unwrap_or_default();
-            let graphql = graphql_route(&api.ext_authz, path).is_some();
-            refusal.render(&Protocol::of(&values, graphql))
-        }
-    }
+    let headers = &session.req_header().headers;
+    let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
+    checked.into_response(&protocol_of(&api.ext_authz, &values, original_path(&request.path).unwrap_or_default()))
+}
+
+/// The protocol a signup's refusal is said in: its headers, and whether its path (`target`,
+/// the query ignored) is one of `graphql.paths`.
+pub fn protocol_of(config: &Enforcement, headers: &dyn Fn(&str) -> Vec<Vec<u8>>, target: &str) -> Protocol {
+    Protocol::of(headers, graphql_route(config, target).is_some())
+}
+
+/// The `graphql` setting when `target`'s path is one of its `paths` (both normalized).
+fn graphql_route<'a>(config: &'a Enforcement, target: &str) -> Option<&'a GraphQl> {
+    let graphql = config.graphql.as_ref()?;
+    let path = normalize_path(target);
+    graphql.paths.iter().any(|p| normalize_path(p) == path).then_some(graphql)
 }
 
 async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
-    let config = &api.ext_authz;
     // The gateway's key before the body: a client without one gets its 5xx at once, and never
-    // holds a connection open while it trickles a body in. (A store failure here is no answer
-    // about the key: the body is read, so the local decision can still refuse a listed domain.)
+    // holds a connection open while it trickles a body in.
     let key = session.req_header().headers.get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned());
-    match api.auth.authenticate(key.as_deref(), request.client).await {
-        Ok(_) | Err(AuthError::Store(_)) => {}
-        Err(e) => {
-            session.set_keepalive(None); // the body is not read
-            return failed(auth_error(api, e), log);
-        }
+    if let Some(refused) = key_refused(api, key.as_deref(), request, log).await {
+        session.set_keepalive(None); // the body is not read
+        return refused;
     }
     let body = match read_body(session, MAX_BODY_BYTES).await {
         Ok(body) => body,
-        Err(Unread::TooLarge) => return refused(&LocalReply::BODY_TOO_LARGE),
-        Err(Unread::Failed) => return unreadable(api),
-        Err(Unread::TimedOut) => return body_timed_out(),
+        Err(unread) => return not_read(api, unread),
     };
     let headers = &session.req_header().headers;
     let path = original_path(&request.path).unwrap_or_default();
@@ -160,23 +190,52 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
         Some(query) => format!("{path}?{query}"),
         None => path.to_owned(),
     };
-    let sources = &config.email;
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect::<Vec<_>>();
+    let partial = headers.get(PARTIAL_BODY_HEADER).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    let signup = Signup { key: key.as_deref(), target: &target, headers: &values, body: &body, partial, client };
+    decide(api, &signup, request, log).await
+}
+
+/// The key's refusal (a 5xx), or `None` to go on. A store failure is no answer about the key:
+/// the check goes on, so the local decision can still refuse a listed domain.
+pub async fn key_refused(api: &Api, key: Option<&str>, request: &Request, log: &mut LogFields) -> Option<Checked> {
+    match api.auth.authenticate(key, request.client).await {
+        Ok(_) | Err(AuthError::Store(_)) => None,
+        Err(e) => Some(failed(auth_error(api, e), log)),
+    }
+}
+
+/// The answer to a body that could not be read whole.
+pub fn not_read(api: &Api, unread: Unread) -> Checked {
+    match unread {
+        Unread::TooLarge => refused(&LocalReply::BODY_TOO_LARGE),
+        Unread::Failed => unreadable(api),
+        Unread::TimedOut => body_timed_out(),
+    }
+}
+
+/// The check itself, whatever the transport: the email and every other address found with
+/// core's `signup::extract`, judged, answered.
+pub async fn decide(api: &Api, signup: &Signup<'_>, request: &Request, log: &mut LogFields) -> Checked {
+    let config = &api.ext_authz;
+    let (target, values, body) = (signup.target, signup.headers, signup.body);
+    let sources = &config.email;
     let configured = extract::from_headers(values, &sources.headers);
-    let early = Carried::new(configured, Domains::default()).and(extract::read_query(&target, sources));
-    let kind = BodyKind::for_request(&values);
-    if let Some(graphql) = graphql_route(config, path)
-        && !extract::graphql::is_signup(&kind, &body, &graphql.operations, MAX_BODY_BYTES)
+    let early = Carried::new(configured, Domains::default()).and(extract::read_query(target, sources));
+    let kind = BodyKind::for_request(values);
+    if let Some(graphql) = graphql_route(config, target)
+        && !extract::graphql::is_signup(&kind, body, &graphql.operations, MAX_BODY_BYTES)
     {
         let unread = allow(&[], &config.flag_headers.all()); // a client's forged flags removed
-        return Checked { response: unread.into(), outcome: CheckOutcome::NotSignup };
+        return Checked { response: Answer::Ready(unread), outcome: CheckOutcome::NotSignup };
     }
     let found = if body.is_empty() {
         Carried::nothing()
-    } else if headers.get(PARTIAL_BODY_HEADER).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true")) {
+    } else if signup.partial {
         Carried::new(Extracted::Unreadable(extract::Unreadable::TooComplex), Domains::default())
     } else {
-        extract::read_body(&kind, &body, sources, MAX_BODY_BYTES)
+        extract::read_body(&kind, body, sources, MAX_BODY_BYTES)
     };
     let whole = early.and(found).to_judge(config.max_domains);
     let problem = match whole.problem {
@@ -186,14 +245,7 @@ async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &
             Err(reply) => return refused(&reply),
         },
     };
-    let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
-    judge_all(api, (key.as_deref(), client), request, whole, problem, log).await
-}
-
-/// The `graphql` setting when `path` (the original, before normalizing) is one of its `paths`.
-fn graphql_route<'a>(config: &'a Enforcement, path: &str) -> Option<&'a GraphQl> {
-    let normalized = normalize_path(path);
-    config.graphql.as_ref().filter(|g| g.paths.iter().any(|p| normalize_path(p) == normalized))
+    judge_all(api, (signup.key, signup.client), request, whole, problem, log).await
 }
 
 /// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.

@@ -53,6 +53,26 @@ pub fn gateway_with_on(
     Gateway { envoy, app, sidecar, nsd }
 }
 
+/// [`Gateway`] checking over gRPC ext_authz (issue 43): the sidecar also serving
+/// `--ext-authz-grpc-listen` on a free port, and Envoy from `envoy/ext-authz-grpc.template.yaml`
+/// calling that port with the gateway's key (no filter artifact needed). Also returns the gRPC
+/// listener's address.
+pub fn grpc_ext_authz_gateway(
+    sidecar: impl FnOnce(SidecarBuilder) -> SidecarBuilder,
+    configure: impl FnOnce(EnvoyBuilder) -> EnvoyBuilder,
+) -> (Gateway, std::net::SocketAddr) {
+    envoy_binary();
+    let nsd = Nsd::start();
+    let grpc = std::net::SocketAddr::from(([127, 0, 0, 1], crate::free_port()));
+    let listen = grpc.to_string();
+    let builder = Sidecar::builder().dns(nsd.addr()).keys(&["gateway"]).args(&["--ext-authz-grpc-listen", &listen]);
+    let sidecar = sidecar(builder).start();
+    let app = UpstreamApp::start();
+    let envoy = EnvoyBuilder::new(grpc, app.addr()).api_key(sidecar.key()).ext_authz_grpc();
+    let envoy = configure(envoy).start();
+    (Gateway { envoy, app, sidecar, nsd }, grpc)
+}
+
 /// The flags of filter/CONFIG.md, in its order.
 pub const FLAGS: [&str; 8] = [
     "free_provider",

@@ -22,13 +22,13 @@ fn envoy_gateway_manifests() {
     let ext_hcm = &ext_authz_yaml["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
     assert_eq!(ext_hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
 
-    let policy = doc_of(&docs, "SecurityPolicy");
+    let policy = named(&docs, "SecurityPolicy", "email-verdict");
     let ext = &policy["spec"]["extAuth"];
     assert_eq!(ext["http"]["path"], "/ext_authz");
     assert!(ext["bodyToExtAuth"]["maxRequestBytes"].as_i64().is_some_and(|n| n > 0));
     assert_eq!(ext["failOpen"], false);
     // The EnvoyPatchPolicy adds the key and the client (for the counts) to the check only.
-    let patch = &doc_of(&docs, "EnvoyPatchPolicy")["spec"]["jsonPatches"][0]["operation"]["value"];
+    let patch = &named(&docs, "EnvoyPatchPolicy", "email-verdict-key")["spec"]["jsonPatches"][0]["operation"]["value"];
     let added: Vec<&str> =
         patch["headers_to_add"].as_array().unwrap().iter().filter_map(|h| h["key"].as_str()).collect();
     assert_eq!(added, ["x-email-verdict-key", "x-email-verdict-client"]);
@@ -48,6 +48,47 @@ fn envoy_gateway_manifests() {
     ] {
         assert_eq!(config[field], shipped[field], "EnvoyExtensionPolicy config.{field} vs envoy/plugin-config.json");
     }
+}
+
+fn named(docs: &[Value], kind: &str, name: &str) -> Value {
+    docs.iter().find(|d| d["kind"] == kind && d["metadata"]["name"] == name).cloned().expect(name)
+}
+
+/// Issue 43: extAuth over gRPC to the sidecar's gRPC port, with the metadata and `pack_as_bytes`
+/// of envoy/ext-authz-grpc.yaml patched into the filter EG generates for that policy.
+#[test]
+fn envoy_gateway_grpc_ext_authz() {
+    let docs = load_yaml(&workspace_root().join("envoy/gateway/securitypolicy-grpc.yaml"));
+    let policy = named(&docs, "SecurityPolicy", "email-verdict-grpc");
+    let ext = &policy["spec"]["extAuth"];
+    assert_eq!(ext["grpc"]["backendRefs"][0]["port"], 8082);
+    assert!(ext["http"].is_null(), "gRPC, not HTTP");
+    assert_eq!(ext["failOpen"], false);
+    assert!(ext["bodyToExtAuth"]["maxRequestBytes"].as_i64().is_some_and(|n| n > 0));
+    let headers = ext["headersToExtAuth"].as_array().expect("headersToExtAuth");
+    for h in [
+        "content-type",
+        "content-encoding",
+        "grpc-encoding",
+        "connect-content-encoding",
+        "connect-protocol-version",
+        "accept",
+    ] {
+        assert!(headers.contains(&json!(h)), "{h} missing from headersToExtAuth");
+    }
+    let patches = named(&docs, "EnvoyPatchPolicy", "email-verdict-grpc-metadata")["spec"]["jsonPatches"].clone();
+    let filter = "envoy.filters.http.ext_authz/securitypolicy/shop/email-verdict-grpc";
+    for p in patches.as_array().expect("jsonPatches") {
+        assert!(p["operation"]["jsonPath"].as_str().is_some_and(|j| j.contains(filter)), "{p}");
+    }
+    let shipped = rendered("envoy/ext-authz-grpc.template.yaml");
+    let hcm = &shipped["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let ext_authz =
+        hcm["http_filters"].as_array().unwrap().iter().find(|f| f["name"] == "envoy.filters.http.ext_authz");
+    let ext_authz = &ext_authz.expect("ext_authz")["typed_config"];
+    assert_eq!(patches[0]["operation"]["value"], ext_authz["grpc_service"]["initial_metadata"]);
+    assert_eq!(patches[1]["operation"]["path"], "/pack_as_bytes");
+    assert_eq!(ext_authz["with_request_body"]["pack_as_bytes"], true);
 }
 
 #[test]

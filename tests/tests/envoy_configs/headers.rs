@@ -54,6 +54,7 @@ fn every_shipped_configuration_lists_every_verdict_header() {
         ("envoy/envoy.yaml".into(), load_yaml(&root.join("envoy/envoy.yaml"))),
         ("envoy/module.yaml".into(), load_yaml(&root.join("envoy/module.yaml"))),
         ("envoy/ext-authz.yaml".into(), load_yaml(&root.join("envoy/ext-authz.yaml"))),
+        ("envoy/ext-authz-grpc.yaml".into(), load_yaml(&root.join("envoy/ext-authz-grpc.yaml"))),
         (
             "envoy/istio-generated-ext-authz.template.yaml".into(),
             vec![rendered("envoy/istio-generated-ext-authz.template.yaml")],

@@ -205,10 +205,8 @@ fn istio_wasmplugin_plugin_config_validates_in_envoy() {
 
 #[test]
 fn istio_ext_authz_provider_and_policy() {
-    let docs = manifests("istio");
-    let config_map = docs.iter().find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "istio").expect("mesh");
-    let mesh = YamlLoader::load_from_str(config_map["data"]["mesh"].as_str().expect("data.mesh")).expect("mesh YAML");
-    let mesh = to_json(&mesh[0]);
+    let config_map = istio_doc("ext-authz.yaml", "ConfigMap");
+    let mesh = mesh_of(&config_map);
     let provider = mesh["extensionProviders"]
         .as_array()
         .and_then(|p| p.iter().find(|p| p["name"] == "email-verdict"))
@@ -226,7 +224,7 @@ fn istio_ext_authz_provider_and_policy() {
     );
     assert!(http["timeout"].is_string(), "set a timeout: Istio's default is 600 s");
     assert!(mesh["pathNormalization"]["normalization"].as_str().is_some_and(|n| n.contains("MERGE_SLASHES")));
-    let policy = doc_of(&docs, "AuthorizationPolicy");
+    let policy = istio_doc("ext-authz.yaml", "AuthorizationPolicy");
     assert_eq!(
         (policy["spec"]["action"].clone(), policy["spec"]["provider"]["name"].clone()),
         (json!("CUSTOM"), json!("email-verdict"))
@@ -259,6 +257,64 @@ fn istio_ext_authz_provider_and_policy() {
         .collect();
     assert_eq!(matchers, expected, "the Istio reproduction's RBAC paths vs envoy/istio/ext-authz.yaml");
     assert_eq!(hcm["common_http_protocol_options"]["headers_with_underscores_action"], "REJECT_REQUEST");
+}
+
+/// A ConfigMap's mesh config.
+fn mesh_of(config_map: &Value) -> Value {
+    let mesh = YamlLoader::load_from_str(config_map["data"]["mesh"].as_str().expect("data.mesh")).expect("mesh YAML");
+    to_json(&mesh[0])
+}
+
+/// Issue 43: the gRPC provider, its policy (the HTTP one's rules), the metadata Envoy adds to
+/// each call, and the underscore refusal as in ext-authz.yaml.
+#[test]
+fn istio_grpc_ext_authz_provider_policy_and_metadata() {
+    let mesh = mesh_of(&istio_doc("ext-authz-grpc.yaml", "ConfigMap"));
+    let provider = mesh["extensionProviders"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "email-verdict-grpc"))
+        .expect("extension provider email-verdict-grpc");
+    let grpc = &provider["envoyExtAuthzGrpc"];
+    assert_eq!(grpc["port"], 8082);
+    assert_eq!(grpc["includeRequestBodyInCheck"]["packAsBytes"], true);
+    assert_eq!(grpc["includeRequestBodyInCheck"]["allowPartialMessage"], false);
+    assert!(grpc["timeout"].is_string(), "set a timeout: Istio's default is 600 s");
+    let http_mesh = mesh_of(&istio_doc("ext-authz.yaml", "ConfigMap"));
+    assert_eq!(mesh["pathNormalization"], http_mesh["pathNormalization"]);
+    let policy = istio_doc("ext-authz-grpc.yaml", "AuthorizationPolicy");
+    assert_eq!(policy["spec"]["provider"]["name"], "email-verdict-grpc");
+    let http_policy = istio_doc("ext-authz.yaml", "AuthorizationPolicy");
+    assert_eq!(policy["spec"]["rules"], http_policy["spec"]["rules"], "the same signups are checked");
+    assert_eq!(policy["spec"]["selector"], http_policy["spec"]["selector"]);
+    let filters: Vec<Value> = load_yaml(&istio_dir().join("ext-authz-grpc.yaml"))
+        .into_iter()
+        .filter(|d| d["kind"] == "EnvoyFilter")
+        .collect();
+    let metadata = filters.iter().find(|f| f["metadata"]["name"] == "email-verdict-grpc-metadata").expect("metadata");
+    let patch = &metadata["spec"]["configPatches"][0];
+    assert_eq!(
+        patch["match"]["listener"]["filterChain"]["filter"]["subFilter"]["name"],
+        "envoy.filters.http.ext_authz"
+    );
+    let added = &patch["patch"]["value"]["typed_config"]["grpc_service"]["initial_metadata"];
+    let ext_authz_yaml = rendered("envoy/ext-authz-grpc.template.yaml");
+    let hcm = &ext_authz_yaml["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+    let filter = hcm["http_filters"].as_array().unwrap().iter().find(|f| f["name"] == "envoy.filters.http.ext_authz");
+    let shipped = &filter.expect("ext_authz")["typed_config"]["grpc_service"]["initial_metadata"];
+    assert_eq!(added, shipped, "the metadata of envoy/ext-authz-grpc.yaml, which the end-to-end tests run");
+    let underscore = filters.iter().find(|f| f["metadata"]["name"] == "email-verdict-underscore-headers");
+    let http_copy = load_yaml(&istio_dir().join("ext-authz.yaml"))
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == "email-verdict-underscore-headers");
+    assert_eq!(underscore, http_copy.as_ref(), "the underscore refusal as in ext-authz.yaml");
+    // The sidecar listens for it and the Service exposes it (HTTP/2 by its name).
+    let svc = istio_doc("sidecar.yaml", "Service");
+    let port = svc["spec"]["ports"].as_array().unwrap().iter().find(|p| p["port"] == 8082).expect("port 8082");
+    assert!(port["name"].as_str().is_some_and(|n| n.starts_with("grpc")), "{port}");
+    let dep = istio_doc("sidecar.yaml", "Deployment");
+    let env = &dep["spec"]["template"]["spec"]["containers"][0]["env"];
+    let listen = env.as_array().unwrap().iter().find(|e| e["name"] == "EMAIL_VERDICT_EXT_AUTHZ_GRPC_LISTEN");
+    assert_eq!(listen.expect("EMAIL_VERDICT_EXT_AUTHZ_GRPC_LISTEN")["value"], "0.0.0.0:8082");
 }
 
 /// Issue 23: every way the shipped Istio manifests put Envoy in front of the app refuses header
