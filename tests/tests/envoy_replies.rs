@@ -16,6 +16,18 @@ fn call(g: &Gateway, content_type: &str, email: &str) -> Response {
     g.envoy.send(&req)
 }
 
+/// A gRPC call whose message (field 1, a string) holds the address, read by core's protobuf
+/// reader.
+fn call_with_message(g: &Gateway, email: &str) -> Response {
+    let message = [&[0x0a, email.len() as u8][..], email.as_bytes()].concat();
+    let frame = [&[0, 0, 0, 0, message.len() as u8][..], &message].concat();
+    let req = Request::new("POST", "/signup")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(&frame);
+    g.envoy.send(&req)
+}
+
 fn grpc_status(resp: &Response) -> (u16, Option<&str>, Option<&str>) {
     (resp.status, resp.header("grpc-status"), resp.header("grpc-message"))
 }
@@ -30,6 +42,8 @@ fn a_grpc_client_reads_permission_denied_from_both_builds() {
         assert_eq!(grpc_status(&resp), (200, Some("7"), Some(BLOCKED)), "{build:?}\n{resp}");
         assert_eq!(resp.header("content-type"), Some("application/grpc"), "{resp}");
         assert!(resp.body.is_empty(), "{resp}");
+        let resp = call_with_message(&g, "bob@mailinator.com");
+        assert_eq!(grpc_status(&resp), (200, Some("7"), Some(BLOCKED)), "{build:?}\n{resp}");
         let resp = call(&g, "application/grpc+proto", "not-an-address");
         assert_eq!(grpc_status(&resp), (200, Some("3"), Some("The email address is not valid.")), "{resp}");
         // gRPC-Web: the trailers in a frame of the body, the content-type kept.
@@ -55,6 +69,8 @@ fn ext_authz_refusals_speak_the_same_words() {
     assert_eq!(grpc_status(&resp), (200, Some("7"), Some(BLOCKED)), "{resp}");
     let resp = call(&g, "application/grpc", "not-an-address");
     assert_eq!(grpc_status(&resp), (200, Some("3"), Some("The email address is not valid.")), "{resp}");
+    let resp = call_with_message(&g, "bob@mailinator.com");
+    assert_eq!(grpc_status(&resp), (200, Some("7"), Some(BLOCKED)), "{resp}");
     // gRPC-Web: the HTTP status its clients map (403 → PERMISSION_DENIED) and the headers.
     let resp = call(&g, "application/grpc-web+proto", "q@mailinator.com");
     assert_eq!(grpc_status(&resp), (403, Some("7"), Some(BLOCKED)), "{resp}");

@@ -122,50 +122,45 @@ impl LocalReply<'_> {
         let code = self.code();
         let said = Said::of(self);
         let local = via == Via::LocalReply;
-        let json = |v: serde_json::Value| serde_json::to_vec(&v).unwrap_or_default();
-        let connect_error = || serde_json::json!({ "code": code.connect_name(), "message": said.message });
-        let grpc_headers =
-            || vec![("grpc-status", code.number().to_string()), ("grpc-message", grpc_message(&said.message))];
-        let (status, content_type, trailers, body, grpc_status) = match protocol {
+        // Bodies are written as text, not built as `serde_json::Value`s: the Wasm filter's size
+        // budget. `in_headers`: `grpc-status` and `grpc-message` go in the headers.
+        let (status, content_type, body, in_headers) = match protocol {
             Protocol::Rest => {
                 let body = request_id.map_or_else(|| self.body.to_vec(), |id| with_request_id(self.body, id));
-                (self.status, "application/json", vec![], body, None)
+                (self.status, "application/json", body, false)
             }
-            Protocol::Grpc => {
-                let status = if local { 200 } else { code.http_status() };
-                (status, "application/grpc", grpc_headers(), vec![], Some(code.number()))
-            }
+            Protocol::Grpc => (if local { 200 } else { code.http_status() }, "application/grpc", vec![], true),
             Protocol::GrpcWeb { content_type, text } if local => {
                 let frame = grpc_web_trailers(code, &said.message);
                 let body = if *text { base64(&frame).into_bytes() } else { frame };
-                (200, content_type.as_str(), vec![], body, None)
+                (200, content_type.as_str(), body, false)
             }
-            Protocol::GrpcWeb { content_type, .. } => {
-                (code.http_status(), content_type.as_str(), grpc_headers(), vec![], Some(code.number()))
-            }
+            Protocol::GrpcWeb { content_type, .. } => (code.http_status(), content_type.as_str(), vec![], true),
             Protocol::ConnectStreaming { content_type } if local => {
-                let end = json(serde_json::json!({ "error": connect_error() }));
-                (200, content_type.as_str(), vec![], frame(0x02, &end), None)
+                let end = [r#"{"error":"#, &connect_error(code, &said.message), "}"].concat();
+                (200, content_type.as_str(), frame(0x02, end.as_bytes()), false)
             }
             Protocol::ConnectUnary | Protocol::ConnectStreaming { .. } => {
-                (code.http_status(), "application/json", vec![], json(connect_error()), None)
+                (code.http_status(), "application/json", connect_error(code, &said.message).into_bytes(), false)
             }
             Protocol::GraphQl { response_type } => {
-                let mut extensions = serde_json::json!({ "code": said.error });
-                if let (Some(id), Some(object)) = (request_id, extensions.as_object_mut()) {
-                    object.insert("request_id".to_owned(), id.into());
-                }
-                let body = json(serde_json::json!({
-                    "errors": [{ "message": said.message, "extensions": extensions }],
-                }));
+                let id = request_id.map(|id| [r#","request_id":"#, &quoted(id)].concat()).unwrap_or_default();
+                let (message, error) = (quoted(&said.message), quoted(&said.error));
+                let body = [r#"{"errors":[{"message":"#, &message, r#","extensions":{"code":"#, &error, &id, "}}]}"]
+                    .concat()
+                    .into_bytes();
                 let content_type =
                     if *response_type { "application/graphql-response+json" } else { "application/json" };
-                (self.status, content_type, vec![], body, None)
+                (self.status, content_type, body, false)
             }
         };
         let mut headers = vec![("content-type", content_type.to_owned())];
         headers.extend(request_id.map(|id| ("x-request-id", id.to_owned())));
-        headers.extend(trailers);
+        if in_headers {
+            headers.push(("grpc-status", code.number().to_string()));
+            headers.push(("grpc-message", grpc_message(&said.message)));
+        }
+        let grpc_status = in_headers.then_some(code.number());
         Rendered { status, details: self.details, headers, body, grpc_status }
     }
 }
@@ -190,6 +185,16 @@ impl Said {
             error: text("error").unwrap_or_else(|| reply.details.trim_start_matches("email_verdict_").to_owned()),
         }
     }
+}
+
+/// Connect's error JSON.
+fn connect_error(code: Code, message: &str) -> String {
+    [r#"{"code":""#, code.connect_name(), r#"","message":"#, &quoted(message), "}"].concat()
+}
+
+/// `text` as a JSON string.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// A JSON object body with `"request_id"` added (unless it has one); any other body unchanged.
@@ -218,7 +223,8 @@ pub fn grpc_message(text: &str) -> String {
 
 /// A gRPC-Web trailer frame: `grpc-status` and `grpc-message` as HTTP/1 header lines.
 fn grpc_web_trailers(code: Code, message: &str) -> Vec<u8> {
-    let block = format!("grpc-status:{}\r\ngrpc-message:{}\r\n", code.number(), grpc_message(message));
+    let status = code.number().to_string();
+    let block = ["grpc-status:", &status, "\r\ngrpc-message:", &grpc_message(message), "\r\n"].concat();
     frame(0x80, block.as_bytes())
 }
 

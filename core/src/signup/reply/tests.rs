@@ -258,3 +258,10 @@ fn base64_matches_rfc_4648_vectors() {
     }
     assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
 }
+
+#[test]
+fn json_strings_are_escaped() {
+    for text in ["plain", "a \"quoted\" \\ back", "tab\tnew\nline\u{1}", "é «non» 😀"] {
+        assert_eq!(serde_json::from_str::<String>(&quoted(text)).unwrap(), text, "{text:?}");
+    }
+}

@@ -135,3 +135,28 @@ fn flag_mode_headers_reach_a_grpc_app_as_metadata() {
     }
     assert_eq!(host.header("x-email-verdict").as_deref(), Some("disposable"));
 }
+
+/// A GraphQL route (`graphql.paths`): a GraphQL response with the refusal's 4xx, its type as
+/// `accept` asks.
+#[test]
+fn a_graphql_refusal_is_a_graphql_response() {
+    let h = harness(json!({ "graphql": { "paths": ["/graphql"], "operations": ["signUp"] } }));
+    let query = json!({ "query": "mutation { signUp(email: \"ann@mailinator.com\") { id } }" }).to_string();
+    for (accept, content_type) in [
+        ("application/graphql-response+json, application/json;q=0.9", "application/graphql-response+json"),
+        ("application/json", "application/json"),
+    ] {
+        let mut f = h.filter();
+        let headers = [("content-type", "application/json"), ("accept", accept), ("x-request-id", "req-7")];
+        let mut host = h.host("POST", "/graphql", &headers, query.as_bytes());
+        assert_eq!(send(&mut f, &mut host).1, Action::Pause);
+        answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+        let sent = only_sent(&host);
+        assert_eq!((sent.status, sent.header("content-type")), (403, Some(content_type)));
+        let expected = json!({ "errors": [{
+            "message": "Please sign up with a permanent email address.",
+            "extensions": { "code": "disposable_email", "request_id": "req-7" },
+        }]});
+        assert_eq!(sent.json(), expected);
+    }
+}
