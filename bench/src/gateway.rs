@@ -35,6 +35,9 @@ use crate::report::{cells, count, cpu_ratio, errors, met, ms};
 use crate::wrk::{Run, post_script, post_script_bytes};
 use crate::{Case, Ctx, GATEWAY_PLAN};
 
+mod protocols;
+use protocols::{Scripts, graphql_query, grpc_signup};
+
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
@@ -343,27 +346,6 @@ fn ext_authz_check(sidecar: &Sidecar, key: &str) -> anyhow::Result<email_verdict
 }
 
 /// The cases of one side, by row (`None`: the build cannot run the row).
-/// The wrk scripts of the rows.
-struct Scripts<'a> {
-    post: Option<&'a std::path::Path>,
-    post_header: Option<&'a std::path::Path>,
-    grpc: Option<&'a std::path::Path>,
-    graphql: Option<&'a std::path::Path>,
-}
-
-/// [`SIGNUP`] as one gRPC message (`email` = 1, `name` = 2), framed.
-fn grpc_signup() -> Vec<u8> {
-    let field = |n: u8, v: &str| [vec![n << 3 | 2, v.len() as u8], v.as_bytes().to_vec()].concat();
-    let message = [field(1, "ann@gmail.com"), field(2, "Test User")].concat();
-    [vec![0], (message.len() as u32).to_be_bytes().to_vec(), message].concat()
-}
-
-/// A GraphQL request of about 16 KB running a query (no signup operation).
-fn graphql_query() -> String {
-    let fields: String = (0..400).map(|i| format!("f{i}: profile(id: {i}) {{ id name }} ")).collect();
-    json!({ "query": format!("query Dashboard {{ {fields} }}"), "variables": {} }).to_string()
-}
-
 fn cases(s: &Setup, side: &Side, rows: &[usize], scripts: &Scripts) -> Vec<Option<Case>> {
     let (post, post_header) = (scripts.post, scripts.post_header);
     let sidecar_pid = side.sidecar.pid();

@@ -32,7 +32,7 @@ use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extr
 use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply,
-    Mode, Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst,
+    Mode, Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
 };
 use std::net::IpAddr;
 
@@ -66,6 +66,9 @@ pub fn original_path(path: &str) -> Option<&str> {
     let rest = path.strip_prefix(PREFIX)?;
     (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
+
+mod refusal;
+use refusal::Refusal;
 
 /// What one check came to: the answer and how it is counted. The answer is HTTP-shaped
 /// whatever the transport (the gRPC check, `grpc_authz`, maps it to a `CheckResponse`); a
@@ -111,37 +114,6 @@ enum Answer {
 impl From<Response<Vec<u8>>> for Answer {
     fn from(response: Response<Vec<u8>>) -> Self {
         Answer::Ready(response)
-    }
-}
-
-/// A [`LocalReply`] with its body owned, and velocity's `retry-after`.
-struct Refusal {
-    status: u16,
-    details: &'static str,
-    body: Vec<u8>,
-    retry_after: Option<u64>,
-}
-
-impl Refusal {
-    fn of(reply: &LocalReply<'_>) -> Self {
-        Self { status: reply.status, details: reply.details, body: reply.body.to_vec(), retry_after: None }
-    }
-
-    /// In the words of `protocol` (core's `LocalReply::render`), as a denial: never a `200`,
-    /// which Envoy would read as allow. Envoy hands its status, headers and body to the client
-    /// (a gRPC request's as `200` with our `grpc-status`).
-    fn render(&self, protocol: &Protocol) -> Response<Vec<u8>> {
-        let reply = LocalReply { status: self.status, details: self.details, body: &self.body };
-        let out = reply.render(protocol, Via::ExtAuthz, None);
-        let retry_after = self.retry_after.map(|s| s.to_string());
-        let headers: Vec<(&str, &str)> = out
-            .headers
-            .iter()
-            .map(|(n, v)| (*n, v.as_str()))
-            .chain(retry_after.as_deref().map(|s| ("retry-after", s)))
-            .collect();
-        let status = StatusCode::from_u16(out.status).ok().filter(|s| *s != StatusCode::OK);
-        response(status.unwrap_or(StatusCode::FORBIDDEN), &headers, out.body)
     }
 }
 
