@@ -72,6 +72,8 @@ struct ModuleConfig {
     /// logic itself cannot (`fallback`).
     failure: Policy,
     failure_status: u16,
+    /// `graphql.paths`, normalized: a panic's answer on one is GraphQL's.
+    graphql_paths: Vec<String>,
     ticker: Mutex<Option<Ticker>>,
 }
 
@@ -267,6 +269,7 @@ fn configure(config_envoy: FilterConfigEnvoyPtr, json: Vec<u8>) -> Option<Arc<Mo
         counters: Arc::new(counters),
         failure: parsed.failure_mode.for_reason(email_verdict_core::signup::Bypass::SidecarError),
         failure_status: parsed.failure_status,
+        graphql_paths: parsed.graphql_paths.clone(),
         ticker: Mutex::new(ticker),
     }))
 }

@@ -63,9 +63,11 @@ fn fallback(config: &ModuleConfig, host: &mut ModuleHost) -> Action {
     }
     let sent = catch_unwind(AssertUnwindSafe(|| {
         // In the request's protocol when its headers can be read (a gRPC client must get its
-        // `grpc-status`: `ModuleHost::send_local_response`), else as REST. No GraphQL route is
-        // known here (`graphql.paths`).
-        let protocol = host.request_headers().map(|h| Protocol::of(&|name| h.values(name), false));
+        // `grpc-status`: `ModuleHost::send_local_response`), else as REST.
+        let protocol = host.request_headers().map(|h| {
+            let path = crate::signup_path::normalize(&h.text(":path"));
+            Protocol::of(&|name| h.values(name), config.graphql_paths.contains(&path))
+        });
         let reply = LocalReply::unavailable(config.failure_status);
         let out = reply.render(&protocol.unwrap_or_default(), Via::LocalReply, None);
         let headers: Vec<(&str, &str)> = out.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
