@@ -38,12 +38,25 @@ impl Nsd {
 
     /// NSD serving exactly `zones` (zone name, file), e.g. a generated root zone.
     pub fn start_zones(zones: Vec<(String, PathBuf)>) -> Nsd {
-        let dir = TestDir::new("nsd");
-        let port = free_udp_tcp_port();
-        let conf = dir.write("nsd.conf", &config(dir.path(), port, &zones));
-        let mut nsd = Nsd { process: None, conf, port, dir };
-        nsd.spawn();
-        nsd
+        let mut dir = TestDir::new("nsd");
+        // The port was free a moment ago, but a resolver's random UDP source port (hickory's in a
+        // concurrent test) can take it before NSD binds it: then try another.
+        for attempt in 1.. {
+            let port = free_udp_tcp_port();
+            let conf = dir.write("nsd.conf", &config(dir.path(), port, &zones));
+            let mut nsd = Nsd { process: None, conf, port, dir };
+            match nsd.try_spawn() {
+                Ok(()) => return nsd,
+                Err(dump) if attempt < 5 && dump.contains("Address already in use") => dir = nsd.into_dir(),
+                Err(dump) => panic!("nsd exited during startup\n{dump}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn into_dir(self) -> TestDir {
+        let Nsd { dir, .. } = self;
+        dir
     }
 
     /// The address NSD answers on (UDP and TCP).
@@ -77,19 +90,28 @@ impl Nsd {
     }
 
     fn spawn(&mut self) {
+        if let Err(dump) = self.try_spawn() {
+            panic!("nsd exited during startup\n{dump}");
+        }
+    }
+
+    /// Starts NSD and waits until it answers; `Err` with its output when it exits first.
+    fn try_spawn(&mut self) -> Result<(), String> {
         let mut cmd = Command::new(nsd_binary());
         cmd.arg("-d").arg("-c").arg(&self.conf);
         let mut p = ChildProcess::spawn("nsd", cmd, self.dir.path());
         p.add_log(self.dir.join("nsd.log"));
         p.stop_gracefully();
         let addr = self.addr();
-        wait_for(&format!("NSD to answer on {addr}"), Duration::from_secs(10), || {
+        let started = wait_for(&format!("NSD to answer on {addr}"), Duration::from_secs(10), || {
             if let Some(status) = p.try_wait() {
-                panic!("nsd exited during startup ({status})\n{}", p.dump());
+                return Some(Err(format!("({status})\n{}", p.dump())));
             }
-            dns::query_udp(addr, PROBE_ZONE, qtype::SOA, Duration::from_millis(100)).ok()
+            dns::query_udp(addr, PROBE_ZONE, qtype::SOA, Duration::from_millis(100)).ok().map(Ok)
         });
+        started?;
         self.process = Some(p);
+        Ok(())
     }
 }
 

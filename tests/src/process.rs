@@ -29,10 +29,12 @@ pub fn free_port() -> u16 {
 
 /// A port free for both UDP and TCP on 127.0.0.1 (for DNS servers).
 pub fn free_udp_tcp_port() -> u16 {
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     for _ in 0..50 {
         let u = UdpSocket::bind("127.0.0.1:0").expect("bind udp 127.0.0.1:0");
         let port = u.local_addr().expect("local_addr").port();
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !handed_out.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.push(port);
             return port;
         }
     }
