@@ -48,6 +48,8 @@ pub struct PluginConfig {
     pub email: EmailSources,
     #[serde(default)]
     pub mode: Mode,
+    #[serde(default = "default_enforce_percent")]
+    pub enforce_percent: u64,
     #[serde(default)]
     pub block_response: BlockResponse,
     #[serde(default)]
@@ -216,6 +218,9 @@ impl<'de> Deserialize<'de> for FailureMode {
 fn default_max_domains() -> u64 {
     email_verdict_core::signup::extract::DEFAULT_MAX_DOMAINS as u64
 }
+fn default_enforce_percent() -> u64 {
+    100
+}
 fn default_failure_status() -> u64 {
     503
 }
@@ -336,6 +341,7 @@ impl PluginConfig {
         EnforcementConfig {
             email: self.email.clone(),
             mode: self.mode,
+            enforce_percent: self.enforce_percent,
             block_response: self.block_response.clone(),
             flag_headers: self.flag_headers.clone(),
             detail_headers: self.detail_headers,
@@ -357,7 +363,7 @@ impl PluginConfig {
         if !self.hold_headers && self.mode == Mode::Flag {
             return Err(ConfigError::invalid(
                 "hold_headers",
-                "false works only with mode \"block\": the flag headers cannot be added once the request headers have gone upstream",
+                "false works only with mode \"block\" or \"shadow\": the flag headers cannot be added once the request headers have gone upstream",
             ));
         }
         check_status("failure_status", self.failure_status)?;

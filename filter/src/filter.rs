@@ -32,8 +32,8 @@ use email_verdict_core::{Decision, Domain, EmailAddress, details};
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Name, Problem, Unusable};
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Protocol, Refusing,
-    Settled, Subaddressed, VerdictSummary, Via, Worst,
+    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Protocol, Reason,
+    Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst, rollout,
 };
 
 use crate::config::FilterConfig;
@@ -135,6 +135,10 @@ pub struct RequestFilter {
     graphql: bool,
     /// The protocol the request speaks: every local reply answers in it.
     protocol: Protocol,
+    /// Judged as block mode would, nothing refused or added (`mode: shadow`, or outside
+    /// `enforce_percent`): the body streams on while `copy` keeps what was read of it.
+    shadow: bool,
+    copy: Vec<u8>,
 }
 
 /// The protocol of a context without a request of its own (the root context's callouts).
@@ -142,12 +146,20 @@ static REST: Protocol = Protocol::Rest;
 
 impl RequestFilter {
     pub fn new(config: Rc<FilterConfig>) -> Self {
-        Self { config, state: State::Start, request_id: None, graphql: false, protocol: Protocol::Rest }
+        Self {
+            config,
+            state: State::Start,
+            request_id: None,
+            graphql: false,
+            protocol: Protocol::Rest,
+            shadow: false,
+            copy: Vec::new(),
+        }
     }
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host, request_id: None, protocol: &REST };
+        let mut ctx = Ctx { config: &config, host, request_id: None, protocol: &REST, shadow: false };
         let headers = match ctx.host.request_headers() {
             Ok(headers) => headers,
             Err(e) => {
@@ -169,6 +181,12 @@ impl RequestFilter {
         self.graphql = config.is_graphql(&path);
         self.protocol = Protocol::of(&|name| headers.values(name), self.graphql);
         ctx.protocol = &self.protocol;
+        let enforce = &config.enforce;
+        self.shadow = !rollout::enforces(enforce.mode, enforce.enforce_percent, ctx.host.client_address());
+        ctx.shadow = self.shadow;
+        if self.shadow {
+            ctx.host.increment(Counter::Shadowed);
+        }
         let step = match stripped {
             Ok(()) => ctx.signup_headers(&headers, &path, end_of_stream),
             Err(e) => ctx.host_failed("could not strip the flag headers", e),
@@ -178,11 +196,10 @@ impl RequestFilter {
 
     pub fn on_request_body(&mut self, host: &mut impl Host, body_size: usize, end_of_stream: bool) -> Action {
         match &self.state {
+            State::AwaitingBody { .. } if self.shadow => self.copy_chunk(host, body_size, end_of_stream),
             State::AwaitingBody { .. } if body_size > self.config.max_body_bytes => {
                 let config = Rc::clone(&self.config);
-                let step =
-                    Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol }
-                        .body_too_large();
+                let step = self.ctx(&config, host).body_too_large();
                 self.settle(step)
             }
             State::AwaitingBody { .. } if !end_of_stream => Action::Pause,
@@ -221,8 +238,7 @@ impl RequestFilter {
             return;
         };
         let config = Rc::clone(&self.config);
-        let mut ctx =
-            Ctx { config: &config, host: &mut *host, request_id: self.request_id.as_deref(), protocol: &self.protocol };
+        let mut ctx = self.ctx(&config, &mut *host);
         match &pending.what {
             Waiting::Verdict { domain, cas } => {
                 let judged = ctx.sidecar_answered(domain, *cas, response);
@@ -233,6 +249,35 @@ impl RequestFilter {
         }
         let step = ctx.next(judging, then);
         self.settle_held(step, host);
+    }
+
+    /// The logic's view of this stream.
+    fn ctx<'a, H: Host>(&'a self, config: &'a FilterConfig, host: &'a mut H) -> Ctx<'a, H> {
+        Ctx { config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol, shadow: self.shadow }
+    }
+
+    /// Shadowed: the chunk goes on, a copy of it is kept (within `max_body_bytes`); the last
+    /// one is held while the copy is judged, so that the judgement outlives no stream.
+    fn copy_chunk(&mut self, host: &mut impl Host, size: usize, end_of_stream: bool) -> Action {
+        let max = self.config.max_body_bytes;
+        if size > 0 {
+            let room = max.saturating_sub(self.copy.len());
+            match host.request_body(room.saturating_add(1)) {
+                Ok(chunk) if chunk.len() <= room => self.copy.extend_from_slice(&chunk),
+                Ok(_) => {
+                    self.copy = Vec::new();
+                    let config = Rc::clone(&self.config);
+                    let step = self.ctx(&config, host).body_too_large();
+                    return self.settle(step);
+                }
+                Err(e) => {
+                    let config = Rc::clone(&self.config);
+                    let step = self.ctx(&config, host).host_failed("could not read the request body", e);
+                    return self.settle(step);
+                }
+            }
+        }
+        if end_of_stream { self.body_complete(host) } else { Action::Continue }
     }
 
     /// Settles a step reached outside a request hook (a callout's answer, a wake-up): a held
@@ -267,8 +312,7 @@ impl RequestFilter {
             return Action::Pause;
         }
         let config = Rc::clone(&self.config);
-        let step = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol }
-            .fail(Bypass::SidecarError);
+        let step = self.ctx(&config, host).fail(Bypass::SidecarError);
         self.settle(step)
     }
 
@@ -278,11 +322,16 @@ impl RequestFilter {
             return Action::Continue;
         };
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol };
-        if self.graphql && !ctx.runs_a_signup(&kind) {
+        let copy = std::mem::take(&mut self.copy);
+        let mut ctx = self.ctx(&config, host);
+        let body = match ctx.whole_body(self.shadow.then_some(copy)) {
+            Ok(body) => body,
+            Err(step) => return self.settle(*step),
+        };
+        if self.graphql && !ctx.runs_a_signup(&kind, &body) {
             return Action::Continue; // another operation on the GraphQL route: not a signup
         }
-        let step = ctx.body_complete(&kind, early, judging);
+        let step = ctx.body_complete(&kind, early, judging, &body);
         self.settle(step)
     }
 
@@ -292,7 +341,7 @@ impl RequestFilter {
             Step::Responded => (State::Responded, Action::Pause),
             // Without the header hold a pause here would stall the stream: the body is held instead.
             Step::AwaitBody { kind, early, judging } => {
-                let action = if self.config.hold_headers { Action::Pause } else { Action::Continue };
+                let action = if self.config.hold_headers && !self.shadow { Action::Pause } else { Action::Continue };
                 (State::AwaitingBody { kind, early, judging }, action)
             }
             Step::AwaitVerdicts { judging, then } => (State::AwaitingVerdicts { judging, then }, Action::Pause),
@@ -308,6 +357,8 @@ struct Ctx<'a, H: Host> {
     host: &'a mut H,
     request_id: Option<&'a str>,
     protocol: &'a Protocol,
+    /// Judge as block mode, refuse nothing, add nothing (`RequestFilter::shadow`).
+    shadow: bool,
 }
 
 impl<H: Host> Ctx<'_, H> {
@@ -341,7 +392,7 @@ impl<H: Host> Ctx<'_, H> {
             return self.body_too_large();
         }
         let kind = BodyKind::for_request(&|name| headers.values(name));
-        if self.config.hold_headers {
+        if self.config.hold_headers || self.shadow {
             return Step::AwaitBody { kind, early, judging: Judging::default() };
         }
         self.judge_early(kind, early)
@@ -363,28 +414,30 @@ impl<H: Host> Ctx<'_, H> {
         self.next(judging, Then::ReadBody { kind, early })
     }
 
-    fn body_complete(&mut self, kind: &BodyKind, early: Carried, judging: Judging) -> Step {
-        let max = self.config.max_body_bytes;
-        let body = match self.host.request_body(max.saturating_add(1)) {
-            Ok(body) => body,
-            Err(e) => return self.host_failed("could not read the request body", e),
-        };
-        if body.len() > max {
-            return self.body_too_large();
+    /// The whole body: the shadow's `copy`, or what Envoy buffered (over `max_body_bytes`: the
+    /// step that refuses it).
+    fn whole_body(&mut self, copy: Option<Vec<u8>>) -> Result<Vec<u8>, Box<Step>> {
+        if let Some(copy) = copy {
+            return Ok(copy); // bounded as it was copied
         }
-        let found = extract::read_body(kind, &body, &self.config.enforce.email, max);
+        let max = self.config.max_body_bytes;
+        match self.host.request_body(max.saturating_add(1)) {
+            Ok(body) if body.len() > max => Err(Box::new(self.body_too_large())),
+            Ok(body) => Ok(body),
+            Err(e) => Err(Box::new(self.host_failed("could not read the request body", e))),
+        }
+    }
+
+    fn body_complete(&mut self, kind: &BodyKind, early: Carried, judging: Judging, body: &[u8]) -> Step {
+        let found = extract::read_body(kind, body, &self.config.enforce.email, self.config.max_body_bytes);
         self.judge_whole(early.and(found), judging)
     }
 
     /// On a GraphQL route: whether the body runs one of `graphql.operations` (a body that cannot
     /// be read counts as one: it is then refused as unreadable).
-    fn runs_a_signup(&mut self, kind: &BodyKind) -> bool {
+    fn runs_a_signup(&mut self, kind: &BodyKind, body: &[u8]) -> bool {
         let Some(graphql) = &self.config.enforce.graphql else { return true };
-        let max = self.config.max_body_bytes;
-        match self.host.request_body(max.saturating_add(1)) {
-            Ok(body) => body.len() > max || extract::graphql::is_signup(kind, &body, &graphql.operations, max),
-            Err(_) => true,
-        }
+        extract::graphql::is_signup(kind, body, &graphql.operations, self.config.max_body_bytes)
     }
 
     fn body_too_large(&mut self) -> Step {
@@ -461,10 +514,7 @@ impl<H: Host> Ctx<'_, H> {
     /// Once nothing is pending (or a refusal is certain): what follows.
     fn next(&mut self, judging: Judging, then: Then) -> Step {
         let config = self.config;
-        let by = Refusing {
-            block: config.enforce.mode == Mode::Block,
-            denies: |b| config.failure_mode.for_reason(b) == Policy::Deny,
-        };
+        let by = Refusing { block: self.blocks(), denies: |b| config.failure_mode.for_reason(b) == Policy::Deny };
         if let Some(Err(bypass)) = judging.counts
             && (by.denies)(bypass)
         {
@@ -501,7 +551,7 @@ impl<H: Host> Ctx<'_, H> {
             other => other,
         };
         match settled {
-            Settled::Disposable(v) if self.config.enforce.mode == Mode::Block => self.judged(&v, details, None),
+            Settled::Disposable(v) if self.blocks() => self.judged(&v, details, None),
             Settled::Disposable(v) | Settled::Safe(v) => match self.velocity(counts) {
                 Ok(velocity) => self.judged(&v, details, velocity.as_ref()),
                 Err(refused) => *refused,
@@ -523,12 +573,15 @@ impl<H: Host> Ctx<'_, H> {
     ) -> Step {
         self.host.increment(Counter::Checked);
         let enforce = &self.config.enforce;
+        if verdict.disposable && self.shadow {
+            return self.would_block(Reason::Disposable, Some(&verdict.domain));
+        }
         if verdict.disposable && enforce.mode == Mode::Block {
             self.host.increment(Counter::Blocked);
             return self.respond(&LocalReply::blocked(enforce.block_status, &enforce.block_body));
         }
-        if !self.config.hold_headers {
-            return Step::Proceed; // the headers have gone upstream
+        if !self.config.hold_headers || self.shadow {
+            return Step::Proceed; // the headers have gone upstream, or shadow mode adds none
         }
         let names = &self.config.enforce.flag_headers;
         let name = if verdict.disposable { "disposable" } else { "safe" };
@@ -551,6 +604,7 @@ impl<H: Host> Ctx<'_, H> {
         match set {
             Ok(()) => {
                 self.host.increment(Counter::Flagged);
+                self.host.increment(if verdict.disposable { Counter::FlaggedDisposable } else { Counter::FlaggedSafe });
                 Step::Proceed
             }
             Err(e) => self.host_failed("could not add the verdict headers", e),
@@ -576,7 +630,9 @@ impl<H: Host> Ctx<'_, H> {
                 self.bypass(bypass)
             }
             Policy::Deny => {
-                self.host.increment(Counter::DeniedOnError);
+                if !self.shadow {
+                    self.host.increment(Counter::DeniedOnError);
+                }
                 self.respond(&LocalReply::unavailable(self.config.failure_status))
             }
         }
@@ -589,8 +645,8 @@ impl<H: Host> Ctx<'_, H> {
     }
 
     fn bypass(&mut self, bypass: Bypass) -> Step {
-        if !self.config.hold_headers {
-            return Step::Proceed; // the headers have gone upstream
+        if !self.config.hold_headers || self.shadow {
+            return Step::Proceed; // the headers have gone upstream, or shadow mode adds none
         }
         if let Err(e) = self.host.set_request_header(&self.config.enforce.flag_headers.bypass, bypass.as_str()) {
             self.log(LogLevel::Error, &format!("could not add the bypass header: {e}"));
@@ -604,8 +660,12 @@ impl<H: Host> Ctx<'_, H> {
         self.respond_with(reply, &[])
     }
 
-    /// `reply` in the request's protocol (core's `LocalReply::render`), `extra` headers added.
+    /// `reply` in the request's protocol (core's `LocalReply::render`), `extra` headers added;
+    /// in shadow mode counted and logged instead.
     fn respond_with(&mut self, reply: &LocalReply<'_>, extra: &[(&str, &str)]) -> Step {
+        if self.shadow {
+            return self.would_block(Reason::of(reply), None);
+        }
         let out = reply.render(self.protocol, Via::LocalReply, self.request_id);
         let headers: Vec<(&str, &str)> =
             out.headers.iter().map(|(n, v)| (*n, v.as_str())).chain(extra.iter().copied()).collect();
@@ -623,6 +683,22 @@ impl<H: Host> Ctx<'_, H> {
 
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
+    }
+
+    /// Block mode's judgement: in block mode, and in shadow mode.
+    fn blocks(&self) -> bool {
+        self.shadow || self.config.enforce.mode == Mode::Block
+    }
+
+    /// Shadow mode's refusal: counted by reason and logged (the domain, never the address),
+    /// the request left as it is.
+    fn would_block(&mut self, reason: Reason, domain: Option<&Domain>) -> Step {
+        self.host.increment(Counter::WouldBlock);
+        self.host.increment(Counter::would_block(reason));
+        let on = domain.map(|d| format!(" ({d})")).unwrap_or_default();
+        let id = self.request_id.map(|id| format!(", request {id}")).unwrap_or_default();
+        self.log(LogLevel::Info, &format!("shadow: would block{on}: {}{id}", reason.as_str()));
+        Step::Proceed
     }
 }
 

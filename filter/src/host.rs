@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use email_verdict_core::signup::Bypass;
+use email_verdict_core::signup::{Bypass, Reason};
 
 pub use crate::cache::{SharedData, SharedDataError};
 
@@ -93,10 +93,26 @@ pub enum Counter {
     /// Counts the sidecar refused with 403 (the gateway's key is not on the `gateway` plan):
     /// a configuration error, the signup judged without its count.
     CountRefused,
+    /// Verdict headers added, by verdict (`Flagged` is both).
+    FlaggedDisposable,
+    FlaggedSafe,
+    /// Signups judged in shadow (`mode: shadow`, or outside `enforce_percent`).
+    Shadowed,
+    /// Shadowed signups block mode would have refused, all reasons, then one counter per reason.
+    WouldBlock,
+    WouldBlockDisposable,
+    WouldBlockTooManySignups,
+    WouldBlockUnreadableBody,
+    WouldBlockTooManyAddresses,
+    WouldBlockInvalidEmail,
+    WouldBlockMissingEmail,
+    WouldBlockSubaddressed,
+    WouldBlockBodyTooLarge,
+    WouldBlockVerdictUnavailable,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 20] = [
+    pub const ALL: [Counter; 33] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -117,6 +133,19 @@ impl Counter {
         Counter::BypassedSidecarTimeout,
         Counter::BypassedSidecarRejected,
         Counter::CountRefused,
+        Counter::FlaggedDisposable,
+        Counter::FlaggedSafe,
+        Counter::Shadowed,
+        Counter::WouldBlock,
+        Counter::WouldBlockDisposable,
+        Counter::WouldBlockTooManySignups,
+        Counter::WouldBlockUnreadableBody,
+        Counter::WouldBlockTooManyAddresses,
+        Counter::WouldBlockInvalidEmail,
+        Counter::WouldBlockMissingEmail,
+        Counter::WouldBlockSubaddressed,
+        Counter::WouldBlockBodyTooLarge,
+        Counter::WouldBlockVerdictUnavailable,
     ];
 
     /// The metric name defined in Envoy.
@@ -142,6 +171,19 @@ impl Counter {
             Counter::BypassedSidecarTimeout => "email_verdict.bypassed_sidecar_timeout",
             Counter::BypassedSidecarRejected => "email_verdict.bypassed_sidecar_rejected",
             Counter::CountRefused => "email_verdict.count_refused",
+            Counter::FlaggedDisposable => "email_verdict.flagged_disposable",
+            Counter::FlaggedSafe => "email_verdict.flagged_safe",
+            Counter::Shadowed => "email_verdict.shadowed",
+            Counter::WouldBlock => "email_verdict.would_block",
+            Counter::WouldBlockDisposable => "email_verdict.would_block_disposable",
+            Counter::WouldBlockTooManySignups => "email_verdict.would_block_too_many_signups",
+            Counter::WouldBlockUnreadableBody => "email_verdict.would_block_unreadable_body",
+            Counter::WouldBlockTooManyAddresses => "email_verdict.would_block_too_many_addresses",
+            Counter::WouldBlockInvalidEmail => "email_verdict.would_block_invalid_email",
+            Counter::WouldBlockMissingEmail => "email_verdict.would_block_missing_email",
+            Counter::WouldBlockSubaddressed => "email_verdict.would_block_subaddressed",
+            Counter::WouldBlockBodyTooLarge => "email_verdict.would_block_body_too_large",
+            Counter::WouldBlockVerdictUnavailable => "email_verdict.would_block_verdict_unavailable",
         }
     }
 
@@ -153,6 +195,21 @@ impl Counter {
             Bypass::SidecarTimeout => Some(Counter::BypassedSidecarTimeout),
             Bypass::SidecarRejected => Some(Counter::BypassedSidecarRejected),
             Bypass::NoEmail | Bypass::InvalidEmail | Bypass::UnreadableBody => None,
+        }
+    }
+
+    /// The `would_block` counter of one reason (a Wasm filter's metrics have no labels).
+    pub fn would_block(reason: Reason) -> Counter {
+        match reason {
+            Reason::Disposable => Counter::WouldBlockDisposable,
+            Reason::TooManySignups => Counter::WouldBlockTooManySignups,
+            Reason::UnreadableBody => Counter::WouldBlockUnreadableBody,
+            Reason::TooManyAddresses => Counter::WouldBlockTooManyAddresses,
+            Reason::InvalidEmail => Counter::WouldBlockInvalidEmail,
+            Reason::MissingEmail => Counter::WouldBlockMissingEmail,
+            Reason::Subaddressed => Counter::WouldBlockSubaddressed,
+            Reason::BodyTooLarge => Counter::WouldBlockBodyTooLarge,
+            Reason::VerdictUnavailable => Counter::WouldBlockVerdictUnavailable,
         }
     }
 
@@ -265,6 +322,13 @@ mod tests {
         }
         for policy in [Bypass::NoEmail, Bypass::InvalidEmail, Bypass::UnreadableBody] {
             assert_eq!(Counter::bypassed_because(policy), None, "{policy:?} has its own counter");
+        }
+    }
+
+    #[test]
+    fn each_reason_has_its_would_block_counter_named_after_it() {
+        for reason in Reason::ALL {
+            assert_eq!(Counter::would_block(reason).name(), format!("email_verdict.would_block_{}", reason.as_str()));
         }
     }
 

@@ -171,9 +171,14 @@ fn get_header_pairs(map_type: u32) -> Result<abi::HeaderPairs, HostError> {
 }
 
 /// Metric ids, defined once per root context (and so once per worker's VM).
-#[derive(Default)]
 struct Metrics {
     ids: [Option<u32>; Counter::ALL.len()],
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self { ids: [None; Counter::ALL.len()] }
+    }
 }
 
 impl Metrics {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use email_verdict_core::ErrorCode;
 use email_verdict_core::api::Verdict;
+use email_verdict_core::signup::Reason;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -166,16 +167,20 @@ pub enum CheckOutcome {
     Failed,
     /// A request on a GraphQL route running none of `graphql.operations`: allowed unread.
     NotSignup,
+    /// Shadowed (`mode: shadow`, or outside `enforce_percent`): allowed, though block mode would
+    /// have refused it (`ext_authz_would_block` says why).
+    WouldBlock,
 }
 
 impl CheckOutcome {
-    const ALL: [CheckOutcome; 6] = [
+    const ALL: [CheckOutcome; 7] = [
         CheckOutcome::Judged,
         CheckOutcome::LocalDecision,
         CheckOutcome::Bypassed,
         CheckOutcome::Refused,
         CheckOutcome::Failed,
         CheckOutcome::NotSignup,
+        CheckOutcome::WouldBlock,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -186,6 +191,7 @@ impl CheckOutcome {
             CheckOutcome::Refused => "refused",
             CheckOutcome::Failed => "failed",
             CheckOutcome::NotSignup => "not_signup",
+            CheckOutcome::WouldBlock => "would_block",
         }
     }
 }
@@ -193,6 +199,11 @@ impl CheckOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct CheckLabels {
     outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
 }
 
 /// Which of a plan's limits refused a request.
@@ -264,6 +275,7 @@ pub struct Metrics {
     warmup: Family<WarmupLabels, Counter>,
     warmup_remaining: Gauge,
     ext_authz: Family<CheckLabels, Counter>,
+    would_block: Family<ReasonLabels, Counter>,
     rdap_requests: Family<CheckLabels, Counter>,
     rdap_not_queued: Counter,
     outbound_refused: Family<RefusedLabels, Counter>,
@@ -297,6 +309,7 @@ impl Metrics {
             warmup: Family::default(),
             warmup_remaining: Gauge::default(),
             ext_authz: Family::default(),
+            would_block: Family::default(),
             rdap_requests: Family::default(),
             rdap_not_queued: Counter::default(),
             outbound_refused: Family::default(),
@@ -337,6 +350,8 @@ impl Metrics {
         r.register("warmup_remaining", remaining_help, self.warmup_remaining.clone());
         let checks_help = "ext_authz checks, by outcome (judged, local_decision, bypassed, refused, failed)";
         r.register("ext_authz_checks", checks_help, self.ext_authz.clone());
+        let would_help = "Shadowed ext_authz checks block mode would have refused, by reason";
+        r.register("ext_authz_would_block", would_help, self.would_block.clone());
         let rdap_help = "RDAP requests for domain ages (serve --rdap), by outcome";
         r.register("rdap_requests", rdap_help, self.rdap_requests.clone());
         let not_queued_help = "Domain ages not asked for because the RDAP queue was full (asked on a later lookup)";
@@ -382,6 +397,9 @@ impl Metrics {
         self.requests.get_or_create_owned(&request_labels(Route::Other, not_found.status(), Some(not_found)));
         for outcome in CheckOutcome::ALL {
             self.ext_authz.get_or_create_owned(&CheckLabels { outcome: outcome.as_str() });
+        }
+        for reason in Reason::ALL {
+            self.would_block.get_or_create_owned(&ReasonLabels { reason: reason.as_str() });
         }
         for outcome in RDAP_OUTCOMES {
             self.rdap_requests.get_or_create_owned(&CheckLabels { outcome });
@@ -465,6 +483,10 @@ impl Metrics {
     /// The warm-up's starting point: `remaining` domains to resolve.
     pub fn warmup_remaining(&self, remaining: usize) {
         self.warmup_remaining.set(i64::try_from(remaining).unwrap_or(i64::MAX));
+    }
+
+    pub fn would_block(&self, reason: Reason) {
+        self.would_block.get_or_create(&ReasonLabels { reason: reason.as_str() }).inc();
     }
 
     pub fn ext_authz(&self, outcome: CheckOutcome) {
@@ -618,6 +640,8 @@ mod tests {
         check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
         check("email_verdict_warmup_remaining", 0.0);
         check(r#"email_verdict_ext_authz_checks_total{outcome="failed"}"#, 0.0);
+        check(r#"email_verdict_ext_authz_checks_total{outcome="would_block"}"#, 0.0);
+        check(r#"email_verdict_ext_authz_would_block_total{reason="disposable"}"#, 0.0);
         m.list_known(0, "blocklist", 3600);
         m.list_loaded(0, "blocklist", 12, Some(1_795_330_023));
         m.list_failed(0, "blocklist");
@@ -649,7 +673,7 @@ mod tests {
         m.plans_known(["free"]); // and the rejections' once a plan is known (the limiter's start)
         let text = m.encode();
         let families: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).collect();
-        assert_eq!(families.len(), 27, "{text}");
+        assert_eq!(families.len(), 28, "{text}");
         for family in families {
             let name = family.split(' ').next().unwrap_or_default();
             assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}\n{text}");

@@ -20,6 +20,8 @@ pub struct LogFields {
     pub code: Option<&'static str>,
     /// ext_authz: what the check came to.
     pub outcome: Option<&'static str>,
+    /// ext_authz in shadow: why block mode would have refused the signup.
+    pub would_block: Option<&'static str>,
     /// A batch: how many inputs it had.
     pub items: Option<usize>,
 }
@@ -55,6 +57,7 @@ pub fn log_request(request: &Request, route: &'static str, status: u16, log: &Lo
         status,
         code = log.code,
         outcome = log.outcome,
+        would_block = log.would_block,
         key_id = log.key_id.as_deref(),
         domain = log.domain.as_deref(),
         cached = log.cached,

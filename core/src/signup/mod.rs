@@ -10,6 +10,7 @@ pub mod outcome;
 pub mod path;
 pub mod protocol;
 pub mod reply;
+pub mod rollout;
 pub mod settings;
 pub mod velocity;
 
@@ -20,6 +21,7 @@ pub use outcome::{
 };
 pub use protocol::Protocol;
 pub use reply::{Code, Rendered, Via};
+pub use rollout::Reason;
 pub use settings::{
     BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, GraphQl,
     Mode, Policy, Subaddressed,

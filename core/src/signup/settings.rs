@@ -48,13 +48,15 @@ impl ConfigError {
     }
 }
 
-/// `block` answers disposable signups with `block_response`; `flag` only adds the headers.
+/// `block` answers disposable signups with `block_response`; `flag` only adds the headers;
+/// `shadow` judges every signup as block mode does and changes nothing (`rollout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     #[default]
     Block,
     Flag,
+    Shadow,
 }
 
 /// `allow` lets the request through with the bypass header; `deny` answers it with an error.
@@ -276,6 +278,10 @@ fn yes() -> bool {
     true
 }
 
+fn default_enforce_percent() -> u64 {
+    100
+}
+
 /// The shared fields as a document (the sidecar's `--ext-authz-config` file is exactly this).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -284,6 +290,9 @@ pub struct EnforcementConfig {
     pub email: EmailSources,
     #[serde(default)]
     pub mode: Mode,
+    /// The share of signups (by client, `rollout`) `mode` is enforced for; the rest are shadowed.
+    #[serde(default = "default_enforce_percent")]
+    pub enforce_percent: u64,
     #[serde(default)]
     pub block_response: BlockResponse,
     #[serde(default)]
@@ -315,6 +324,7 @@ impl Default for EnforcementConfig {
         Self {
             email: EmailSources::default(),
             mode: Mode::default(),
+            enforce_percent: default_enforce_percent(),
             block_response: BlockResponse::default(),
             flag_headers: FlagHeaders::default(),
             detail_headers: DetailHeaders::default(),
@@ -343,6 +353,7 @@ impl EnforcementConfig {
             velocity.validate().map_err(|(field, message)| ConfigError::invalid(field, message))?;
         }
         check_range("max_domains", self.max_domains, 1, super::extract::MAX_DOMAINS_LIMIT as u64)?;
+        check_range("enforce_percent", self.enforce_percent, 0, 100)?;
         if let Some(graphql) = &self.graphql {
             graphql.validate()?;
         }
@@ -363,6 +374,7 @@ impl EnforcementConfig {
         Ok(Enforcement {
             email,
             mode: self.mode,
+            enforce_percent: u8::try_from(self.enforce_percent).unwrap_or(100),
             block_status: to_u16(self.block_response.status),
             block_body,
             flag_headers,
@@ -442,6 +454,8 @@ impl EnforcementConfig {
 pub struct Enforcement {
     pub email: EmailSources,
     pub mode: Mode,
+    /// 0..=100, validated.
+    pub enforce_percent: u8,
     pub block_status: u16,
     /// `block_response.body`, serialized once.
     pub block_body: Vec<u8>,
@@ -630,7 +644,8 @@ mod tests {
     fn mistakes_name_their_field() {
         let cases = [
             (&b""[..], "the configuration is empty"),
-            (b"{\"mode\":\"shadow\"}", "mode: unknown variant `shadow`"),
+            (b"{\"mode\":\"dry_run\"}", "mode: unknown variant `dry_run`"),
+            (b"{\"enforce_percent\":101}", "enforce_percent: must be 0..=100"),
             (b"{\"sidecar\":{}}", "sidecar: unknown field `sidecar`"),
             (b"{\"email\":{\"headers\":[\"X-Email-Flags\"]}}", "email.headers[0]: must not be one of flag_headers"),
             (b"{\"flag_headers\":{\"flags\":\"cookie\"}}", "flag_headers.flags: must not be a header"),

@@ -149,7 +149,9 @@ impl<H: Host> Ctx<'_, H> {
         let limits = self.config.enforce.velocity.as_ref();
         let passed = limits.map(|l| l.passed(&counts)).unwrap_or_default();
         if let Some(block) = passed.iter().find(|p| p.action == LimitAction::Block) {
-            self.host.increment(Counter::TooManySignups);
+            if !self.shadow {
+                self.host.increment(Counter::TooManySignups);
+            }
             let body = too_many_signups(block, None);
             let reply = LocalReply::too_many_signups(&body);
             return Err(Box::new(self.respond_with(&reply, &[("retry-after", &block.retry_after.to_string())])));

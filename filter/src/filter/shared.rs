@@ -38,12 +38,7 @@ impl RequestFilter {
             };
             judging.pending.swap_remove(at);
             let config = Rc::clone(&self.config);
-            let mut ctx = Ctx {
-                config: &config,
-                host: &mut *host,
-                request_id: self.request_id.as_deref(),
-                protocol: &self.protocol,
-            };
+            let mut ctx = self.ctx(&config, &mut *host);
             match delivery {
                 Delivery::Answer(response) => {
                     let judged = ctx.shared_answer(&domain, &response);
@@ -71,7 +66,7 @@ impl RequestFilter {
     pub fn lead_orphans(&mut self, host: &mut impl Host) {
         let config = Rc::clone(&self.config);
         for domain in config.flights.take_orphans() {
-            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None, protocol: &REST };
+            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None, protocol: &REST, shadow: false };
             // Whether the waiters found the name in free text is not kept: asked as an address.
             let woken = match ctx.call_sidecar(&domain, false) {
                 Ok(token) => {

@@ -650,6 +650,7 @@ mod email;
 mod flights;
 mod header_hold;
 mod protocols;
+mod shadow;
 mod velocity;
 
 /// The dynamic module's panic path: an internal error answers as `failure_mode` says for a

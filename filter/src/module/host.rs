@@ -17,9 +17,15 @@ const BAD_ARGUMENT: u32 = 2;
 const INTERNAL_FAILURE: u32 = 10;
 
 /// Envoy's ids of the filter's counters, defined once per filter configuration.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Counters {
     pub ids: [Option<usize>; Counter::ALL.len()],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self { ids: [None; Counter::ALL.len()] }
+    }
 }
 
 /// Logs through Envoy (`[dynamic_modules]` in its log). Never an address or a secret.

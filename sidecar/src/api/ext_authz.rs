@@ -32,7 +32,7 @@ use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extr
 use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
     AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply,
-    Mode, Policy, Protocol, Refusing, Settled, Subaddressed, VerdictSummary, Worst,
+    Mode, Policy, Protocol, Reason, Refusing, Settled, Subaddressed, VerdictSummary, Worst, rollout,
 };
 use std::net::IpAddr;
 
@@ -145,6 +145,14 @@ fn graphql_route<'a>(config: &'a Enforcement, target: &str) -> Option<&'a GraphQ
 }
 
 async fn check(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
+    let headers = &session.req_header().headers;
+    let client = headers.get(CLIENT_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    let checked = check_enforced(api, session, request, log).await;
+    rollout(api, client, checked, log)
+}
+
+/// The check as block or flag mode answers it.
+async fn check_enforced(api: &Api, session: &mut ServerSession, request: &Request, log: &mut LogFields) -> Checked {
     // The gateway's key before the body: a client without one gets its 5xx at once, and never
     // holds a connection open while it trickles a body in.
     let key = session.req_header().headers.get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned());
@@ -176,6 +184,33 @@ pub async fn key_refused(api: &Api, key: Option<&str>, request: &Request, log: &
         Ok(_) | Err(AuthError::Store(_)) => None,
         Err(e) => Some(failed(auth_error(api, e), log)),
     }
+}
+
+/// `mode: shadow`, or a client outside `enforce_percent` (core's `rollout`): allowed whatever
+/// the check came to, a client's forged flag headers removed and none added; what block mode
+/// would have refused is counted by reason and logged (the request's one line, with its domain).
+/// A check that failed (5xx: no verdict, a refused gateway key) is `verdict_unavailable`, whatever
+/// Envoy's `failure_mode_allow` would have made of it.
+pub fn rollout(api: &Api, client: Option<IpAddr>, checked: Checked, log: &mut LogFields) -> Checked {
+    let config = &api.ext_authz;
+    if rollout::enforces(config.mode, config.enforce_percent, client) || checked.outcome == CheckOutcome::NotSignup {
+        return checked;
+    }
+    let reason = match &checked.response {
+        Answer::Refusal(refusal) => Some(Reason::of_details(refusal.details)),
+        Answer::Ready(r) if r.status().is_server_error() => Some(Reason::VerdictUnavailable),
+        Answer::Ready(r) if r.status() != StatusCode::OK => Some(Reason::UnreadableBody), // the body timed out
+        Answer::Ready(_) => None,
+    };
+    let outcome = match reason {
+        Some(reason) => {
+            api.metrics.would_block(reason);
+            log.would_block = Some(reason.as_str());
+            CheckOutcome::WouldBlock
+        }
+        None => checked.outcome,
+    };
+    Checked { response: allow(&[], &config.flag_headers.all()).into(), outcome }
 }
 
 /// The answer to a body that could not be read whole.
@@ -302,12 +337,12 @@ async fn judge_all(
             }
         }
     }
-    let by = Refusing { block: config.mode == Mode::Block, denies: |_| true };
+    let by = Refusing { block: blocks(config), denies: |_| true };
     let counted = if local { CheckOutcome::LocalDecision } else { CheckOutcome::Judged };
     match worst.settle(problem, &by) {
         Settled::Disposable(v) | Settled::Safe(v) => {
             let v = if flag_subaddressed { v.flagged_subaddressed() } else { v };
-            let refused = v.disposable && config.mode == Mode::Block;
+            let refused = v.disposable && blocks(config);
             // Every judged signup is counted, a refused one too (as the filter does: repeated
             // attempts are what the counts are for); a refused one's answer stays the refusal.
             let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
@@ -411,7 +446,7 @@ fn verdict_answer(
     counts: &[(String, String)],
     outcome: CheckOutcome,
 ) -> Checked {
-    if verdict.disposable && config.mode == Mode::Block {
+    if verdict.disposable && blocks(config) {
         let reply = LocalReply::blocked(config.block_status, &config.block_body);
         return Checked { response: Answer::Refusal(Refusal::of(&reply)), outcome };
     }
@@ -438,6 +473,11 @@ fn verdict_answer(
         }
     }
     Checked { response: allow(&set, &remove).into(), outcome }
+}
+
+/// Block mode's judgement: block mode, and shadow mode (`rollout` then lets it through).
+fn blocks(config: &Enforcement) -> bool {
+    matches!(config.mode, Mode::Block | Mode::Shadow)
 }
 
 /// Over a `block` limit of `velocity`: `429 too_many_signups`, which Envoy hands the client.

@@ -93,6 +93,19 @@ impl Metadata<'_> {
 /// gateway that sets `x-email-verdict-key` on the request itself, replacing any client copy);
 /// the client from the metadata, else the check's `source` (the downstream connection's peer).
 pub async fn check(api: &Api, call: &Call, metadata: &Metadata<'_>, request: &Request, log: &mut LogFields) -> Checked {
+    let client = metadata.client.or(call.source);
+    let checked = check_enforced(api, call, metadata, request, log).await;
+    ext_authz::rollout(api, client, checked, log)
+}
+
+/// The check as block or flag mode answers it.
+async fn check_enforced(
+    api: &Api,
+    call: &Call,
+    metadata: &Metadata<'_>,
+    request: &Request,
+    log: &mut LogFields,
+) -> Checked {
     let key = metadata.key.or_else(|| call.header(KEY_HEADER));
     if let Some(refused) = ext_authz::key_refused(api, key, request, log).await {
         return refused;

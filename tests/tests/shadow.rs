@@ -1,0 +1,249 @@
+//! Issue 44: shadow mode against the real processes. The generated corpus of
+//! `framework_differentials` (every family; the disposable address where popular frameworks read
+//! it, often beside a safe one) and a few plain signups go, one at a time, through each gateway
+//! twice: once in block mode, once in shadow mode, each run on a fresh stack. The filter runs
+//! without the header hold (`hold_headers: false`; the Wasm build also without
+//! `allow_on_headers_stop_iteration`, as Istio's `WasmPlugin` and Envoy Gateway give it), ext_authz
+//! from the shipped `envoy/ext-authz-config.json` with only `mode` changed.
+//!
+//! Shadow mode must let every request reach the app exactly as sent (the body byte for byte, no
+//! `x-email-*` header added), and count by reason exactly what block mode refused: the Envoy
+//! counters `email_verdict.would_block_<reason>` for the filter, the sidecar's
+//! `email_verdict_ext_authz_would_block_total{reason}` for ext_authz.
+//!
+//! Then `enforce_percent`: at 30 %, 1,000 distinct clients (by `x-forwarded-for`, which the
+//! test's Envoy trusts) are refused in proportion (binomial bounds) and each client's retry gets
+//! the same answer, through the Wasm filter.
+
+#[path = "framework_differentials/corpus.rs"]
+#[allow(dead_code)]
+mod corpus;
+#[path = "framework_differentials/encode.rs"]
+#[allow(dead_code)]
+mod encode;
+
+use std::collections::BTreeMap;
+
+use email_verdict_tests::envoy::{EnvoyBuilder, FilterBuild, Gateway, envoy_binary};
+use email_verdict_tests::{Nsd, Request, Sidecar, TestDir, UpstreamApp, workspace_root};
+use serde_json::{Value, json};
+
+use corpus::{Case, corpus};
+
+const SEED: u64 = 0x5EED_0044;
+const CASE_HEADER: &str = "x-corpus-case";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Via {
+    Filter(FilterBuild),
+    ExtAuthz,
+}
+
+/// The corpus, and plain signups: safe ones (JSON, form), an unreadable body, too many addresses.
+fn cases() -> Vec<Case> {
+    let mut cases = corpus(SEED, 140);
+    let plain = |what: &str, content_type: &str, body: String| Case {
+        family: "plain",
+        what: what.into(),
+        target: "/signup".into(),
+        headers: vec![("Content-Type".into(), content_type.into())],
+        body: body.into_bytes(),
+    };
+    let many: Vec<String> = (0..40).map(|i| format!("u{i}@site{i}.example")).collect();
+    cases.extend([
+        plain("safe JSON", "application/json", json!({ "email": "ann@gmail.com" }).to_string()),
+        plain("safe form", "application/x-www-form-urlencoded", "email=bob%40gmail.com".into()),
+        plain("unreadable JSON", "application/json", "{\"email\": NaN}".into()),
+        plain("too many addresses", "application/json", json!({ "email": "c@gmail.com", "cc": many }).to_string()),
+    ]);
+    cases
+}
+
+/// One stack: NSD, the sidecar, the app, Envoy with this gateway in `mode`.
+fn start(via: Via, mode: &str, dir: &TestDir) -> Gateway {
+    envoy_binary();
+    let nsd = Nsd::start_with_root();
+    let mut sidecar = Sidecar::builder().dns(nsd.addr()).keys(&["gateway"]);
+    if via == Via::ExtAuthz {
+        let shipped = workspace_root().join("envoy/ext-authz-config.json");
+        let mut config: Value = serde_json::from_slice(&std::fs::read(shipped).unwrap()).unwrap();
+        config["mode"] = json!(mode);
+        let path = dir.write(&format!("ext-authz-{mode}.json"), &config.to_string());
+        sidecar = sidecar.args(&["--ext-authz-config", &path.display().to_string()]);
+    }
+    let sidecar = sidecar.start();
+    let app = UpstreamApp::start();
+    let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
+    let envoy = match via {
+        Via::Filter(build) => {
+            let b = envoy.build(build).set("/hold_headers", json!(false)).set("/mode", json!(mode));
+            match build {
+                FilterBuild::Wasm => {
+                    b.edit_config("allow_on_headers_stop_iteration: true", "allow_on_headers_stop_iteration: false")
+                }
+                FilterBuild::Module => b,
+            }
+        }
+        Via::ExtAuthz => envoy.ext_authz(),
+    };
+    Gateway { envoy: envoy.start(), app, sidecar, nsd }
+}
+
+/// What a gateway answered each case: the status and our refusal's `error` code (`None` when
+/// the app answered, or Envoy itself).
+fn send_all(gw: &Gateway, cases: &[Case]) -> Vec<(u16, Option<String>)> {
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut req = Request::new("POST", &c.target).header(CASE_HEADER, &i.to_string());
+            for (n, v) in &c.headers {
+                req = req.header(n, v);
+            }
+            let r = req.body(&c.body).send(gw.envoy.addr());
+            let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            let error = body.get("error").and_then(Value::as_str).filter(|_| r.status != 200);
+            (r.status, error.map(str::to_owned))
+        })
+        .collect()
+}
+
+/// The `would_block` reason of a block-mode refusal, by its `error` code and status.
+fn reason(status: u16, error: &str) -> &'static str {
+    match (status, error) {
+        (403, "disposable_email") => "disposable",
+        (429, "too_many_signups") => "too_many_signups",
+        (413, "body_too_large") => "body_too_large",
+        (_, "unreadable_body") => "unreadable_body",
+        (_, "invalid_email") => "invalid_email",
+        (_, "missing_email") => "missing_email",
+        (_, "too_many_addresses") => "too_many_addresses",
+        (_, "subaddressed_email") => "subaddressed",
+        (_, "verdict_unavailable") => "verdict_unavailable",
+        other => panic!("a refusal that is not ours: {other:?}"),
+    }
+}
+
+const REASONS: [&str; 9] = [
+    "disposable",
+    "too_many_signups",
+    "unreadable_body",
+    "too_many_addresses",
+    "invalid_email",
+    "missing_email",
+    "subaddressed",
+    "body_too_large",
+    "verdict_unavailable",
+];
+
+/// The gateway's `would_block` counts by reason.
+fn counted(gw: &Gateway, via: Via) -> BTreeMap<&'static str, u64> {
+    let metrics = match via {
+        Via::ExtAuthz => Request::get("/metrics").send(gw.sidecar.admin_addr()).text(),
+        Via::Filter(_) => String::new(),
+    };
+    let value = |reason: &str| match via {
+        Via::Filter(_) => gw.envoy.counter(&format!("email_verdict.would_block_{reason}")).unwrap_or(0),
+        Via::ExtAuthz => {
+            let series = format!("email_verdict_ext_authz_would_block_total{{reason=\"{reason}\"}} ");
+            metrics.lines().find_map(|l| l.strip_prefix(&series)?.parse::<f64>().ok()).unwrap_or(0.0) as u64
+        }
+    };
+    REASONS.into_iter().map(|r| (r, value(r))).filter(|(_, n)| *n > 0).collect()
+}
+
+fn shadow_counts_what_block_refuses(via: Via) {
+    let dir = TestDir::new("shadow");
+    let cases = cases();
+    let blocked = {
+        let gw = start(via, "block", &dir);
+        send_all(&gw, &cases)
+    };
+    let mut expected: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (status, error) in &blocked {
+        if let Some(error) = error {
+            *expected.entry(reason(*status, error)).or_default() += 1;
+        }
+    }
+    assert!(expected.get("disposable").copied().unwrap_or(0) > 50, "{via:?}: block mode refused {expected:?}");
+    let gw = start(via, "shadow", &dir);
+    let shadowed = send_all(&gw, &cases);
+    let recorded = gw.app.requests();
+    for (i, (c, (status, _))) in cases.iter().zip(&shadowed).enumerate() {
+        let what = format!("{via:?}, case {i} ({}: {})", c.family, c.what);
+        if blocked[i].1.is_none() && blocked[i].0 != 200 {
+            assert_eq!(*status, blocked[i].0, "{what}: Envoy's own answer, the same in both modes");
+            continue;
+        }
+        assert_eq!(*status, 200, "{what}: shadow mode refuses nothing");
+        let r = recorded.iter().find(|r| r.header(CASE_HEADER) == Some(&i.to_string())).expect("reached the app");
+        assert_eq!(r.body, c.body, "{what}: the body as sent");
+        let added: Vec<&(String, String)> = r.headers.iter().filter(|(n, _)| n.starts_with("x-email-")).collect();
+        assert!(added.is_empty(), "{what}: headers added {added:?}");
+    }
+    assert_eq!(counted(&gw, via), expected, "{via:?}: would_block by reason against block mode's refusals");
+}
+
+#[test]
+fn shadow_mode_through_the_wasm_filter_without_the_header_hold() {
+    shadow_counts_what_block_refuses(Via::Filter(FilterBuild::Wasm));
+}
+
+#[test]
+fn shadow_mode_through_the_dynamic_module_without_the_header_hold() {
+    shadow_counts_what_block_refuses(Via::Filter(FilterBuild::Module));
+}
+
+#[test]
+fn shadow_mode_through_ext_authz() {
+    shadow_counts_what_block_refuses(Via::ExtAuthz);
+}
+
+/// Whether a disposable signup from `client` (named in `x-forwarded-for`) was refused; panics
+/// on anything but a refusal or the app's answer.
+fn refused_from(gw: &Gateway, client: &str) -> bool {
+    let body = json!({ "email": "x@mailinator.com" }).to_string();
+    let req = email_verdict_tests::envoy::signup("application/json", body.as_bytes()).header("x-forwarded-for", client);
+    let r = gw.envoy.send(&req);
+    assert!(matches!(r.status, 200 | 403), "{client}: {r}");
+    r.status == 403
+}
+
+fn a_share_of_clients_is_enforced(via: Via) {
+    let nsd = Nsd::start();
+    let dir = TestDir::new("shadow");
+    let mut sidecar = Sidecar::builder().dns(nsd.addr()).keys(&["gateway"]);
+    if via == Via::ExtAuthz {
+        let shipped = workspace_root().join("envoy/ext-authz-config.json");
+        let mut config: Value = serde_json::from_slice(&std::fs::read(shipped).unwrap()).unwrap();
+        config["enforce_percent"] = json!(30);
+        config.as_object_mut().unwrap().remove("velocity"); // 2,000 signups of one address
+        let path = dir.write("ext-authz-30.json", &config.to_string());
+        sidecar = sidecar.args(&["--ext-authz-config", &path.display().to_string()]);
+    }
+    let sidecar = sidecar.start();
+    let app = UpstreamApp::start();
+    let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
+    let envoy = match via {
+        Via::Filter(build) => envoy.build(build).set("/enforce_percent", json!(30)),
+        Via::ExtAuthz => envoy.ext_authz(),
+    };
+    let gw = Gateway { envoy: envoy.placeholder("XFF_NUM_TRUSTED_HOPS", "1").start(), app, sidecar, nsd };
+    let started = std::time::Instant::now();
+    let mut enforced = 0;
+    for i in 0..1000u32 {
+        let client = std::net::Ipv4Addr::from(0xc633_6400u32 + i * 257).to_string();
+        let once = refused_from(&gw, &client);
+        assert_eq!(refused_from(&gw, &client), once, "{via:?}, {client}: a retry gets the same answer");
+        enforced += usize::from(once);
+    }
+    // n = 1,000, p = 0.3: sd 14.5; 5 sd either side.
+    assert!((228..=372).contains(&enforced), "{via:?}: {enforced} of 1,000 clients refused at 30 %");
+    eprintln!("{via:?}: {enforced} of 1,000 refused, {:?}", started.elapsed());
+}
+
+#[test]
+fn at_30_percent_clients_are_refused_in_proportion_and_each_keeps_its_answer() {
+    a_share_of_clients_is_enforced(Via::Filter(FilterBuild::Wasm));
+    a_share_of_clients_is_enforced(Via::ExtAuthz);
+}
