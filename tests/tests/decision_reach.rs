@@ -1,6 +1,6 @@
 //! A wrong block undone in minutes: a reviewer's decision reaches every gateway within
-//! `decision_sync_seconds`, verdicts the filter already cached included (filter/CONFIG.md, "The
-//! cache and the decisions"). The cache keeps a verdict 300 s here and the decisions are synced
+//! `decision_sync_seconds`, verdicts the filter already cached included (filter/CONFIG.md, "A
+//! decision reaches the cached verdicts"). The cache keeps a verdict 300 s here and the decisions are synced
 //! every second, so a signup that follows the decision within the deadline below can only have
 //! been judged again. Through both builds of the filter, and through ext_authz, where the
 //! sidecar itself applies a decision to the very next signup.
@@ -20,8 +20,9 @@ fn signups_until(g: &Gateway, email: &str, status: u16, what: &str) {
     wait_for(what, DEADLINE, || (g.envoy.signup_json(email).status == status).then_some(()));
 }
 
-/// A cached disposable verdict is undone by a reviewer's `safe`; a cached safe one is blocked
-/// by a reviewer's `disposable` (on the parent of the signed-up name: the decision covers it).
+/// Cached disposable verdicts (a name and a subdomain of it) are undone by a reviewer's `safe`
+/// on the name, which covers the subdomain; a cached safe one is blocked by a reviewer's
+/// `disposable`, and safe again once the decision is withdrawn.
 #[test]
 fn a_decision_reaches_the_verdicts_a_gateway_already_cached() {
     each_build(|build| {
