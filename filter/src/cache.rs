@@ -13,15 +13,26 @@
 //! worker, asks the sidecar again, while every other signup of every worker keeps getting the
 //! old verdict until the new one is written or the claim runs out. An expiry therefore sends
 //! one callout, not one per signup that arrives before the answer.
+//!
+//! With the sidecar's decisions synced (`decided.rs`, [`VerdictCache::versioned`]) each entry
+//! also holds the version of the decisions the gateway knew when the callout that produced it
+//! was dispatched (read by the lookup that missed, so a sync landing during the callout leaves
+//! the entry on the older version). A lookup reads the current version first (one small
+//! shared-data read) and an entry of another version is a plain miss, never served stale: a
+//! decision reaches every cached verdict with the sync that brings it, not `ttl_seconds` later.
+//! The sidecar applies a decision (on the name or a parent) to its very next lookup, so the
+//! answer that replaces the entry has it.
 
 use email_verdict_core::Domain;
 
+use crate::decided;
 use crate::host::HostError;
 use email_verdict_core::signup::{Flags, VerdictSummary};
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
-/// `ev3` added the refresh claim (`ev2` the suggestion); an older entry is a miss.
-const FORMAT: &str = "ev3";
+/// `ev4` added the decisions' version (`ev3` the refresh claim, `ev2` the suggestion); an older
+/// entry is a miss: it may predate a decision, and it costs one callout per name once.
+const FORMAT: &str = "ev4";
 /// The stale window is the entry's lifetime, at most this long.
 const MAX_STALE_MS: u64 = 60_000;
 /// How long an answer without MX data is kept at most ([`VerdictCache::briefly`]).
@@ -50,16 +61,27 @@ pub struct VerdictCache {
     slots: u64,
     /// How long a claimed refresh keeps others on the stale verdict: the callout's timeout.
     claim_ms: u64,
+    /// The decisions are synced: an entry of another version than theirs is a miss.
+    versioned: bool,
+}
+
+/// The version of the synced decisions ([`decided::version`]); `None`: none stored yet.
+pub type Version = Option<u32>;
+
+/// What a miss hands on to the write of its answer ([`VerdictCache::store`]): the slot's CAS
+/// token and the decisions' version, both as the lookup read them, before the callout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ticket {
+    pub cas: Option<u32>,
+    pub version: Version,
 }
 
 /// The result of a lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     Hit(VerdictSummary),
-    /// The CAS token of the slot as read, to write it back conditionally.
-    Miss {
-        cas: Option<u32>,
-    },
+    /// To write the answer back: conditionally on the slot as read, with the version read.
+    Miss(Ticket),
 }
 
 /// The result of a write.
@@ -77,7 +99,18 @@ impl VerdictCache {
             ttl_ms: ttl_seconds.saturating_mul(1000),
             slots: max_entries,
             claim_ms: 1000,
+            versioned: false,
         })
+    }
+
+    /// The same cache, its entries tied to the synced decisions' version when `synced`.
+    pub fn versioned(self, synced: bool) -> Self {
+        Self { versioned: synced, ..self }
+    }
+
+    /// The decisions' version to record for a callout made now (`None` when not versioned).
+    pub fn version(&self, store: &impl SharedData) -> Result<Version, HostError> {
+        if self.versioned { decided::version(store) } else { Ok(None) }
     }
 
     /// The same cache, a refresh claim lasting `timeout` (the sidecar callout's).
@@ -101,27 +134,35 @@ impl VerdictCache {
         format!("{KEY_PREFIX}{}", fnv1a(domain.as_str().as_bytes()).checked_rem(self.slots).unwrap_or(0))
     }
 
-    /// A fresh entry hits. A stale one hits too while another signup refreshes it; the first
-    /// lookup to find it unclaimed claims it and misses (`cas: None`: its answer overwrites the
-    /// slot, whose token the claim just changed).
+    /// A fresh entry of the current decisions' version hits; one of another version is a miss.
+    /// A stale one hits too while another signup refreshes it; the first lookup to find it
+    /// unclaimed claims it and misses (`cas: None`: its answer overwrites the slot, whose token
+    /// the claim just changed).
     pub fn lookup(&self, store: &mut impl SharedData, domain: &Domain, now_ms: u64) -> Result<Lookup, HostError> {
+        // Before the slot: the version a callout after this miss is dispatched under.
+        let version = self.version(store)?;
         let key = self.slot_key(domain);
         let (value, cas) = store.shared_data_get(&key)?;
+        let miss = |cas| Ok(Lookup::Miss(Ticket { cas, version }));
         let Some(entry) = value.as_deref().and_then(decode).filter(|e| e.domain == domain.as_str()) else {
-            return Ok(Lookup::Miss { cas });
+            return miss(cas);
         };
-        if now_ms < entry.expires_ms {
+        if self.versioned && entry.stamp.version != version {
+            return miss(cas); // judged before a decision the gateway now knows: never served
+        }
+        if now_ms < entry.stamp.expires_ms {
             return Ok(Lookup::Hit(entry.summary));
         }
-        if now_ms >= entry.expires_ms.saturating_add(self.stale_ms()) {
-            return Ok(Lookup::Miss { cas });
+        if now_ms >= entry.stamp.expires_ms.saturating_add(self.stale_ms()) {
+            return miss(cas);
         }
-        if now_ms < entry.refresh_until_ms {
+        if now_ms < entry.stamp.refresh_until_ms {
             return Ok(Lookup::Hit(entry.summary)); // another signup is asking
         }
-        let claim = encode(entry.domain, &entry.summary, entry.expires_ms, now_ms.saturating_add(self.claim_ms));
+        let claimed = Stamp { refresh_until_ms: now_ms.saturating_add(self.claim_ms), ..entry.stamp };
+        let claim = encode(entry.domain, &entry.summary, claimed);
         match store.shared_data_set(&key, claim.as_bytes(), cas) {
-            Ok(()) => Ok(Lookup::Miss { cas: None }),
+            Ok(()) => miss(None),
             Err(SharedDataError::CasMismatch) => Ok(Lookup::Hit(entry.summary)), // claimed by another
             Err(SharedDataError::Host(e)) => Err(e),
         }
@@ -133,10 +174,12 @@ impl VerdictCache {
         domain: &Domain,
         summary: &VerdictSummary,
         now_ms: u64,
-        cas: Option<u32>,
+        ticket: Ticket,
     ) -> Result<Stored, HostError> {
-        let value = encode(domain.as_str(), summary, now_ms.saturating_add(self.ttl_ms), 0);
-        match store.shared_data_set(&self.slot_key(domain), value.as_bytes(), cas) {
+        let version = if self.versioned { ticket.version } else { None };
+        let stamp = Stamp { expires_ms: now_ms.saturating_add(self.ttl_ms), refresh_until_ms: 0, version };
+        let value = encode(domain.as_str(), summary, stamp);
+        match store.shared_data_set(&self.slot_key(domain), value.as_bytes(), ticket.cas) {
             Ok(()) => Ok(Stored::Written),
             Err(SharedDataError::CasMismatch) => Ok(Stored::Lost),
             Err(SharedDataError::Host(e)) => Err(e),
@@ -148,27 +191,42 @@ impl VerdictCache {
 struct Entry<'a> {
     domain: &'a str,
     summary: VerdictSummary,
+    stamp: Stamp,
+}
+
+/// When an entry expires, whether its refresh is claimed, and under which decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
     expires_ms: u64,
     /// Until when a claimed refresh keeps other signups on this (stale) entry; 0: unclaimed.
     refresh_until_ms: u64,
+    /// The decisions' version its callout was dispatched under; `None` when not versioned.
+    version: Version,
 }
 
-/// `ev3|<expires ms>|<refreshing until ms>|<d or s>|<flag bits>|<suggested domain or
-/// nothing>|<domain>`; a domain never holds `|`.
-fn encode(domain: &str, summary: &VerdictSummary, expires_ms: u64, refresh_until_ms: u64) -> String {
+/// `ev4|<expires ms>|<refreshing until ms>|<version or nothing>|<d or s>|<flag bits>|<suggested
+/// domain or nothing>|<domain>`; a domain never holds `|`.
+fn encode(domain: &str, summary: &VerdictSummary, stamp: Stamp) -> String {
+    let Stamp { expires_ms, refresh_until_ms, version } = stamp;
+    let version = version.map_or_else(String::new, |v| v.to_string());
     let verdict = if summary.disposable { 'd' } else { 's' };
     let suggestion = summary.suggestion.as_ref().map_or("", Domain::as_str);
-    format!("{FORMAT}|{expires_ms}|{refresh_until_ms}|{verdict}|{}|{suggestion}|{domain}", summary.flags.bits())
+    let flags = summary.flags.bits();
+    format!("{FORMAT}|{expires_ms}|{refresh_until_ms}|{version}|{verdict}|{flags}|{suggestion}|{domain}")
 }
 
 fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut fields = text.splitn(7, '|');
+    let mut fields = text.splitn(8, '|');
     if fields.next()? != FORMAT {
         return None;
     }
     let expires_ms = fields.next()?.parse().ok()?;
     let refresh_until_ms = fields.next()?.parse().ok()?;
+    let version = match fields.next()? {
+        "" => None,
+        v => Some(v.parse().ok()?),
+    };
     let disposable = match fields.next()? {
         "d" => true,
         "s" => false,
@@ -180,7 +238,8 @@ fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
         name => Some(Domain::parse(name).ok()?),
     };
     let domain = fields.next()?;
-    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, expires_ms, refresh_until_ms })
+    let stamp = Stamp { expires_ms, refresh_until_ms, version };
+    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, stamp })
 }
 
 /// 64-bit FNV-1a: deterministic everywhere, unlike `std`'s hasher, which is free to change.
@@ -227,6 +286,13 @@ mod tests {
         Domain::parse(s).unwrap()
     }
 
+    /// The write of a new entry, without a version (decisions not synced).
+    const NEW: Ticket = Ticket { cas: None, version: None };
+
+    fn miss(cas: Option<u32>) -> Lookup {
+        Lookup::Miss(Ticket { cas, version: None })
+    }
+
     fn summary(disposable: bool, flags: &[Flag]) -> VerdictSummary {
         VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None }
     }
@@ -237,12 +303,15 @@ mod tests {
         let mut store = Store::default();
         let domain = d("mailinator.com");
         let s = summary(true, &[Flag::HasMx, Flag::SharedMx]);
-        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Miss { cas: None });
-        assert_eq!(cache.store(&mut store, &domain, &s, 1_000, None).unwrap(), Stored::Written);
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), miss(None));
+        assert_eq!(cache.store(&mut store, &domain, &s, 1_000, NEW).unwrap(), Stored::Written);
         assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Hit(s.clone()));
         assert_eq!(cache.lookup(&mut store, &domain, 300_999).unwrap(), Lookup::Hit(s.clone()));
         // Past the stale window (60 s at most): a plain miss.
-        assert!(matches!(cache.lookup(&mut store, &domain, 361_000).unwrap(), Lookup::Miss { cas: Some(1) }));
+        assert!(matches!(
+            cache.lookup(&mut store, &domain, 361_000).unwrap(),
+            Lookup::Miss(Ticket { cas: Some(1), version: None })
+        ));
     }
 
     #[test]
@@ -251,17 +320,17 @@ mod tests {
         let mut store = Store::default();
         let domain = d("mailinator.com");
         let s = summary(true, &[]);
-        cache.store(&mut store, &domain, &s, 0, None).unwrap();
-        assert_eq!(cache.lookup(&mut store, &domain, 300_000).unwrap(), Lookup::Miss { cas: None }, "claims");
+        cache.store(&mut store, &domain, &s, 0, NEW).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 300_000).unwrap(), miss(None), "claims");
         for now in [300_000, 301_999] {
             assert_eq!(cache.lookup(&mut store, &domain, now).unwrap(), Lookup::Hit(s.clone()), "stale at {now}");
         }
         // The refresh did not answer within its timeout: the next lookup claims again.
-        assert_eq!(cache.lookup(&mut store, &domain, 302_000).unwrap(), Lookup::Miss { cas: None });
+        assert_eq!(cache.lookup(&mut store, &domain, 302_000).unwrap(), miss(None));
         assert_eq!(cache.lookup(&mut store, &domain, 302_001).unwrap(), Lookup::Hit(s.clone()));
         // The new answer ends the stale window.
         let fresh = summary(false, &[]);
-        cache.store(&mut store, &domain, &fresh, 302_500, None).unwrap();
+        cache.store(&mut store, &domain, &fresh, 302_500, NEW).unwrap();
         assert_eq!(cache.lookup(&mut store, &domain, 302_600).unwrap(), Lookup::Hit(fresh));
     }
 
@@ -270,9 +339,9 @@ mod tests {
         let cache = VerdictCache::new(300, 100).unwrap().briefly();
         let mut store = Store::default();
         let (domain, s) = (d("mailinator.com"), summary(true, &[]));
-        cache.store(&mut store, &domain, &s, 1_000, None).unwrap();
+        cache.store(&mut store, &domain, &s, 1_000, NEW).unwrap();
         assert_eq!(cache.lookup(&mut store, &domain, 5_999).unwrap(), Lookup::Hit(s));
-        assert!(matches!(cache.lookup(&mut store, &domain, 11_000).unwrap(), Lookup::Miss { .. }));
+        assert!(matches!(cache.lookup(&mut store, &domain, 11_000).unwrap(), Lookup::Miss(_)));
         let short = VerdictCache::new(2, 100).unwrap();
         assert_eq!(short.briefly(), short, "a shorter ttl_seconds stays");
     }
@@ -284,12 +353,12 @@ mod tests {
         let mut store = Store::default();
         let (a, b) = (d("a.example"), d("b.example"));
         assert_eq!(cache.slot_key(&a), "email_verdict:slot:0");
-        cache.store(&mut store, &a, &summary(false, &[]), 0, None).unwrap();
-        let Lookup::Miss { cas } = cache.lookup(&mut store, &b, 0).unwrap() else { panic!("expected a miss") };
-        assert_eq!(cas, Some(1));
+        cache.store(&mut store, &a, &summary(false, &[]), 0, NEW).unwrap();
+        let Lookup::Miss(ticket) = cache.lookup(&mut store, &b, 0).unwrap() else { panic!("expected a miss") };
+        assert_eq!(ticket.cas, Some(1));
         // Writing b with that token replaces a; a now misses.
-        assert_eq!(cache.store(&mut store, &b, &summary(true, &[]), 0, cas).unwrap(), Stored::Written);
-        assert!(matches!(cache.lookup(&mut store, &a, 0).unwrap(), Lookup::Miss { .. }));
+        assert_eq!(cache.store(&mut store, &b, &summary(true, &[]), 0, ticket).unwrap(), Stored::Written);
+        assert!(matches!(cache.lookup(&mut store, &a, 0).unwrap(), Lookup::Miss(_)));
         assert_eq!(cache.lookup(&mut store, &b, 0).unwrap(), Lookup::Hit(summary(true, &[])));
     }
 
@@ -298,8 +367,8 @@ mod tests {
         let cache = VerdictCache::new(60, 1).unwrap();
         let mut store = Store::default();
         let domain = d("gmail.com");
-        cache.store(&mut store, &domain, &summary(false, &[]), 0, None).unwrap();
-        let stale = Some(1);
+        cache.store(&mut store, &domain, &summary(false, &[]), 0, NEW).unwrap();
+        let stale = Ticket { cas: Some(1), version: None };
         cache.store(&mut store, &d("other.example"), &summary(true, &[]), 0, stale).unwrap();
         assert_eq!(cache.store(&mut store, &domain, &summary(false, &[]), 0, stale).unwrap(), Stored::Lost);
         assert_eq!(cache.lookup(&mut store, &d("other.example"), 0).unwrap(), Lookup::Hit(summary(true, &[])));
@@ -325,32 +394,37 @@ mod tests {
         for junk in [
             &b""[..],
             b"\xff\xfe",
-            b"ev3",
-            b"ev2|999|d|0||a.example", // the format before refresh claims
-            b"ev3|999|0|d|0|a.example",
-            b"ev3|x|0|d|0||a.example",
-            b"ev3|999|x|d|0||a.example",
-            b"ev3|999|0|q|0||a.example",
-            b"ev3|999|0|d|99999||a.example",
-            b"ev3|999|0|d|0|not a domain|a.example",
-            b"ev3|999|0|d|0|",
+            b"ev4",
+            b"ev2|999|d|0||a.example",   // the format before refresh claims
+            b"ev3|999|0|d|0||a.example", // the format before the decisions' version
+            b"ev4|999|0||d|0|a.example",
+            b"ev4|x|0||d|0||a.example",
+            b"ev4|999|x||d|0||a.example",
+            b"ev4|999|0|v1|d|0||a.example",
+            b"ev4|999|0|-1|d|0||a.example",
+            b"ev4|999|0||q|0||a.example",
+            b"ev4|999|0||d|99999||a.example",
+            b"ev4|999|0||d|0|not a domain|a.example",
+            b"ev4|999|0||d|0|",
         ] {
             let mut store = Store::default();
             store.data.insert(cache.slot_key(&domain), (junk.to_vec(), 5));
-            assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), Lookup::Miss { cas: Some(5) }, "{junk:?}");
+            assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), miss(Some(5)), "{junk:?}");
         }
     }
 
     #[test]
     fn round_trips_every_flag_and_the_suggestion() {
         let all = summary(false, &Flag::ALL);
-        let text = encode("a.example", &all, 42, 7);
-        let entry = Entry { domain: "a.example", summary: all, expires_ms: 42, refresh_until_ms: 7 };
+        let stamp = Stamp { expires_ms: 42, refresh_until_ms: 7, version: Some(u32::MAX) };
+        let text = encode("a.example", &all, stamp);
+        let entry = Entry { domain: "a.example", summary: all, stamp };
         assert_eq!(decode(text.as_bytes()), Some(entry));
         let typo = VerdictSummary { suggestion: Some(d("gmail.com")), ..summary(false, &[]) };
-        let text = encode("gmial.com", &typo, 42, 0);
-        assert_eq!(text, "ev3|42|0|s|0|gmail.com|gmial.com");
-        let entry = Entry { domain: "gmial.com", summary: typo, expires_ms: 42, refresh_until_ms: 0 };
+        let stamp = Stamp { expires_ms: 42, refresh_until_ms: 0, version: None };
+        let text = encode("gmial.com", &typo, stamp);
+        assert_eq!(text, "ev4|42|0||s|0|gmail.com|gmial.com");
+        let entry = Entry { domain: "gmial.com", summary: typo, stamp };
         assert_eq!(decode(text.as_bytes()), Some(entry));
     }
 
@@ -360,5 +434,106 @@ mod tests {
         let cache = VerdictCache::new(1, 10).unwrap();
         let mut store = Store { fail: true, ..Store::default() };
         assert!(cache.lookup(&mut store, &d("a.example"), 0).is_err());
+    }
+
+    // ---- the decisions' version (`decided.rs`) --------------------------------------------
+
+    /// A sync of the decisions: a new `ETag` stored, a new version.
+    fn sync(store: &mut Store) -> Version {
+        store.shared_data_set(decided::VERSION_KEY, b"\"etag\"", None).unwrap();
+        decided::version(store).unwrap()
+    }
+
+    fn versioned() -> VerdictCache {
+        VerdictCache::new(300, 100).unwrap().versioned(true)
+    }
+
+    #[test]
+    fn a_verdict_cached_before_a_decision_is_a_miss_once_it_is_synced() {
+        let cache = versioned();
+        let mut store = Store::default();
+        let domain = d("mailinator.com");
+        let v1 = sync(&mut store);
+        let Lookup::Miss(ticket) = cache.lookup(&mut store, &domain, 0).unwrap() else { panic!("a miss") };
+        assert_eq!(ticket, Ticket { cas: None, version: v1 });
+        cache.store(&mut store, &domain, &summary(true, &[]), 0, ticket).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Hit(summary(true, &[])), "same version");
+        let v2 = sync(&mut store); // a reviewer's "safe" arrives
+        assert_ne!(v1, v2);
+        let fresh = Lookup::Miss(Ticket { cas: Some(1), version: v2 });
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), fresh, "newer decisions: asked again");
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), fresh, "by every signup until answered");
+        let Lookup::Miss(ticket) = fresh else { unreachable!() };
+        cache.store(&mut store, &domain, &summary(false, &[]), 1_000, ticket).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 1_000).unwrap(), Lookup::Hit(summary(false, &[])));
+    }
+
+    #[test]
+    fn an_answer_to_a_callout_made_before_a_sync_is_kept_under_the_older_version() {
+        let cache = versioned();
+        let mut store = Store::default();
+        let domain = d("shopco.example");
+        sync(&mut store);
+        let Lookup::Miss(ticket) = cache.lookup(&mut store, &domain, 0).unwrap() else { panic!("a miss") };
+        let v2 = sync(&mut store); // lands while the callout is in flight
+        assert_eq!(cache.store(&mut store, &domain, &summary(false, &[]), 0, ticket).unwrap(), Stored::Written);
+        let again = cache.lookup(&mut store, &domain, 0).unwrap();
+        assert_eq!(again, Lookup::Miss(Ticket { cas: Some(1), version: v2 }), "its answer may predate the decision");
+    }
+
+    #[test]
+    fn an_expired_verdict_of_older_decisions_is_not_served_while_refreshed() {
+        let cache = versioned();
+        let mut store = Store::default();
+        let domain = d("mailinator.com");
+        let v1 = sync(&mut store);
+        cache.store(&mut store, &domain, &summary(true, &[]), 0, Ticket { cas: None, version: v1 }).unwrap();
+        let claimed = Lookup::Miss(Ticket { cas: None, version: v1 });
+        assert_eq!(cache.lookup(&mut store, &domain, 300_000).unwrap(), claimed, "same version: claims the refresh");
+        assert_eq!(cache.lookup(&mut store, &domain, 300_001).unwrap(), Lookup::Hit(summary(true, &[])), "stale");
+        let v2 = sync(&mut store);
+        for now in [300_002, 300_003] {
+            let got = cache.lookup(&mut store, &domain, now).unwrap();
+            assert_eq!(got, Lookup::Miss(Ticket { cas: Some(2), version: v2 }), "no stale verdict past a decision");
+        }
+    }
+
+    #[test]
+    fn entries_without_a_version() {
+        let cache = versioned();
+        let mut store = Store::default();
+        let domain = d("mailinator.com");
+        // Nothing synced yet: no version, and entries without one hit.
+        assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), miss(None));
+        cache.store(&mut store, &domain, &summary(true, &[]), 0, NEW).unwrap();
+        assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), Lookup::Hit(summary(true, &[])));
+        // The first sync: an entry from before it (or from a lookup that failed) is a miss.
+        let v1 = sync(&mut store);
+        assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), Lookup::Miss(Ticket { cas: Some(1), version: v1 }));
+        // An older build's entry (`ev3`, no version field) is a miss too, whatever is synced.
+        let old = b"ev3|999999|0|d|0||mailinator.com".to_vec();
+        store.data.insert(cache.slot_key(&domain), (old, 7));
+        assert_eq!(cache.lookup(&mut store, &domain, 0).unwrap(), Lookup::Miss(Ticket { cas: Some(7), version: v1 }));
+    }
+
+    #[test]
+    fn without_the_sync_versions_are_neither_read_nor_written() {
+        let unversioned = VerdictCache::new(300, 100).unwrap();
+        let mut store = Store::default();
+        let domain = d("mailinator.com");
+        let v1 = sync(&mut store);
+        assert_eq!(unversioned.lookup(&mut store, &domain, 0).unwrap(), miss(None), "no version read");
+        assert_eq!(unversioned.version(&store).unwrap(), None);
+        let ticket = Ticket { cas: None, version: v1 };
+        unversioned.store(&mut store, &domain, &summary(true, &[]), 0, ticket).unwrap();
+        let (value, _) = store.shared_data_get(&unversioned.slot_key(&domain)).unwrap();
+        assert_eq!(decode(&value.unwrap()).unwrap().stamp.version, None, "written without");
+        sync(&mut store);
+        assert_eq!(unversioned.lookup(&mut store, &domain, 0).unwrap(), Lookup::Hit(summary(true, &[])), "as before");
+        // A versioned entry (another configuration of the vm_id) hits here too.
+        versioned()
+            .store(&mut store, &domain, &summary(false, &[]), 0, Ticket { cas: None, version: Some(1) })
+            .unwrap();
+        assert_eq!(unversioned.lookup(&mut store, &domain, 0).unwrap(), Lookup::Hit(summary(false, &[])));
     }
 }

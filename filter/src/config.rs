@@ -146,11 +146,14 @@ fn default_decision_sync_seconds() -> u64 {
 /// At most an hour between two fetches of the decisions.
 const MAX_DECISION_SYNC_SECONDS: u64 = 3600;
 
-/// Keeping the sidecar's decisions for `local_fallback` ([`crate::decided`]).
+/// Keeping the sidecar's decisions ([`crate::decided`]): for `local_fallback`, and so that the
+/// verdict cache never serves a verdict judged before a decision the gateway knows.
 #[derive(Debug, Clone)]
 pub struct DecisionSync {
     pub period_ms: u64,
     pub copy: Rc<LocalCopy>,
+    /// `local_fallback` decides by them when the sidecar gives no verdict.
+    pub fallback: bool,
 }
 /// `failure_mode`: one policy for every way of getting no verdict (`"allow"` / `"deny"`), or one
 /// per reason (`{"sidecar_timeout": "deny", ...}`; a reason left out is `allow`, the default).
@@ -290,8 +293,8 @@ pub struct FilterConfig {
     /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
     /// `None` when `local_fallback` is false.
     pub local_lists: Option<&'static NameSet>,
-    /// The sidecar's decisions, fetched every period; `None` when `local_fallback` is false or
-    /// `decision_sync_seconds` is 0.
+    /// The sidecar's decisions, fetched every period; `None` when `decision_sync_seconds` is 0
+    /// or neither `local_fallback` nor the cache needs them.
     pub decisions: Option<DecisionSync>,
     /// `None` when `cache.ttl_seconds` is 0.
     pub cache: Option<VerdictCache>,
@@ -421,6 +424,9 @@ impl PluginConfig {
         let routes = self.signup_routes.into_iter().map(route).collect();
         let graphql_paths =
             enforce.graphql.iter().flat_map(|g| g.paths.iter()).map(|p| signup_path::normalize(p)).collect();
+        let cache = VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries);
+        // The cache needs the decisions too: a decision must reach the verdicts it holds.
+        let synced = self.decision_sync_seconds > 0 && (self.local_fallback || cache.is_some());
         Ok(FilterConfig {
             sidecar,
             routes,
@@ -429,10 +435,12 @@ impl PluginConfig {
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
             local_lists: self.local_fallback.then(fallback::strong),
-            decisions: (self.local_fallback && self.decision_sync_seconds > 0)
-                .then(|| DecisionSync { period_ms: self.decision_sync_seconds * 1000, copy: Rc::default() }),
-            cache: VerdictCache::new(self.cache.ttl_seconds, self.cache.max_entries)
-                .map(|c| c.claiming(Duration::from_millis(self.sidecar.timeout_ms))),
+            decisions: synced.then(|| DecisionSync {
+                period_ms: self.decision_sync_seconds * 1000,
+                copy: Rc::default(),
+                fallback: self.local_fallback,
+            }),
+            cache: cache.map(|c| c.claiming(Duration::from_millis(self.sidecar.timeout_ms)).versioned(synced)),
             max_body_bytes: usize::try_from(self.max_body_bytes).unwrap_or(usize::MAX),
             hold_headers: self.hold_headers,
             mailbox_secret,

@@ -11,6 +11,11 @@
 //! [`MAX_BODY`]) only when the token changed, to parse it again: shared data hands out copies,
 //! so reading the list per lookup would copy it per signup while the sidecar is down.
 //! A failed fetch keeps the last good list.
+//!
+//! The same version ties the verdict cache to the decisions (`cache.rs`): a cached verdict
+//! judged under another version is a miss, so a decision reaches the cached verdicts with the
+//! sync that brings it. That is why the decisions are also synced with `local_fallback` off
+//! while the cache is on (`config.rs`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,11 +23,13 @@ use std::rc::Rc;
 use email_verdict_core::{DecidedSet, Decision, DecisionList, Domain};
 
 use crate::cache::SharedData;
+use crate::host::HostError;
 
 pub const PATH: &str = "/api/v1/decisions";
 /// The stored list: `etag\n` + the JSON body.
 pub const LIST_KEY: &str = "email_verdict.decisions";
-/// The stored list's `ETag`, written after the list: its CAS token is the list's version.
+/// The stored list's `ETag`, written after the list: its CAS token is the list's version
+/// ([`version`]), new with every store (a `304` stores nothing).
 pub const VERSION_KEY: &str = "email_verdict.decisions.version";
 /// When the next fetch is due (Unix milliseconds, decimal).
 pub const DUE_KEY: &str = "email_verdict.decisions.due";
@@ -64,6 +71,13 @@ pub fn fetch_headers<'a>(sidecar: &'a crate::config::Sidecar, etag: Option<&'a s
 pub fn stored_etag(store: &(impl SharedData + ?Sized)) -> Option<String> {
     let (value, _) = store.shared_data_get(VERSION_KEY).ok()?;
     String::from_utf8(value?).ok().filter(|e| !e.is_empty())
+}
+
+/// The version of the stored decisions: the CAS token of [`VERSION_KEY`]; `None` before the
+/// first store. Every write takes the next token of one counter (Envoy's and the module's
+/// shared data), so a new list never has an old version (short of 2^32 writes).
+pub fn version(store: &(impl SharedData + ?Sized)) -> Result<Option<u32>, HostError> {
+    Ok(store.shared_data_get(VERSION_KEY)?.1)
 }
 
 /// Stores a `200` answer once it parses; returns how many names it holds.
@@ -129,7 +143,6 @@ mod tests {
 
     use super::*;
     use crate::cache::SharedDataError;
-    use crate::host::HostError;
 
     #[derive(Default)]
     struct Store(HashMap<String, (Vec<u8>, u32)>);

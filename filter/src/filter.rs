@@ -86,8 +86,8 @@ struct Pending {
 /// What a callout asks.
 #[derive(Debug)]
 enum Waiting {
-    /// A domain's verdict (`cas`: the cache slot's compare-and-swap token).
-    Verdict { domain: Domain, cas: Option<u32> },
+    /// A domain's verdict (`cas`: the cache slot's compare-and-swap token and the decisions' version).
+    Verdict { domain: Domain, cas: crate::cache::Ticket },
     /// The signup's counts.
     Count,
     /// A domain's verdict from another stream's callout (`flight.rs`); no token of its own.

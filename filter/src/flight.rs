@@ -15,6 +15,11 @@
 //! it at its next tick (made due at once) and leads it; should that callout not even start,
 //! every waiter gets a failure, which follows `failure_mode`.
 //!
+//! A flight carries the decisions' version its callout was made under (`cache.rs`): a stream
+//! whose lookup read another version (a decision synced meanwhile) does not join it, since its
+//! answer may predate the decision; it calls out itself and leads the flight from then on, the
+//! waiters already there getting its newer answer.
+//!
 //! Only the streams of one worker share: workers run on their own threads (or VMs) and cannot
 //! wake each other. Across workers, the cache's stale window keeps an expiry from sending a
 //! burst (`cache.rs`).
@@ -25,6 +30,7 @@ use std::rc::Rc;
 
 use email_verdict_core::Domain;
 
+use crate::cache::Version;
 use crate::host::CalloutResponse;
 
 /// A stream of this worker, as the host numbers them.
@@ -62,6 +68,8 @@ struct Flight {
     leader: StreamId,
     /// The leader's callout; `None` while a new leader has not called out yet.
     token: Option<u32>,
+    /// The decisions' version the leader's lookup read (`cache.rs`).
+    version: Version,
     waiters: Vec<StreamId>,
 }
 
@@ -71,16 +79,17 @@ fn failed() -> Rc<CalloutResponse> {
 }
 
 impl Flights {
-    /// True when another stream than `me` leads a flight for `domain`.
-    pub fn led_by_another(&self, domain: &Domain, me: StreamId) -> bool {
-        self.inner.borrow().flights.get(domain).is_some_and(|f| f.leader != me)
+    /// True when another stream than `me` leads a flight for `domain` under `version`.
+    pub fn led_by_another(&self, domain: &Domain, me: StreamId, version: Version) -> bool {
+        self.inner.borrow().flights.get(domain).is_some_and(|f| f.leader != me && f.version == version)
     }
 
-    /// Joins the flight of `domain` when another stream leads one: true (then wait for mail).
-    pub fn join(&self, domain: &Domain, me: StreamId) -> bool {
+    /// Joins the flight of `domain` when another stream leads one under `version`: true (then
+    /// wait for mail).
+    pub fn join(&self, domain: &Domain, me: StreamId, version: Version) -> bool {
         let mut inner = self.inner.borrow_mut();
         match inner.flights.get_mut(domain) {
-            Some(flight) if flight.leader != me => {
+            Some(flight) if flight.leader != me && flight.version == version => {
                 if !flight.waiters.contains(&me) {
                     flight.waiters.push(me);
                 }
@@ -90,12 +99,15 @@ impl Flights {
         }
     }
 
-    /// `me` called out for `domain` (`token`): it leads the flight (a new one, or one handed to it).
-    pub fn lead(&self, domain: &Domain, me: StreamId, token: u32) {
+    /// `me` called out for `domain` (`token`) under `version`: it leads the flight (a new one,
+    /// one handed to it, or one of an older version, whose waiters now get `me`'s answer).
+    pub fn lead(&self, domain: &Domain, me: StreamId, token: u32, version: Version) {
         let mut inner = self.inner.borrow_mut();
-        let flight = inner.flights.entry(domain.clone()).or_insert(Flight { leader: me, token: None, waiters: vec![] });
+        let new = Flight { leader: me, token: None, version, waiters: vec![] };
+        let flight = inner.flights.entry(domain.clone()).or_insert(new);
         flight.leader = me;
         flight.token = Some(token);
+        flight.version = version;
     }
 
     /// The answer to `me`'s callout `token`: when it led a flight, the flight lands; every waiter
@@ -219,44 +231,44 @@ mod tests {
     fn waiters_share_the_leaders_answer() {
         let flights = Flights::default();
         let domain = d("new.example");
-        assert!(!flights.join(&domain, 1), "nobody leads yet");
-        flights.lead(&domain, 1, 7);
-        assert!(!flights.join(&domain, 1), "the leader does not wait on itself");
-        assert!(flights.join(&domain, 2));
-        assert!(flights.join(&domain, 3));
-        assert!(flights.join(&domain, 3), "joining twice waits once");
-        assert!(!flights.join(&d("other.example"), 2));
+        assert!(!flights.join(&domain, 1, None), "nobody leads yet");
+        flights.lead(&domain, 1, 7, None);
+        assert!(!flights.join(&domain, 1, None), "the leader does not wait on itself");
+        assert!(flights.join(&domain, 2, None));
+        assert!(flights.join(&domain, 3, None));
+        assert!(flights.join(&domain, 3, None), "joining twice waits once");
+        assert!(!flights.join(&d("other.example"), 2, None));
         assert_eq!(flights.land(1, 8, &ok()), Vec::<StreamId>::new(), "another callout of the leader");
         assert_eq!(flights.land(1, 7, &ok()), vec![2, 3]);
         assert!(flights.is_empty());
         assert_eq!(flights.take_mail(2), vec![(domain.clone(), Delivery::Answer(Rc::new(ok())))]);
         assert_eq!(flights.take_mail(2), vec![], "taken once");
         assert_eq!(flights.take_mail(3).len(), 1);
-        assert!(!flights.join(&domain, 4), "landed: the next miss leads again");
+        assert!(!flights.join(&domain, 4, None), "landed: the next miss leads again");
     }
 
     #[test]
     fn a_leader_that_ends_hands_over_or_fails_its_waiters() {
         let flights = Flights::default();
         let domain = d("new.example");
-        flights.lead(&domain, 1, 7);
-        flights.join(&domain, 2);
-        flights.join(&domain, 3);
+        flights.lead(&domain, 1, 7, None);
+        flights.join(&domain, 2, None);
+        flights.join(&domain, 3, None);
         assert_eq!(flights.leave(1, true), vec![2], "the first waiter leads");
         assert_eq!(flights.take_mail(2), vec![(domain.clone(), Delivery::Lead)]);
-        assert!(flights.join(&domain, 4), "still in flight");
-        flights.lead(&domain, 2, 9);
+        assert!(flights.join(&domain, 4, None), "still in flight");
+        flights.lead(&domain, 2, 9, None);
         assert_eq!(flights.land(2, 9, &ok()), vec![3, 4]);
 
-        flights.lead(&domain, 5, 1);
-        flights.join(&domain, 6);
+        flights.lead(&domain, 5, 1, None);
+        flights.join(&domain, 6, None);
         assert_eq!(flights.leave(5, false), NONE, "no hand-over: orphaned");
-        assert!(flights.join(&domain, 7), "an orphaned flight is still waited on");
+        assert!(flights.join(&domain, 7, None), "an orphaned flight is still waited on");
         assert_eq!(flights.take_orphans(), vec![domain.clone()]);
-        flights.lead(&domain, 100, 3); // the root context
+        flights.lead(&domain, 100, 3, None); // the root context
         assert_eq!(flights.land(100, 3, &ok()), vec![6, 7]);
-        flights.lead(&domain, 5, 1);
-        flights.join(&domain, 6);
+        flights.lead(&domain, 5, 1, None);
+        flights.join(&domain, 6, None);
         flights.leave(5, false);
         assert_eq!(flights.fail(&domain), vec![6], "the root could not call out");
         let failure = Delivery::Answer(Rc::new(CalloutResponse { status: None, body: vec![] }));
@@ -268,11 +280,11 @@ mod tests {
     fn a_waiter_that_ends_is_forgotten() {
         let flights = Flights::default();
         let domain = d("new.example");
-        flights.lead(&domain, 1, 7);
-        flights.join(&domain, 2);
+        flights.lead(&domain, 1, 7, None);
+        flights.join(&domain, 2, None);
         assert_eq!(flights.leave(2, true), NONE);
         assert_eq!(flights.land(1, 7, &ok()), NONE, "nobody left to wake");
-        flights.lead(&domain, 1, 8);
+        flights.lead(&domain, 1, 8, None);
         assert_eq!(flights.leave(1, true), NONE, "no waiter: the flight ends");
         assert!(flights.is_empty());
     }
@@ -281,11 +293,27 @@ mod tests {
     fn a_leader_that_gives_up_passes_the_flight_on() {
         let flights = Flights::default();
         let domain = d("new.example");
-        flights.lead(&domain, 1, 7);
-        flights.join(&domain, 2);
+        flights.lead(&domain, 1, 7, None);
+        flights.join(&domain, 2, None);
         assert_eq!(flights.give_up(&domain, 2, true), NONE, "only the leader can");
         assert_eq!(flights.give_up(&domain, 1, true), vec![2]);
         assert_eq!(flights.give_up(&domain, 2, true), NONE, "the last one: the flight ends");
+        assert!(flights.is_empty());
+    }
+
+    #[test]
+    fn a_miss_under_newer_decisions_does_not_wait_for_an_older_callout() {
+        let flights = Flights::default();
+        let domain = d("new.example");
+        flights.lead(&domain, 1, 7, Some(3));
+        assert!(flights.join(&domain, 2, Some(3)), "same decisions: shares the callout");
+        assert!(!flights.led_by_another(&domain, 4, Some(9)), "a decision synced since");
+        assert!(!flights.join(&domain, 4, Some(9)));
+        // Stream 4 calls out itself and leads: the waiter gets its newer answer, not the old one.
+        flights.lead(&domain, 4, 8, Some(9));
+        assert_eq!(flights.land(1, 7, &ok()), NONE, "the older callout answers its own stream only");
+        assert!(flights.join(&domain, 5, Some(9)));
+        assert_eq!(flights.land(4, 8, &ok()), vec![2, 5]);
         assert!(flights.is_empty());
     }
 }

@@ -86,10 +86,29 @@ fn minimal_config_gets_the_contract_defaults() {
         (Policy::Allow, Policy::Deny, FailureMode::all(Policy::Allow))
     );
     assert_eq!(c.failure_status, 503);
-    assert_eq!(c.cache, VerdictCache::new(300, 10_000));
+    assert_eq!(c.cache, VerdictCache::new(300, 10_000).map(|c| c.versioned(true)));
     assert_eq!(c.max_body_bytes, 65_536);
     assert_eq!(c.enforce.on_unreadable_body, Policy::Deny);
     assert!(c.local_lists.is_some_and(|l| l.len() > 10_000), "local_fallback defaults to true");
+}
+
+/// The decisions are synced for `local_fallback` and for the cache (a decision must reach the
+/// verdicts it holds); the cache's entries carry their version exactly when they are synced.
+#[test]
+fn the_decisions_are_synced_for_the_fallback_and_for_the_cache() {
+    let sync = |c: &FilterConfig| c.decisions.as_ref().map(|d| (d.period_ms, d.fallback));
+    let versioned = |c: &FilterConfig| c.cache.is_some_and(|cache| cache == cache.versioned(true));
+    let c = load(&minimal()).unwrap();
+    assert_eq!((sync(&c), versioned(&c)), (Some((30_000, true)), true), "the defaults");
+    let c = load(&with("/local_fallback", json!(false))).unwrap();
+    assert_eq!((sync(&c), versioned(&c)), (Some((30_000, false)), true), "for the cache alone");
+    let mut doc = with("/local_fallback", json!(false));
+    doc["cache"] = json!({ "ttl_seconds": 0 });
+    assert_eq!(sync(&load(&doc).unwrap()), None, "neither needs them");
+    let c = load(&with("/cache", json!({ "ttl_seconds": 0 }))).unwrap();
+    assert_eq!((sync(&c), c.cache), (Some((30_000, true)), None), "for the fallback alone");
+    let c = load(&with("/decision_sync_seconds", json!(0))).unwrap();
+    assert_eq!((sync(&c), versioned(&c), c.cache.is_some()), (None, false, true), "off: the cache as before");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! decision) and the signup's count (`velocity`), and what their answers mean.
 
 use super::*;
+use crate::cache::Ticket;
 
 impl<H: Host> Ctx<'_, H> {
     /// Starts judging every name of `names` not judged yet: the cache, else a callout (which
@@ -16,11 +17,12 @@ impl<H: Host> Ctx<'_, H> {
                 Ok(judged) => judging.worst.add(judged),
                 // A flight is per domain: a mention that joins an address's lookup, or the
                 // other way round, shares its verdict (and its `learn`).
-                Err(_) if self.joined(domain, &mut judging) => {}
-                Err(cas) => match self.call_sidecar(domain, *mention) {
+                Err(ticket) if self.joined(domain, ticket.version, &mut judging) => {}
+                Err(ticket) => match self.call_sidecar(domain, *mention) {
                     Ok(token) => {
-                        self.leads(domain, token);
-                        judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } })
+                        self.leads(domain, token, ticket.version);
+                        let what = Waiting::Verdict { domain: domain.clone(), cas: ticket };
+                        judging.pending.push(Pending { token, what })
                     }
                     Err(bypass) => {
                         let judged = self.no_verdict(domain, bypass);
@@ -32,19 +34,19 @@ impl<H: Host> Ctx<'_, H> {
         judging
     }
 
-    /// The verdict in the cache, or the cache's compare-and-swap token for the miss.
-    pub(super) fn cached(&mut self, domain: &Domain) -> Result<Judged, Option<u32>> {
-        let Some(cache) = self.config.cache else { return Err(None) };
+    /// The verdict in the cache, or what the write of the miss's answer needs (`cache::Ticket`).
+    pub(super) fn cached(&mut self, domain: &Domain) -> Result<Judged, Ticket> {
+        let Some(cache) = self.config.cache else { return Err(Ticket::default()) };
         let lookup = self.host.now_ms().and_then(|now| cache.lookup(&mut *self.host, domain, now));
         match lookup {
             Ok(Lookup::Hit(summary)) => {
                 self.host.increment(Counter::CacheHits);
                 Ok(verdict_of(domain, &summary))
             }
-            Ok(Lookup::Miss { cas }) => Err(cas),
+            Ok(Lookup::Miss(ticket)) => Err(ticket),
             Err(e) => {
                 self.log(LogLevel::Warn, &format!("verdict cache unavailable: {e}"));
-                Err(None)
+                Err(Ticket::default()) // no version: its answer is a miss once decisions are synced
             }
         }
     }
@@ -74,10 +76,10 @@ impl<H: Host> Ctx<'_, H> {
         }
     }
 
-    pub(super) fn sidecar_answered(&mut self, domain: &Domain, cas: Option<u32>, response: &CalloutResponse) -> Judged {
+    pub(super) fn sidecar_answered(&mut self, domain: &Domain, ticket: Ticket, response: &CalloutResponse) -> Judged {
         match decision::classify(response) {
             CalloutOutcome::Verdict(summary, keep) => {
-                self.remember(domain, &summary, cas, keep);
+                self.remember(domain, &summary, ticket, keep);
                 verdict_of(domain, &summary)
             }
             CalloutOutcome::InvalidEmail => Judged::Invalid,
@@ -159,10 +161,10 @@ impl<H: Host> Ctx<'_, H> {
         Ok(Some(Velocity { counts, flagged: passed.iter().map(|p| p.scope).collect() }))
     }
 
-    pub(super) fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, cas: Option<u32>, keep: Keep) {
+    pub(super) fn remember(&mut self, domain: &Domain, summary: &VerdictSummary, ticket: Ticket, keep: Keep) {
         let Some(cache) = self.config.cache else { return };
         let cache = if keep == Keep::Briefly { cache.briefly() } else { cache };
-        let stored = self.host.now_ms().and_then(|now| cache.store(&mut *self.host, domain, summary, now, cas));
+        let stored = self.host.now_ms().and_then(|now| cache.store(&mut *self.host, domain, summary, now, ticket));
         if let Err(e) = stored {
             self.log(LogLevel::Warn, &format!("could not cache the verdict: {e}"));
         }
@@ -172,7 +174,8 @@ impl<H: Host> Ctx<'_, H> {
     /// strong lists, is disposable all the same (flagged `local_fallback`, never cached); any
     /// other goes to `failure_mode`.
     pub(super) fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Judged {
-        let decided = self.config.decisions.as_ref().and_then(|d| d.copy.decision(&*self.host, domain));
+        let synced = self.config.decisions.as_ref().filter(|d| d.fallback);
+        let decided = synced.and_then(|d| d.copy.decision(&*self.host, domain));
         let why = match decided {
             Some(Decision::Block) => "is blocked by a decision of the sidecar's",
             Some(Decision::Allow) => return Judged::Failed(bypass), // vouched for: never blocked by the lists

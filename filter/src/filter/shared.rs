@@ -2,6 +2,7 @@
 //! flight, handing its answer to the waiters, waking them, and a stream's end.
 
 use super::*;
+use crate::cache::{Ticket, Version};
 use crate::flight::Delivery;
 
 impl RequestFilter {
@@ -68,9 +69,10 @@ impl RequestFilter {
         for domain in config.flights.take_orphans() {
             let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None, protocol: &REST, shadow: false };
             // Whether the waiters found the name in free text is not kept: asked as an address.
+            let version = ctx.version();
             let woken = match ctx.call_sidecar(&domain, false) {
                 Ok(token) => {
-                    config.flights.lead(&domain, ctx.host.stream_id(), token);
+                    config.flights.lead(&domain, ctx.host.stream_id(), token, version);
                     Vec::new()
                 }
                 Err(_) => config.flights.fail(&domain),
@@ -81,26 +83,34 @@ impl RequestFilter {
 }
 
 impl<H: Host> Ctx<'_, H> {
-    /// A cache miss for `domain` while another stream of this worker calls out for it: wait
-    /// for that answer (true). Only with the cache: without it every signup asks the sidecar.
-    pub(super) fn joined(&mut self, domain: &Domain, judging: &mut Judging) -> bool {
+    /// A cache miss for `domain` (under the decisions' `version`) while another stream of this
+    /// worker calls out for it under the same version: wait for that answer (true). Only with
+    /// the cache: without it every signup asks the sidecar.
+    pub(super) fn joined(&mut self, domain: &Domain, version: Version, judging: &mut Judging) -> bool {
         if self.config.cache.is_none() {
             return false;
         }
         let me = self.host.stream_id();
-        if !self.config.flights.led_by_another(domain, me) || !self.host.prepare_wake() {
+        if !self.config.flights.led_by_another(domain, me, version) || !self.host.prepare_wake() {
             return false;
         }
-        self.config.flights.join(domain, me);
+        self.config.flights.join(domain, me, version);
         judging.pending.push(Pending { token: 0, what: Waiting::Shared { domain: domain.clone() } });
         true
     }
 
-    /// This stream called out for `domain`: later misses on this worker wait for its answer.
-    pub(super) fn leads(&mut self, domain: &Domain, token: u32) {
+    /// This stream called out for `domain` under `version`: later misses on this worker under
+    /// the same version wait for its answer.
+    pub(super) fn leads(&mut self, domain: &Domain, token: u32, version: Version) {
         if self.config.cache.is_some() {
-            self.config.flights.lead(domain, self.host.stream_id(), token);
+            self.config.flights.lead(domain, self.host.stream_id(), token, version);
         }
+    }
+
+    /// The decisions' version for a callout made now without a lookup (a flight's new leader);
+    /// unreadable: `None`, whose answer the cache then holds for no version that exists.
+    fn version(&mut self) -> Version {
+        self.config.cache.and_then(|cache| cache.version(&*self.host).ok().flatten())
     }
 
     /// The leader's answer, read as the leader reads it; the leader wrote the cache.
@@ -122,10 +132,12 @@ impl<H: Host> Ctx<'_, H> {
     /// The flight's leader is gone: this stream calls out for `domain` and leads; a failed
     /// dispatch passes the flight on and follows `failure_mode` here.
     fn take_lead(&mut self, domain: &Domain, judging: &mut Judging) {
+        let version = self.version();
         match self.call_sidecar(domain, false) {
             Ok(token) => {
-                self.leads(domain, token);
-                judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas: None } });
+                self.leads(domain, token, version);
+                let cas = Ticket { cas: None, version };
+                judging.pending.push(Pending { token, what: Waiting::Verdict { domain: domain.clone(), cas } });
             }
             Err(bypass) => {
                 let me = self.host.stream_id();

@@ -645,6 +645,7 @@ fn international_domains_are_normalized_before_the_callout() {
     assert_eq!(host.header("x-email-domain").as_deref(), Some("xn--bcher-kva.example"));
 }
 
+mod decisions;
 mod details;
 mod email;
 mod flights;
