@@ -3,9 +3,10 @@
 //! the dynamic module, ext_authz) every second, with the rules of `deploy/prometheus/` loaded
 //! as shipped except for time, compressed so that a test waits seconds, not minutes or a day
 //! ([`compress_time`]): every `for:` is 1 s (alerts are checked "pending or firing"), and the
-//! windows of the rules that compare with the past are cut by name — the blocked share's 5
-//! minutes to 5 s and its baseline (the day before those 5 minutes) to the minute before those
-//! 5 s; the decision sync's 10 minutes without a success to 5 s. The thresholds, the shape of
+//! windows of the rules that compare with the past are cut by name — the blocked shares' 5
+//! minutes (the gateways', and the sidecar's by source) to 5 s and their baseline (the day
+//! before those 5 minutes) to the minute before those 5 s; the decision sync's 10 minutes
+//! without a success to 5 s. The thresholds, the shape of
 //! each expression and the other rules' windows stay as shipped. For the same reason the two
 //! filter builds keep a verdict 1 s (`cache.ttl_seconds`, 300 as shipped: a wrong block reaches
 //! a gateway when its cached verdict expires) and fetch the sidecar's decisions every second.
@@ -13,8 +14,8 @@
 //!
 //! Healthy traffic first: no alert pending or firing. Then the incidents, in this order: a
 //! reviewer wrongly blocks a popular safe domain the signups use (EmailVerdictBlockShareJump
-//! for each gateway; the sidecar counts those verdicts by source `reviewer` and says so in
-//! `x-email-verdict-source`), then undoes it; an operator list's URL failing
+//! for each gateway; the sidecar counts those verdicts by source `reviewer`, says so in
+//! `x-email-verdict-source` and EmailVerdictBlockedBySourceJump names it), then undoes it; an operator list's URL failing
 //! (EmailVerdictListStale), a wave of new domains on one mail server
 //! (EmailVerdictNewDomainWave), DNS gone (EmailVerdictDnsFailing,
 //! EmailVerdictDecidedWithoutDns); every query of the Grafana dashboard then returns series;
@@ -154,9 +155,12 @@ impl Prometheus {
 
 /// Windows cut in the rules whose name starts so: (rule, shipped, in the test). A rule renamed
 /// or a window changed fails the test rather than going untested.
-const CUT_WINDOWS: [(&str, &str, &str); 3] = [
+const CUT_WINDOWS: [(&str, &str, &str); 6] = [
     ("email_verdict:gateway_blocked:", "[5m]", "[5s]"),
     ("email_verdict:gateway_blocked:", "[1d] offset 5m", "[1m] offset 5s"),
+    ("email_verdict:verdicts_disposable:", "[5m]", "[5s]"),
+    ("email_verdict:verdicts_disposable:", "[1d] offset 5m", "[1m] offset 5s"),
+    ("EmailVerdictBlockedBySourceJump", "[5m]", "[5s]"),
     ("EmailVerdictDecisionSyncFailing", "[10m]", "[5s]"),
 ];
 
@@ -255,21 +259,28 @@ fn wrong_block(prom: &Prometheus, sc: &Sidecar, gateways: &[&Envoy; 3]) {
     }
     let r = sc.lookup("ownmail.example");
     assert_eq!(r.header("x-email-verdict-source"), Some("reviewer"), "{r}");
-    // Each gateway pending or firing at some point (the share falls back as the baseline
-    // takes the jump in, a few seconds later here).
+    // Each gateway, and the sidecar by source, pending or firing at some point (the shares fall
+    // back as their baseline takes the jump in, a few seconds later here).
+    let want = ["ext_authz", "module", "sidecar: reviewer", "wasm"];
     let mut seen = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(15);
-    while seen.len() < 3 {
+    while seen.len() < want.len() {
         for (name, _, labels) in prom.alerts() {
-            if name == "EmailVerdictBlockShareJump" && labels["mode"] == "block" {
-                let gateway = labels["filter_build"].as_str().or(labels["enforcement"].as_str());
-                seen.insert(gateway.unwrap_or_default().to_owned());
+            let gateway = labels["filter_build"].as_str().or(labels["enforcement"].as_str());
+            match name.as_str() {
+                "EmailVerdictBlockShareJump" if labels["mode"] == "block" => {
+                    seen.insert(gateway.unwrap_or_default().to_owned());
+                }
+                "EmailVerdictBlockedBySourceJump" => {
+                    seen.insert(format!("sidecar: {}", labels["source"].as_str().unwrap_or_default()));
+                }
+                _ => {}
             }
         }
-        assert!(Instant::now() < deadline, "EmailVerdictBlockShareJump for wasm, module, ext_authz: only {seen:?}");
+        assert!(Instant::now() < deadline, "the block share alerts for {want:?}: only {seen:?}");
         std::thread::sleep(Duration::from_millis(250));
     }
-    assert_eq!(seen, ["ext_authz", "module", "wasm"].into_iter().map(String::from).collect());
+    assert_eq!(seen, want.into_iter().map(String::from).collect());
     let by_reviewer = "email_verdict_verdicts_total{verdict=\"disposable\",source=\"reviewer\"} >= 3";
     assert_eq!(prom.query(by_reviewer).len(), 1, "the sidecar's disposable verdicts by source");
     sc.cli().run(&["review", "clear", "ownmail.example"]).expect_code(0, "the undo");
