@@ -240,5 +240,8 @@ fn judge(s: &Signals, mx: &MxInfo, cached: bool, mail_assumed: bool) -> VerdictR
     }
 }
 
+pub mod source;
+pub use source::VerdictSource;
+
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ mod lists;
 use std::time::Duration;
 
 use email_verdict_core::ErrorCode;
+use email_verdict_core::VerdictSource;
 use email_verdict_core::api::Verdict;
 use email_verdict_core::signup::Reason;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -122,6 +123,8 @@ struct DnsErrorLabels {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct VerdictLabels {
     verdict: &'static str,
+    /// What decided it: [`VerdictSource::as_str`], six values.
+    source: &'static str,
 }
 
 /// What the warm-up of the infrastructure index made of one strong-listed domain.
@@ -339,7 +342,11 @@ impl Metrics {
         r.register("mx_cache_stale_served", stale_help, cache.stale_served.clone());
         r.register("dns_queries", "DNS queries sent, by record type", self.dns_queries.clone());
         r.register("dns_errors", "DNS queries that failed, by record type and kind", self.dns_errors.clone());
-        r.register("verdicts", "Verdicts reached (API and pages), by verdict", self.verdicts.clone());
+        r.register(
+            "verdicts",
+            "Verdicts reached (API and pages), by verdict and deciding source",
+            self.verdicts.clone(),
+        );
         let decided_help =
             "Verdicts a decision or a list fixes, answered without MX data because DNS was slow or failing";
         r.register("decided_without_dns", decided_help, self.decided_without_dns.clone());
@@ -419,7 +426,10 @@ impl Metrics {
             }
         }
         for verdict in [Verdict::Disposable, Verdict::Safe] {
-            self.verdicts.get_or_create_owned(&VerdictLabels { verdict: verdict_str(verdict) });
+            for source in VerdictSource::ALL {
+                self.verdicts
+                    .get_or_create_owned(&VerdictLabels { verdict: verdict_str(verdict), source: source.as_str() });
+            }
         }
     }
 
@@ -465,8 +475,9 @@ impl Metrics {
         self.dns_errors.get_or_create(&DnsErrorLabels { r#type: qtype.as_str(), kind: kind.as_str() }).inc();
     }
 
-    pub fn verdict(&self, verdict: Verdict) {
-        self.verdicts.get_or_create(&VerdictLabels { verdict: verdict_str(verdict) }).inc();
+    /// A verdict reached, with what decided it.
+    pub fn verdict(&self, verdict: Verdict, source: VerdictSource) {
+        self.verdicts.get_or_create(&VerdictLabels { verdict: verdict_str(verdict), source: source.as_str() }).inc();
     }
 
     /// A decided verdict answered without waiting for DNS.
@@ -616,7 +627,8 @@ mod tests {
         m.dns_query(QueryType::Mx).finish(Some(DnsErrorKind::Servfail));
         m.dns_query(QueryType::A).finish(None);
         drop(m.dns_query(QueryType::Ptr)); // abandoned: a timeout
-        m.verdict(Verdict::Safe);
+        m.verdict(Verdict::Safe, VerdictSource::Rules);
+        m.verdict(Verdict::Disposable, VerdictSource::Reviewer);
         m.store_error();
         let text = m.encode();
         let check = |series: &str, want: f64| assert_eq!(sample(&text, series), Some(want), "{series}\n{text}");
@@ -634,8 +646,9 @@ mod tests {
         check(r#"email_verdict_dns_errors_total{type="mx",kind="servfail"}"#, 1.0);
         check(r#"email_verdict_dns_errors_total{type="a",kind="timeout"}"#, 0.0);
         check(r#"email_verdict_dns_errors_total{type="ptr",kind="timeout"}"#, 1.0);
-        check(r#"email_verdict_verdicts_total{verdict="safe"}"#, 1.0);
-        check(r#"email_verdict_verdicts_total{verdict="disposable"}"#, 0.0);
+        check(r#"email_verdict_verdicts_total{verdict="safe",source="rules"}"#, 1.0);
+        check(r#"email_verdict_verdicts_total{verdict="disposable",source="reviewer"}"#, 1.0);
+        check(r#"email_verdict_verdicts_total{verdict="disposable",source="strong_list"}"#, 0.0);
         check("email_verdict_store_errors_total", 1.0);
         check(r#"email_verdict_warmup_domains_total{outcome="learned"}"#, 0.0);
         check("email_verdict_warmup_remaining", 0.0);

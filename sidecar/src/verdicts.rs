@@ -26,7 +26,7 @@ use lru::LruCache;
 
 use email_verdict_core::suggest::did_you_mean;
 use email_verdict_core::verdict::{decide, decide_without_mx};
-use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult};
+use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult, VerdictSource};
 
 use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
@@ -75,6 +75,8 @@ pub struct Judged {
     pub age: Option<DomainAge>,
     /// The MX data could not be had in time: the verdict is what is known without it.
     pub mx_unavailable: bool,
+    /// What decided it (the `x-email-verdict-source` header; never in the JSON record).
+    pub source: VerdictSource,
 }
 
 /// A verdict with what it was reached from.
@@ -88,6 +90,7 @@ struct Decided {
     infra: InfraJudgement,
     age: Option<DomainAge>,
     mx_unavailable: bool,
+    source: VerdictSource,
 }
 
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
@@ -186,7 +189,9 @@ impl Verdicts {
         learn: bool,
     ) -> Result<Judged, LookupError> {
         let d = self.decided(input, decision, learn).await?;
-        Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age, mx_unavailable: d.mx_unavailable })
+        let (result, suggestion, age, mx_unavailable, source) =
+            (d.result, d.suggestion, d.age, d.mx_unavailable, d.source);
+        Ok(Judged { result, suggestion, age, mx_unavailable, source })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
@@ -247,14 +252,17 @@ impl Verdicts {
         let result = decide(&signals, &lookup.mx, lookup.cached);
         let suggestion =
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
-        self.metrics.verdict(result.verdict);
+        // `decision` is the reviewer's; the operator's files enter only through `signals`.
+        let source = VerdictSource::of(&signals, &result, decision.is_some());
+        self.metrics.verdict(result.verdict, source);
         // A name DNS says does not exist is not asked about (nothing was registered).
         let age = if learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
         if learn {
             self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
         }
-        Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age, mx_unavailable: false })
+        let mx = lookup.mx;
+        Ok(Decided { result, catalog, suggestion, mx, signals, infra: judged, age, mx_unavailable: false, source })
     }
 
     /// The MX answer for `domain`, by `deadline`; a verdict that a decision already fixes (a
@@ -292,11 +300,12 @@ impl Verdicts {
         let signals = catalog.signals(domain, &mx, decision);
         let Some(result) = decide_without_mx(&signals) else { return Err(failure.into()) };
         tracing::debug!(domain = %domain, error = %failure, "no MX data in time; the verdict stands without it");
-        self.metrics.verdict(result.verdict);
+        let source = VerdictSource::of(&signals, &result, decision.is_some());
+        self.metrics.verdict(result.verdict, source);
         self.metrics.decided_without_dns();
         let age = if learn { self.age_of(domain) } else { None };
         let infra = InfraJudgement::default();
-        Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true })
+        Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true, source })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).

@@ -184,8 +184,13 @@ fn lookups_rejections_and_cache_are_counted_exactly() {
     assert_eq!(scrape.value("email_verdict_mx_cache_hits_total", &[]), answered - 2.0);
     assert_eq!(scrape.value("email_verdict_mx_cache_joins_total", &[]), 0.0);
     assert_eq!(scrape.value("email_verdict_mx_cache_stale_served_total", &[]), 0.0);
-    assert_eq!(scrape.value("email_verdict_verdicts_total", &[("verdict", "disposable")]), 1.0);
-    assert_eq!(scrape.value("email_verdict_verdicts_total", &[("verdict", "safe")]), answered - 1.0);
+    // mailinator.com by the strong list; ownmail.example by the rules (unlisted, own mail).
+    let verdicts = |verdict: &str, source: &str| {
+        scrape.value("email_verdict_verdicts_total", &[("verdict", verdict), ("source", source)])
+    };
+    assert_eq!(verdicts("disposable", "strong_list"), 1.0);
+    assert_eq!(verdicts("safe", "rules"), answered - 1.0);
+    assert_eq!(scrape.sum("email_verdict_verdicts_total", &[]), answered, "no other source");
     // ownmail.example: MX, then A and AAAA of mx1 and mx2; mailinator.com: MX, A and AAAA of one host.
     let queries = |t: &str| scrape.value("email_verdict_dns_queries_total", &[("type", t)]);
     assert_eq!([queries("mx"), queries("a"), queries("aaaa"), queries("ptr")], [2.0, 3.0, 3.0, 0.0]);

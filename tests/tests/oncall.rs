@@ -1,17 +1,28 @@
 //! The on-call kit against real processes: Debian's Prometheus (started here, no service
 //! manager) scrapes a real sidecar and three real Envoys in front of one app (the Wasm filter,
 //! the dynamic module, ext_authz) every second, with the rules of `deploy/prometheus/` loaded
-//! as shipped except their `for:` durations, shortened to 1 s so that a test waits seconds, not
-//! minutes (alerts are checked "pending or firing"). One stack for the whole test, started once.
+//! as shipped except for time, compressed so that a test waits seconds, not minutes or a day
+//! ([`compress_time`]): every `for:` is 1 s (alerts are checked "pending or firing"), and the
+//! windows of the rules that compare with the past are cut by name — the blocked shares' 5
+//! minutes (the gateways', and the sidecar's by source) to 5 s and their baseline (the day
+//! before those 5 minutes) to the minute before those 5 s; the decision sync's 10 minutes
+//! without a success to 5 s. The thresholds, the shape of
+//! each expression and the other rules' windows stay as shipped. For the same reason the two
+//! filter builds keep a verdict 1 s (`cache.ttl_seconds`, 300 as shipped: a wrong block reaches
+//! a gateway when its cached verdict expires) and fetch the sidecar's decisions every second.
+//! One stack for the whole test, started once.
 //!
-//! Healthy traffic first: no alert pending or firing. Then the incidents, in this order: an
-//! operator list's URL failing (EmailVerdictListStale), a wave of new domains on one mail
-//! server (EmailVerdictNewDomainWave), DNS gone (EmailVerdictDnsFailing,
+//! Healthy traffic first: no alert pending or firing. Then the incidents, in this order: a
+//! reviewer wrongly blocks a popular safe domain the signups use (EmailVerdictBlockShareJump
+//! for each gateway; the sidecar counts those verdicts by source `reviewer`, says so in
+//! `x-email-verdict-source` and EmailVerdictBlockedBySourceJump names it), then undoes it; an operator list's URL failing
+//! (EmailVerdictListStale), a wave of new domains on one mail server
+//! (EmailVerdictNewDomainWave), DNS gone (EmailVerdictDnsFailing,
 //! EmailVerdictDecidedWithoutDns); every query of the Grafana dashboard then returns series;
-//! last the sidecar stopped (EmailVerdictGatewayFailingOpen for each filter build,
-//! EmailVerdictExtAuthzFailingOpen, EmailVerdictSidecarDown). Along the way: both filter builds'
-//! counters arrive under the same names, and every family the sidecar exports has a row in the
-//! operator guide's metric table.
+//! last the sidecar stopped (EmailVerdictGatewayFailingOpen and EmailVerdictDecisionSyncFailing
+//! for each filter build, EmailVerdictExtAuthzFailingOpen, EmailVerdictSidecarDown). Along the
+//! way: both filter builds' counters arrive under the same names, and every family the sidecar
+//! exports has a row in the operator guide's metric table.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -48,7 +59,7 @@ impl Prometheus {
         let dir = TestDir::new("prometheus");
         let rules = std::fs::read_to_string(workspace_root().join("deploy/prometheus/email-verdict.rules.yml"))
             .expect("read the rules");
-        dir.write("email-verdict.rules.yml", &shorten_for(&rules));
+        dir.write("email-verdict.rules.yml", &compress_time(&rules));
         // The shipped scrape configuration's relabelling of the proxies' job, as is.
         let shipped = std::fs::read_to_string(workspace_root().join("deploy/prometheus/prometheus.yml"))
             .expect("read deploy/prometheus/prometheus.yml");
@@ -142,19 +153,46 @@ impl Prometheus {
     }
 }
 
-/// The rules with every `for:` at 1 s: the test cannot wait the shipped minutes.
-fn shorten_for(rules: &str) -> String {
-    rules
+/// Windows cut in the rules whose name starts so: (rule, shipped, in the test). A rule renamed
+/// or a window changed fails the test rather than going untested.
+const CUT_WINDOWS: [(&str, &str, &str); 6] = [
+    ("email_verdict:gateway_blocked:", "[5m]", "[5s]"),
+    ("email_verdict:gateway_blocked:", "[1d] offset 5m", "[1m] offset 5s"),
+    ("email_verdict:verdicts_disposable:", "[5m]", "[5s]"),
+    ("email_verdict:verdicts_disposable:", "[1d] offset 5m", "[1m] offset 5s"),
+    ("EmailVerdictBlockedBySourceJump", "[5m]", "[5s]"),
+    ("EmailVerdictDecisionSyncFailing", "[10m]", "[5s]"),
+];
+
+/// The rules with every `for:` at 1 s and the [`CUT_WINDOWS`] cut: the test cannot wait the
+/// shipped minutes, nor a day for a baseline.
+fn compress_time(rules: &str) -> String {
+    let mut rule = "";
+    let mut cut = [0; CUT_WINDOWS.len()];
+    let lines: Vec<String> = rules
         .lines()
         .map(|l| {
-            if l.trim_start().starts_with("for: ") {
-                format!("{}for: 1s", &l[..l.len() - l.trim_start().len()])
-            } else {
-                l.to_owned()
+            let trimmed = l.trim_start();
+            if let Some(name) = trimmed.strip_prefix("- record: ").or_else(|| trimmed.strip_prefix("- alert: ")) {
+                rule = name.trim();
             }
+            if trimmed.starts_with("for: ") {
+                return format!("{}for: 1s", &l[..l.len() - trimmed.len()]);
+            }
+            let mut line = l.to_owned();
+            for (i, (prefix, shipped, test)) in CUT_WINDOWS.iter().enumerate() {
+                if rule.starts_with(prefix) && line.contains(shipped) {
+                    line = line.replace(shipped, test);
+                    cut[i] += 1;
+                }
+            }
+            line
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    for ((prefix, shipped, _), n) in CUT_WINDOWS.iter().zip(cut) {
+        assert!(n > 0, "no {shipped} window in a rule named {prefix}*: update CUT_WINDOWS");
+    }
+    lines.join("\n")
 }
 
 fn signup(envoy: &Envoy, email: &str) -> u16 {
@@ -204,6 +242,53 @@ fn assert_metric_table_covers(sc: &Sidecar) {
     }
 }
 
+/// A reviewer blocks `ownmail.example`, which most signups now use, by mistake: the blocked
+/// share of every gateway (both filter builds, ext_authz) jumps against its baseline, and the
+/// sidecar says the blocks were a reviewer's. Then the undo.
+fn wrong_block(prom: &Prometheus, sc: &Sidecar, gateways: &[&Envoy; 3]) {
+    let started = Instant::now();
+    sc.cli().run(&["review", "set", "ownmail.example", "disposable", "--note", "oops"]).expect_code(0, "review set");
+    for round in 0..3 {
+        for envoy in gateways {
+            for i in 0..4 {
+                assert_eq!(signup(envoy, &format!("eve{round}{i}@ownmail.example")), 403, "wrongly blocked");
+            }
+            assert_eq!(signup(envoy, "bob@mailinator.com"), 403);
+            assert_eq!(signup(envoy, "carol@gmail.com"), 200);
+        }
+    }
+    let r = sc.lookup("ownmail.example");
+    assert_eq!(r.header("x-email-verdict-source"), Some("reviewer"), "{r}");
+    // Each gateway, and the sidecar by source, pending or firing at some point (the shares fall
+    // back as their baseline takes the jump in, a few seconds later here).
+    let want = ["ext_authz", "module", "sidecar: reviewer", "wasm"];
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while seen.len() < want.len() {
+        for (name, _, labels) in prom.alerts() {
+            let gateway = labels["filter_build"].as_str().or(labels["enforcement"].as_str());
+            match name.as_str() {
+                "EmailVerdictBlockShareJump" if labels["mode"] == "block" => {
+                    seen.insert(gateway.unwrap_or_default().to_owned());
+                }
+                "EmailVerdictBlockedBySourceJump" => {
+                    seen.insert(format!("sidecar: {}", labels["source"].as_str().unwrap_or_default()));
+                }
+                _ => {}
+            }
+        }
+        assert!(Instant::now() < deadline, "the block share alerts for {want:?}: only {seen:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(seen, want.into_iter().map(String::from).collect());
+    let by_reviewer = "email_verdict_verdicts_total{verdict=\"disposable\",source=\"reviewer\"} >= 3";
+    assert_eq!(prom.query(by_reviewer).len(), 1, "the sidecar's disposable verdicts by source");
+    sc.cli().run(&["review", "clear", "ownmail.example"]).expect_code(0, "the undo");
+    let r = sc.lookup("ownmail.example");
+    assert_eq!(r.header("x-email-verdict-source"), Some("rules"), "{r}");
+    eprintln!("wrong block: alerts in {:?}", started.elapsed());
+}
+
 #[test]
 fn alerts_and_dashboard_against_a_real_prometheus() {
     let started = Instant::now();
@@ -233,9 +318,10 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
     let app = UpstreamApp::start();
     // The three proxies, started side by side (V8 compiles the Wasm module first).
     let base = || EnvoyBuilder::new(sc.addr(), app.addr()).api_key(&gateway_key);
+    let filter = || base().set("/cache/ttl_seconds", json!(1)).set("/decision_sync_seconds", json!(1));
     let (wasm, module, ext_authz) = std::thread::scope(|s| {
-        let w = s.spawn(|| base().build(FilterBuild::Wasm).start());
-        let m = s.spawn(|| base().build(FilterBuild::Module).start());
+        let w = s.spawn(|| filter().build(FilterBuild::Wasm).start());
+        let m = s.spawn(|| filter().build(FilterBuild::Module).start());
         let e = s.spawn(|| base().ext_authz().placeholder("FAILURE_MODE_ALLOW", "true").start());
         (w.join().expect("wasm"), m.join().expect("module"), e.join().expect("ext_authz"))
     });
@@ -259,7 +345,9 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
     let burst: Vec<u16> =
         (0..3).map(|_| sc.send(&Request::get(&format!("/api/v1/domain/gmail.com?key={free_key}"))).status).collect();
     assert!(burst.contains(&429), "a free key over its burst: {burst:?}");
-    prom.wait_evaluations(4);
+    // Until the blocked share's baseline (5 s back) holds all of this traffic, it may have seen
+    // part of it and differ from the share now: 8 evaluations, not 4.
+    prom.wait_evaluations(8);
     let healthy = prom.alerts();
     assert!(healthy.is_empty(), "alerts on a healthy stack: {healthy:?}");
 
@@ -275,6 +363,8 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
     let refused = prom.query("email_verdict_plan_rejections_total{plan=\"free\",limit=\"burst\"} > 0");
     assert_eq!(refused.len(), 1, "the free key's 429 counted by plan: {refused:?}");
     assert_metric_table_covers(&sc);
+
+    wrong_block(&prom, &sc, &gateways);
 
     // --- an operator list's URL failing: stale after 3 refresh periods (9 s here).
     lists.serve("/block.txt", Served::Status(503));
@@ -347,6 +437,9 @@ fn alerts_and_dashboard_against_a_real_prometheus() {
         let state =
             prom.wait_alert("EmailVerdictGatewayFailingOpen", &[("filter_build", build)], Duration::from_secs(15));
         eprintln!("failing open ({build}): {state} after {:?}", started.elapsed());
+    }
+    for build in ["wasm", "module"] {
+        prom.wait_alert("EmailVerdictDecisionSyncFailing", &[("filter_build", build)], Duration::from_secs(15));
     }
     prom.wait_alert("EmailVerdictExtAuthzFailingOpen", &[], Duration::from_secs(15));
     prom.wait_alert("EmailVerdictSidecarDown", &[], Duration::from_secs(15));

@@ -17,6 +17,9 @@ use crate::limits::Headers;
 use crate::state::KeyRecord;
 use crate::verdicts::{Judged, LookupError, record};
 
+/// The response header naming the verdict's deciding source ([`email_verdict_core::VerdictSource`]).
+pub const SOURCE_HEADER: &str = "x-email-verdict-source";
+
 /// How long a client should wait before retrying after a DNS failure, in seconds.
 const DNS_RETRY_AFTER: u64 = 5;
 
@@ -33,8 +36,10 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
     };
     log.domain = Some(input.domain().to_string());
     match judge(api, &key, &input, learn).await {
-        Ok((judged, headers)) => {
+        Ok((judged, mut headers)) => {
             log.cached = Some(judged.result.cached);
+            // What decided the verdict, for the gateway's logs and on-call; the body stays the spec's.
+            headers.push((SOURCE_HEADER, judged.source.as_str().to_owned()));
             let record = record(&api.verdicts.catalog(), &raw, &input, judged);
             let body = LookupResponse { request_id: request.id.clone(), record };
             Reply::Lookup(Box::new(body), headers)

@@ -34,13 +34,19 @@ pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged)
 #[cfg(test)]
 mod tests {
     use email_verdict_core::verdict::decide;
-    use email_verdict_core::{Domain, InputType, MxInfo, Signals};
+    use email_verdict_core::{Domain, InputType, MxInfo, Signals, VerdictSource};
 
     use super::*;
 
     fn judged(suggestion: Option<&str>) -> Judged {
         let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
-        Judged { result, suggestion: suggestion.map(|s| Domain::parse(s).unwrap()), age: None, mx_unavailable: false }
+        Judged {
+            result,
+            suggestion: suggestion.map(|s| Domain::parse(s).unwrap()),
+            age: None,
+            mx_unavailable: false,
+            source: VerdictSource::Rules,
+        }
     }
 
     #[test]
