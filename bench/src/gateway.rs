@@ -41,7 +41,7 @@ use protocols::{Scripts, graphql_query, grpc_signup};
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
 
 /// (row, baseline row, least ratio when the issue sets a target), rows counted from 0.
-const RATIOS: [(usize, usize, Option<f64>); 18] = [
+const RATIOS: [(usize, usize, Option<f64>); 20] = [
     (1, 0, Some(0.97)),
     (3, 2, Some(0.9)),
     (4, 5, Some(1.0)),
@@ -60,6 +60,8 @@ const RATIOS: [(usize, usize, Option<f64>); 18] = [
     (15, 3, None),
     (15, 2, None),
     (16, 17, None),
+    (18, 3, None),
+    (18, 2, None),
 ];
 /// The header the diagnostic case carries the email in.
 const EMAIL_HEADER: &str = "x-signup-email";
@@ -73,7 +75,7 @@ const MAILBOX_SECRET: &str = "email-verdict-bench-mailbox-secret-0123456789";
 /// one firing would show as `too_many_signups` and as non-2xx answers.
 const NEVER: u64 = 1_000_000_000_000;
 /// The rows; their number is the position here, plus one.
-const ROWS: [&str; 18] = [
+const ROWS: [&str; 19] = [
     "no filter, GET /",
     "filter on, non-signup route, GET /",
     "no filter, POST /signup",
@@ -92,6 +94,7 @@ const ROWS: [&str; 18] = [
     "filter, POST /signup as gRPC (one framed protobuf message, over HTTP/1.1), cached verdict",
     "filter, POST /graphql, a 16 KB query running no signup operation (read for its operation, passed unread)",
     "no filter, POST /graphql, the same 16 KB query",
+    "filter, POST /signup, cached verdict, shadow mode (no header hold; the body streams on, copied)",
 ];
 /// Row 15: how many names the sidecar's decisions hold when it goes away.
 const DECIDED_NAMES: usize = 100_000;
@@ -110,7 +113,7 @@ pub struct Side<'a> {
 }
 
 /// The rows that run a filter (0-based); the others are the same whichever filter a build has.
-const FILTER_ROWS: [usize; 10] = [1, 3, 4, 6, 9, 10, 13, 14, 15, 16];
+const FILTER_ROWS: [usize; 11] = [1, 3, 4, 6, 9, 10, 13, 14, 15, 16, 18];
 /// The dynamic module's targets (issue 33): (row, baseline row, least ratio of requests/s).
 const MODULE_TARGETS: [(usize, usize, f64); 3] = [(1, 0, 0.99), (3, 2, 0.85), (4, 5, 1.0)];
 
@@ -145,6 +148,8 @@ struct Setup {
     /// Rows 16–17: the shipped filter reading gRPC's address at field 1 and a GraphQL route (or
     /// why an older build cannot).
     protocols: Result<Envoy, String>,
+    /// Row 19: the shipped filter in shadow mode (issue 44), or why an older build has none.
+    shadow: Result<Envoy, String>,
     _app: Bare,
     endpoint: Bare,
     authz_endpoint: Bare,
@@ -233,6 +238,14 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         .set("/cache/ttl_seconds", json!(CACHED_TTL))
         .try_start()
         .map_err(|f| format!("its filter reads no gRPC or GraphQL ({})", first_error_line(&f.log)));
+    let shadow = build
+        .filter_envoy(sidecar.addr(), app.addr())
+        .api_key(key)
+        .set("/mode", json!("shadow"))
+        .set("/hold_headers", json!(false))
+        .set("/cache/ttl_seconds", json!(CACHED_TTL))
+        .try_start()
+        .map_err(|f| format!("its filter has no shadow mode ({})", first_error_line(&f.log)));
     let mut pids = vec![
         sidecar_down.pid(),
         plain.pid(),
@@ -244,7 +257,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         authz_sidecar.pid(),
         callout_sidecar.pid(),
     ];
-    pids.extend(counting.iter().chain(&authz_counting).chain(&protocols).map(Envoy::pid));
+    pids.extend(counting.iter().chain(&authz_counting).chain(&protocols).chain(&shadow).map(Envoy::pid));
     for pid in pids {
         pin(pid, ctx.envoy_cpu);
     }
@@ -253,7 +266,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
     ensure!(warm.status == 200, "warm-up signup through the shipped filter answered\n{warm}");
     let warm = in_header.send(&post().header(EMAIL_HEADER, "ann@gmail.com"));
     ensure!(warm.status == 200, "warm-up signup with the email in a header answered\n{warm}");
-    for envoy in counting.iter().chain(&authz_counting) {
+    for envoy in counting.iter().chain(&authz_counting).chain(&shadow) {
         let warm = envoy.send(&post());
         ensure!(warm.status == 200, "warm-up signup with counting on answered\n{warm}");
     }
@@ -279,6 +292,7 @@ fn start(ctx: &Ctx, dns: SocketAddr, side: &Side) -> anyhow::Result<Setup> {
         authz_counting,
         sidecar_down,
         protocols,
+        shadow,
         _app: app,
         endpoint,
         authz_endpoint,
@@ -370,6 +384,7 @@ fn cases(s: &Setup, side: &Side, rows: &[usize], scripts: &Scripts) -> Vec<Optio
         s.protocols.as_ref().ok().map(|e| envoy(15, e, scripts.grpc)),
         s.protocols.as_ref().ok().map(|e| Case::new(ROWS[16], e.addr(), "/graphql", scripts.graphql, vec![e.pid()])),
         Some(Case::new(ROWS[17], s.plain.addr(), "/graphql", scripts.graphql, vec![s.plain.pid()])),
+        s.shadow.as_ref().ok().map(|e| envoy(18, e, post)),
     ];
     let selected = |row: usize| rows.is_empty() || rows.contains(&(row + 1));
     let runs_row = |row: usize| selected(row) && (!side.filter_only || FILTER_ROWS.contains(&row));
@@ -423,6 +438,7 @@ pub fn run(ctx: &Ctx, dns: SocketAddr, sides: &[Side]) -> anyhow::Result<String>
         10 => setups[i].counting.as_ref().err().cloned(),
         11 => setups[i].authz_counting.as_ref().err().cloned(),
         15 | 16 => setups[i].protocols.as_ref().err().cloned(),
+        18 => setups[i].shadow.as_ref().err().cloned(),
         _ => None,
     };
     let rows: Vec<String> = (0..ROWS.len())
@@ -601,97 +617,5 @@ fn comparison(r: &Run, base_run: &Run, base: usize, least: Option<f64>) -> (Stri
     (cpu_ratio(r, base_run), format!("{ratio:.2} vs row {}", base + 1), target)
 }
 
-/// The counters' account of one side's runs.
-fn checks(s: &Setup, runs: &[Option<Run>]) -> anyhow::Result<String> {
-    let run = |row: usize| runs[row].clone().unwrap_or_default();
-    // Only the rows that ran (`--rows`) are checked.
-    let ran = |row: usize| runs[row].is_some();
-    let mut out = Vec::new();
-    if ran(3) {
-        out.push(check_cached("cached case", &s.shipped, &run(3)));
-    }
-    if ran(4) {
-        out.push(check_callouts("callout case", &s.callout, &run(4)));
-    }
-    if ran(6) {
-        out.push(check_cached("diagnostic case", &s.in_header, &run(6)));
-    }
-    if ran(9) {
-        out.push(check_callouts("callout case → sidecar", &s.callout_sidecar, &run(9)));
-    }
-    if let (Ok(envoy), true) = (&s.counting, ran(10)) {
-        out.push(check_counting(envoy, &run(10)));
-    }
-    if let (Ok(_), Some((sidecar, key)), Some(_)) = (&s.authz_counting, &s.counting_sidecar, &runs[11]) {
-        out.push(check_authz_counting(sidecar, key, &run(11))?);
-    }
-    if ran(14) {
-        out.push(check_sidecar_down(&s.sidecar_down, &run(14)));
-    }
-    Ok(out.join("; "))
-}
-
-/// Every POST of a cached case was answered from the filter's cache, none bypassed.
-fn check_cached(case: &str, envoy: &Envoy, run: &Run) -> String {
-    let (hits, callouts, bypassed) = counters(envoy);
-    let ok = hits >= run.requests && callouts == 1 && bypassed == 0;
-    format!("{case}: {hits} cache hits, {callouts} callout (the warm-up), {bypassed} bypassed ({})", verdict(ok))
-}
-
-/// Every POST of the callout case made a callout, none bypassed.
-fn check_callouts(case: &str, envoy: &Envoy, run: &Run) -> String {
-    let (hits, callouts, bypassed) = counters(envoy);
-    let ok = hits == 0 && callouts >= run.requests && bypassed == 0;
-    format!("{case}: {callouts} callouts, {hits} cache hits, {bypassed} bypassed ({})", verdict(ok))
-}
-
-/// Every POST of the counting case was answered from the cache and counted, no limit fired.
-fn check_counting(envoy: &Envoy, run: &Run) -> String {
-    let (hits, callouts, bypassed) = counters(envoy);
-    let c = |n: &str| envoy.counter(n).unwrap_or(0);
-    let (counted, refused) = (c("email_verdict.counted"), c("email_verdict.too_many_signups"));
-    let ok = hits >= run.requests && callouts == 1 && bypassed == 0 && counted > run.requests && refused == 0;
-    format!(
-        "counting case: {counted} counted, {refused} too_many_signups, {hits} cache hits, {callouts} callout \
-         (the warm-up), {bypassed} bypassed ({})",
-        verdict(ok)
-    )
-}
-
-/// The counting sidecar's count of the bench's mailbox (one check more, counted too) holds every
-/// signup of the ext_authz counting case.
-fn check_authz_counting(sidecar: &Sidecar, key: &str, run: &Run) -> anyhow::Result<String> {
-    let r = ext_authz_check(sidecar, key)?;
-    let counted: u64 = r.header("x-email-mailbox-signups").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let ok = r.status == 200 && counted > run.requests && run.non_2xx == 0;
-    Ok(format!(
-        "ext_authz counting case: the mailbox counted {counted} times by the sidecar (the best run: {} requests, \
-         {} non-2xx) ({})",
-        run.requests,
-        run.non_2xx,
-        verdict(ok)
-    ))
-}
-
-/// Every POST of row 15 called out, got no verdict, and went on by `failure_mode` (the kept
-/// decisions consulted: the one local decision is the probe's).
-fn check_sidecar_down(envoy: &Envoy, run: &Run) -> String {
-    let (hits, callouts, bypassed) = counters(envoy);
-    let c = |n: &str| envoy.counter(n).unwrap_or(0);
-    let (syncs, local) = (c("email_verdict.decision_syncs"), c("email_verdict.local_decisions"));
-    let ok = hits == 0 && callouts >= run.requests && bypassed >= run.requests && syncs >= 1 && local == 1;
-    format!(
-        "sidecar-down case: {callouts} callouts, {bypassed} bypassed, {syncs} decision syncs, {local} local \
-         decision (the probe) ({})",
-        verdict(ok)
-    )
-}
-
-fn counters(envoy: &Envoy) -> (u64, u64, u64) {
-    let c = |n: &str| envoy.counter(n).unwrap_or(0);
-    (c("email_verdict.cache_hits"), c("email_verdict.callouts"), c("email_verdict.bypassed"))
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "as intended" } else { "NOT as intended: the row does not measure what it says" }
-}
+mod checks;
+use checks::checks;

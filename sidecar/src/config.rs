@@ -29,7 +29,7 @@ use crate::state::queue::QUEUE_CAPACITY;
 use crate::usage_error;
 
 mod reload;
-pub use reload::PlanReloader;
+pub use reload::{ExtAuthzReloader, PlanReloader};
 
 pub const DEFAULT_STATE: &str = "sqlite:email-verdict.db";
 /// Bounds of `--review-queue-capacity`: a queue a reviewer can work through, and one a store
@@ -234,6 +234,8 @@ pub struct ServeConfig {
     pub pages: PageSettings,
     /// How `/ext_authz` finds the email and answers.
     pub ext_authz: Enforcement,
+    /// Its file, read again on SIGHUP.
+    pub ext_authz_file: Option<PathBuf>,
     /// `/ext_authz`'s signup counting, when its configuration has `velocity`.
     pub ext_authz_counting: Option<Counting>,
     /// The gRPC ext_authz listener, when on.
@@ -343,6 +345,7 @@ impl ServeArgs {
             log_format: merged.log_format.unwrap_or(LogFormat::Text),
             pages,
             ext_authz,
+            ext_authz_file: merged.ext_authz_config.clone(),
             ext_authz_counting,
             ext_authz_grpc_listen: merged.ext_authz_grpc_listen,
             plans: Arc::new(plans),
@@ -505,7 +508,7 @@ fn read_file(path: &Path) -> anyhow::Result<ServeArgs> {
 
 /// The `--ext-authz-config` file (the filter's shared settings, same validation and messages,
 /// and ext_authz's own `failure_mode` for counting: `allow` by default), or the defaults.
-fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<(Enforcement, Policy)> {
+pub(crate) fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<(Enforcement, Policy)> {
     let Some(path) = path else {
         let defaults =
             EnforcementConfig::default().resolve().map_err(|e| anyhow::anyhow!("ext_authz defaults: {e}"))?;

@@ -294,7 +294,7 @@ async fn answer(api: &Api, peer: Option<IpAddr>, request: http::Request<RecvStre
     request.upstream_id =
         call.values("x-request-id").first().and_then(|v| email_verdict_core::signup::plain_request_id(v));
     let checked = check::check(api, &call, &metadata, &request, &mut log).await;
-    let protocol = ext_authz::protocol_of(&api.ext_authz, &|name| call.values(name), &call.target);
+    let protocol = ext_authz::protocol_of(&api.ext_authz.load(), &|name| call.values(name), &call.target);
     finish(api, &request, checked, &protocol, &mut log, started)
 }
 

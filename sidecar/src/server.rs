@@ -20,7 +20,7 @@ use crate::admin::{Admin, AdminApp, hash_token};
 use crate::api::{Api, ApiApp};
 use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
-use crate::config::PlanReloader;
+use crate::config::{ExtAuthzReloader, PlanReloader};
 use crate::config::ServeConfig;
 use crate::dns::{HickoryResolver, MxCache};
 use crate::grpc_authz::GrpcAuthz;
@@ -97,7 +97,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         trusted_proxies: config.trusted_proxies.clone(),
         pages,
         metrics: metrics.clone(),
-        ext_authz: config.ext_authz.clone(),
+        ext_authz: arc_swap::ArcSwap::from_pointee(config.ext_authz.clone()),
         signups: Signups::new(store.clone(), clock.clone(), metrics.clone()),
         ext_authz_counting: config.ext_authz_counting.clone(),
     });
@@ -147,6 +147,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let public_budget = ConnectionBudget::new("api", public_caps, reserved, config.trusted_proxies.clone());
     let admin_budget = ConnectionBudget::new("admin", ADMIN_CAPS, 0, Vec::new());
     let keys: Arc<dyn KeyCheck> = Arc::new(ApiKeys(api.clone()));
+    let ext_authz_api = api.clone();
     let public_app = Guarded { app: ApiApp(api), header_timeout, keys: Some(keys) };
     let mut public = Service::with_listeners(
         "api".into(),
@@ -164,6 +165,9 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     server.add_service(background_service("lists", ListReloader::new(lists)));
     if let Some(file) = config.config_file.clone() {
         server.add_service(background_service("plans", PlanReloader { book: plans, file }));
+    }
+    if let Some(file) = config.ext_authz_file.clone() {
+        server.add_service(background_service("ext_authz", ExtAuthzReloader { api: ext_authz_api, file }));
     }
     server.add_service(public);
     server.add_service(admin);

@@ -300,7 +300,7 @@ fn rejected(mutate: impl FnOnce(&mut Value), field: &str) {
 fn bad_plugin_configs_are_rejected_naming_the_field() {
     rejected(|c| c["sidecar"]["timeout_ms"] = json!(0), "sidecar.timeout_ms");
     rejected(|c| c["sidecar"]["timeout_ms"] = json!("fast"), "sidecar.timeout_ms");
-    rejected(|c| c["mode"] = json!("shadow"), "mode");
+    rejected(|c| c["mode"] = json!("dry_run"), "mode");
     rejected(|c| c["surprise"] = json!(1), "surprise");
     rejected(|c| c["max_body_bytes"] = json!(20_000_000), "max_body_bytes");
     rejected(|c| c["signup_routes"] = json!([]), "signup_routes");

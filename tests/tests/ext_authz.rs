@@ -148,13 +148,13 @@ fn an_ext_authz_config_file_changes_mode_and_sources() {
 fn a_bad_ext_authz_config_is_refused_at_start_naming_the_field() {
     let dir = email_verdict_tests::TestDir::new("ext-authz-bad");
     let file = dir.join("bad.json");
-    std::fs::write(&file, r#"{"mode":"shadow"}"#).unwrap();
+    std::fs::write(&file, r#"{"mode":"dry_run"}"#).unwrap();
     let out = email_verdict_tests::sidecar::run_raw(
         dir.path(),
         &["serve", "--ext-authz-config", &file.display().to_string(), "--state", "sqlite:x.db"],
     );
     out.expect_code(2, "a bad --ext-authz-config");
-    assert!(out.stderr.contains("mode: unknown variant `shadow`"), "{}", out.stderr);
+    assert!(out.stderr.contains("mode: unknown variant `dry_run`"), "{}", out.stderr);
 }
 
 /// A port where nothing listens: connections are refused.

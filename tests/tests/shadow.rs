@@ -216,19 +216,41 @@ fn a_share_of_clients_is_enforced(via: Via) {
     if via == Via::ExtAuthz {
         let shipped = workspace_root().join("envoy/ext-authz-config.json");
         let mut config: Value = serde_json::from_slice(&std::fs::read(shipped).unwrap()).unwrap();
-        config["enforce_percent"] = json!(30);
         config.as_object_mut().unwrap().remove("velocity"); // 2,000 signups of one address
-        let path = dir.write("ext-authz-30.json", &config.to_string());
+        config["enforce_percent"] = json!(0);
+        let path = dir.write("ext-authz.json", &config.to_string());
         sidecar = sidecar.args(&["--ext-authz-config", &path.display().to_string()]);
+        config["enforce_percent"] = json!(30);
+        dir.write("ext-authz-30.json", &config.to_string());
     }
-    let sidecar = sidecar.start();
+    let mut sidecar = sidecar.start();
     let app = UpstreamApp::start();
     let envoy = EnvoyBuilder::new(sidecar.addr(), app.addr()).api_key(sidecar.key());
     let envoy = match via {
         Via::Filter(build) => envoy.build(build).set("/enforce_percent", json!(30)),
         Via::ExtAuthz => envoy.ext_authz(),
     };
-    let gw = Gateway { envoy: envoy.placeholder("XFF_NUM_TRUSTED_HOPS", "1").start(), app, sidecar, nsd };
+    let envoy = envoy.placeholder("XFF_NUM_TRUSTED_HOPS", "1").start();
+    if via == Via::ExtAuthz {
+        // Shadow for all at 0 %; the share raised to 30 % by SIGHUP, without a restart.
+        let probe = || {
+            (0..50).any(|i| {
+                let body = json!({ "email": "x@mailinator.com" }).to_string();
+                let req = email_verdict_tests::envoy::signup("application/json", body.as_bytes())
+                    .header("x-forwarded-for", &format!("198.18.0.{i}"));
+                envoy.send(&req).status == 403
+            })
+        };
+        assert!(!probe(), "0 %: nobody refused");
+        std::fs::rename(dir.path().join("ext-authz-30.json"), dir.path().join("ext-authz.json")).unwrap();
+        sidecar.process().signal("HUP");
+        email_verdict_tests::wait_for("the reloaded share", std::time::Duration::from_secs(10), || {
+            let logs = sidecar.stdout_text() + &sidecar.stderr_text();
+            logs.contains("--ext-authz-config reloaded").then_some(())
+        });
+        assert!(probe(), "30 % after SIGHUP: some of 50 clients refused");
+    }
+    let gw = Gateway { envoy, app, sidecar, nsd };
     let started = std::time::Instant::now();
     let mut enforced = 0;
     for i in 0..1000u32 {

@@ -128,7 +128,7 @@ pub async fn handle(
     log.outcome = Some(checked.outcome.as_str());
     let headers = &session.req_header().headers;
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
-    checked.into_response(&protocol_of(&api.ext_authz, &values, original_path(&request.path).unwrap_or_default()))
+    checked.into_response(&protocol_of(&api.ext_authz.load(), &values, original_path(&request.path).unwrap_or_default()))
 }
 
 /// The protocol a signup's refusal is said in: its headers, and whether its path (`target`,
@@ -192,7 +192,7 @@ pub async fn key_refused(api: &Api, key: Option<&str>, request: &Request, log: &
 /// A check that failed (5xx: no verdict, a refused gateway key) is `verdict_unavailable`, whatever
 /// Envoy's `failure_mode_allow` would have made of it.
 pub fn rollout(api: &Api, client: Option<IpAddr>, checked: Checked, log: &mut LogFields) -> Checked {
-    let config = &api.ext_authz;
+    let config = &*api.ext_authz.load_full();
     if rollout::enforces(config.mode, config.enforce_percent, client) || checked.outcome == CheckOutcome::NotSignup {
         return checked;
     }
@@ -225,7 +225,7 @@ pub fn not_read(api: &Api, unread: Unread) -> Checked {
 /// The check itself, whatever the transport: the email and every other address found with
 /// core's `signup::extract`, judged, answered.
 pub async fn decide(api: &Api, signup: &Signup<'_>, request: &Request, log: &mut LogFields) -> Checked {
-    let config = &api.ext_authz;
+    let config = &*api.ext_authz.load_full();
     let (target, values, body) = (signup.target, signup.headers, signup.body);
     let sources = &config.email;
     let configured = extract::from_headers(values, &sources.headers);
@@ -257,7 +257,7 @@ pub async fn decide(api: &Api, signup: &Signup<'_>, request: &Request, log: &mut
 
 /// A problem of the signup: refused (`Err`, the refusal) or let through with its bypass value.
 fn by_problem(api: &Api, problem: Problem) -> Result<Bypass, LocalReply<'static>> {
-    let config = &api.ext_authz;
+    let config = &*api.ext_authz.load_full();
     let (policy, bypass, reply) = match problem {
         Problem::Unreadable(_) => (config.on_unreadable_body, Bypass::UnreadableBody, LocalReply::UNREADABLE_BODY),
         Problem::Invalid(why) => (config.on_invalid_email, Bypass::InvalidEmail, LocalReply::invalid(why)),
@@ -281,11 +281,11 @@ fn body_timed_out() -> Checked {
 }
 
 fn invalid(api: &Api, why: Option<extract::Unusable>) -> Checked {
-    by_policy(api, api.ext_authz.on_invalid_email, Bypass::InvalidEmail, &LocalReply::invalid(why))
+    by_policy(api, api.ext_authz.load().on_invalid_email, Bypass::InvalidEmail, &LocalReply::invalid(why))
 }
 
 fn unreadable(api: &Api) -> Checked {
-    by_policy(api, api.ext_authz.on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
+    by_policy(api, api.ext_authz.load().on_unreadable_body, Bypass::UnreadableBody, &LocalReply::UNREADABLE_BODY)
 }
 
 /// Every name of the signup judged at once (within `max_domains`); the worst
@@ -299,7 +299,7 @@ async fn judge_all(
     problem: Option<Bypass>,
     log: &mut LogFields,
 ) -> Checked {
-    let config = &api.ext_authz;
+    let config = &*api.ext_authz.load_full();
     let subaddressed = whole.primary.as_ref().is_some_and(|e| details::is_subaddressed(e.local(), e.domain()));
     if subaddressed && config.on_subaddressed == Subaddressed::Deny {
         return refused(&LocalReply::SUBADDRESSED);
@@ -491,7 +491,7 @@ fn too_many_signups(body: Vec<u8>, retry_after: u64) -> Checked {
 fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>) -> Checked {
     match policy {
         Policy::Deny => refused(refusal),
-        Policy::Allow => Checked { response: bypassed(&api.ext_authz, bypass).into(), outcome: CheckOutcome::Bypassed },
+        Policy::Allow => Checked { response: bypassed(&api.ext_authz.load(), bypass).into(), outcome: CheckOutcome::Bypassed },
     }
 }
 

@@ -45,7 +45,8 @@ pub struct Api {
     pub pages: crate::pages::Pages,
     pub metrics: Arc<Metrics>,
     /// How `/ext_authz` finds the email and answers (`--ext-authz-config`).
-    pub ext_authz: email_verdict_core::signup::Enforcement,
+    /// `--ext-authz-config`, read again on SIGHUP (`config::ExtAuthzReloader`).
+    pub ext_authz: arc_swap::ArcSwap<email_verdict_core::signup::Enforcement>,
     /// Signup counts (`POST /api/v1/signups`, `/ext_authz` with `velocity`).
     pub signups: crate::signups::Signups,
     /// `/ext_authz`'s counting (`velocity` and `--mailbox-secret`); `None`: no counting.

@@ -68,7 +68,7 @@ pub async fn count(
         return Counted::Blocked { body: too_many_signups(block, Some(request_id)), retry_after: block.retry_after };
     }
     let flagged: Vec<Scope> = passed.iter().map(|p| p.scope).collect();
-    let config = &api.ext_authz;
+    let config = &*api.ext_authz.load_full();
     let headers = count_headers(&config.flag_headers, config.detail_headers, &counts, &flagged);
     Counted::Pass(headers.into_iter().map(|(name, value)| (name.to_owned(), value)).collect())
 }

@@ -1,7 +1,8 @@
-//! SIGHUP: the `--config` file's plans read again while serving.
+//! SIGHUP: the `--config` file's plans and the `--ext-authz-config` file read again while serving.
 
 use std::sync::Arc;
 
+use crate::api::Api;
 use crate::plans::PlanBook;
 
 /// Reads the `--config` file's `[plans]` again on SIGHUP (the list reloader reloads the lists on
@@ -37,6 +38,48 @@ impl PlanReloader {
                 tracing::info!(plans = %names.join(","), "SIGHUP: plans reloaded");
             }
             Err(e) => tracing::error!(error = %format!("{e:#}"), "SIGHUP: plans not reloaded, the ones in force stay"),
+        }
+    }
+}
+
+/// Reads `--ext-authz-config` again on SIGHUP, so that `mode` and `enforce_percent` (a rollout's
+/// steps) and every other shared setting change without a restart. Adding or removing
+/// `velocity` needs the mailbox secret checked at start: refused, the settings in force stay.
+pub struct ExtAuthzReloader {
+    pub api: Arc<Api>,
+    pub file: std::path::PathBuf,
+}
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for ExtAuthzReloader {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            tracing::error!("cannot listen for SIGHUP: --ext-authz-config is read at start only");
+            return;
+        };
+        loop {
+            tokio::select! {
+                Some(()) = hangup.recv() => self.reload(),
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+impl ExtAuthzReloader {
+    fn reload(&self) {
+        let kept = "SIGHUP: --ext-authz-config not reloaded, the settings in force stay";
+        match super::ext_authz_settings(Some(&self.file)) {
+            Ok((settings, _)) if settings.velocity.is_some() != self.api.ext_authz_counting.is_some() => {
+                tracing::error!(error = "velocity added or removed: that needs a restart", "{kept}");
+            }
+            Ok((settings, _)) => {
+                let (mode, percent) = (settings.mode, settings.enforce_percent);
+                self.api.ext_authz.store(Arc::new(settings));
+                tracing::info!(mode = ?mode, enforce_percent = percent, "SIGHUP: --ext-authz-config reloaded");
+            }
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "{kept}"),
         }
     }
 }

@@ -34,7 +34,8 @@ fn envoy_gateway_manifests() {
     assert_eq!(added, ["x-email-verdict-key", "x-email-verdict-client"]);
     let wasm = &doc_of(&docs, "EnvoyExtensionPolicy")["spec"]["wasm"][0];
     let config = &wasm["config"];
-    assert_eq!((config["hold_headers"].clone(), config["mode"].clone()), (json!(false), json!("block")));
+    // Issue 44: the first deploy is a dry run.
+    assert_eq!((config["hold_headers"].clone(), config["mode"].clone()), (json!(false), json!("shadow")));
     // The filter itself accepts it (its own validation, as Envoy runs it on configure).
     let shipped = default_plugin_config();
     for field in [

@@ -46,6 +46,9 @@ fn istio_wasmplugin_carries_the_shipped_plugin_config() {
     // A WasmPlugin cannot set allow_on_headers_stop_iteration: block only (filter/CONFIG.md).
     let mut expected = shipped_config_for_istio();
     expected["hold_headers"] = json!(false);
+    // Issue 44: the first deploy is a dry run.
+    expected["mode"] = json!("shadow");
+    expected["enforce_percent"] = json!(100);
     // Block-only: no header can reach the app, so the shipped flag limits could do nothing; the
     // WasmPlugin does not count (CONFIG.md: a block limit would work there).
     for field in ["velocity", "mailbox_secret_env"] {
