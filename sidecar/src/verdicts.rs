@@ -102,6 +102,8 @@ pub struct Explained {
     pub age: Option<DomainAge>,
     /// The MX data could not be had in time (`mx` is then empty).
     pub mx_unavailable: bool,
+    /// The own servers that made it disposable infrastructure, and why each (`why.infra` in full).
+    pub infra: Vec<InfraMatch>,
 }
 
 /// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
@@ -200,12 +202,19 @@ impl Verdicts {
     /// Like [`verdict_with_mx`](Self::verdict_with_mx), with why the verdict is what it is
     /// (for the public page; never part of the JSON record).
     pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
+        self.verdict_explained_learning(input, true).await
+    }
+
+    /// [`verdict_explained`](Self::verdict_explained); with `learn` false nothing is learned
+    /// (`email-verdict explain`: a support question is no signup).
+    pub async fn verdict_explained_learning(&self, input: &LookupInput, learn: bool) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
-        let d = self.decided(input, applied.as_ref().map(|a| a.decision), true).await?;
+        let d = self.decided(input, applied.as_ref().map(|a| a.decision), learn).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
-        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable })
+        let infra = d.infra.matches;
+        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable, infra })
     }
 
     async fn decided(
