@@ -35,6 +35,12 @@ pub struct ExplainArgs {
     /// Nameserver ADDR[:PORT] to query instead of the system resolver; repeatable
     #[arg(long, env = "EMAIL_VERDICT_DNS", value_name = "ADDR[:PORT]", value_delimiter = ',')]
     pub dns: Vec<String>,
+    /// serve's --ext-authz-config: its `velocity` limits are shown beside the signup counts
+    #[arg(long, env = "EMAIL_VERDICT_EXT_AUTHZ_CONFIG", value_name = "FILE")]
+    pub ext_authz_config: Option<PathBuf>,
+    /// serve's --mailbox-secret, which a configuration with `velocity` requires (checked, never used)
+    #[arg(long, env = "EMAIL_VERDICT_MAILBOX_SECRET", hide = true, hide_env_values = true)]
+    pub mailbox_secret: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -44,7 +50,14 @@ pub enum Format {
 }
 
 pub async fn run(args: ExplainArgs) -> anyhow::Result<()> {
-    let config = ServeArgs { dns: args.dns.clone(), config: args.config.clone(), ..Default::default() }.resolve()?;
+    let config = ServeArgs {
+        dns: args.dns.clone(),
+        config: args.config.clone(),
+        ext_authz_config: args.ext_authz_config.clone(),
+        mailbox_secret: args.mailbox_secret.clone(),
+        ..Default::default()
+    }
+    .resolve()?;
     let store = state::open(args.state.as_deref().unwrap_or(&config.state))?;
     let metrics = Arc::new(Metrics::new());
     // The lists as `serve` has them: files, and the kept copies of URL lists (nothing fetched).
