@@ -120,7 +120,11 @@ pub fn text(e: &Explanation, out: &mut impl Write) -> std::io::Result<()> {
     if let Some(withdraw) = &e.next.withdraw {
         line(out, "or withdraw", withdraw)?;
     }
-    line(out, "takes effect", &e.next.takes_effect)
+    // One clause a line: the sentence is written for the JSON form.
+    for (i, clause) in e.next.takes_effect.split("; ").enumerate() {
+        line(out, if i == 0 { "takes effect" } else { "" }, clause)?;
+    }
+    Ok(())
 }
 
 fn yes_no(b: bool) -> &'static str {
