@@ -238,3 +238,69 @@ fn deciding(result: Option<&VerdictResult>, why: &Why, free: bool, relay: bool) 
         _ => (Deciding::Rules, "no list, decision or mail server marks it: safe".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use email_verdict_core::catalog::Tier;
+    use email_verdict_core::verdict::{Listing, MxHost, decide};
+    use email_verdict_core::{Decision, Signals};
+
+    use super::*;
+    use crate::verdicts::WhyListing;
+
+    /// The signals of a case, and the `Why` the lookup would give for them.
+    struct Case {
+        signals: Signals,
+        has_mx: bool,
+        reviewer: bool,
+        dns: bool,
+    }
+
+    fn case(f: impl FnOnce(&mut Signals)) -> Case {
+        let mut signals = Signals::default();
+        f(&mut signals);
+        Case { signals, has_mx: true, reviewer: false, dns: true }
+    }
+
+    fn check(c: Case, expected: Deciding) {
+        let mx = if c.has_mx { MxInfo::Mx { hosts: vec![MxHost::new("mx.x.test", Vec::new())] } } else { MxInfo::NoMx };
+        let result = decide(&c.signals, &mx, false);
+        let listing = c.signals.listing.map(|l| WhyListing {
+            entry: "x.test".into(),
+            sources: vec![("s".into(), if l.strong { Tier::Strong } else { Tier::Weak })],
+            strong: l.strong,
+            via_parent: l.via_parent,
+            parent_mail: c.signals.parent_mail,
+        });
+        let decision = c.signals.decision.map(|d| {
+            if c.reviewer {
+                WhyDecision::Reviewer { decision: d, on: "x.test".into() }
+            } else {
+                WhyDecision::Operator(d)
+            }
+        });
+        let why = Why { listing, decision, infra: Vec::new() };
+        let result = c.dns.then_some(&result);
+        let (got, reason) = deciding(result, &why, c.signals.free, c.signals.relay);
+        assert_eq!(got, expected, "{reason}");
+    }
+
+    fn listed(strong: bool) -> Option<Listing> {
+        Some(Listing { sources: Default::default(), strong, via_parent: false })
+    }
+
+    #[test]
+    fn the_deciding_source_follows_the_rules_order() {
+        check(case(|s| (s.free, s.decision) = (true, Some(Decision::Block))), Deciding::FreeWebmail);
+        check(Case { reviewer: true, ..case(|s| s.decision = Some(Decision::Allow)) }, Deciding::Reviewer);
+        check(case(|s| (s.decision, s.listing) = (Some(Decision::Block), listed(false))), Deciding::Operator);
+        check(case(|s| (s.relay, s.listing) = (true, listed(true))), Deciding::Relay);
+        check(case(|s| s.listing = listed(true)), Deciding::StrongList);
+        check(case(|s| (s.listing, s.mx_ip_match) = (listed(false), true)), Deciding::List);
+        check(case(|s| s.mx_ip_match = true), Deciding::Infrastructure);
+        check(case(|s| s.listing = listed(false)), Deciding::Rules);
+        check(Case { has_mx: false, ..case(|s| s.listing = listed(true)) }, Deciding::Rules);
+        check(case(|_| {}), Deciding::Rules);
+        check(Case { dns: false, ..case(|s| s.listing = listed(false)) }, Deciding::Unknown);
+    }
+}
