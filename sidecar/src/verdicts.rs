@@ -77,6 +77,15 @@ pub struct Judged {
     pub mx_unavailable: bool,
 }
 
+/// What a judgement may change beside its answer.
+#[derive(Debug, Clone, Copy)]
+struct Judging {
+    /// Feed the review queue, the infrastructure index and RDAP.
+    learn: bool,
+    /// Count the verdict in the metrics.
+    counted: bool,
+}
+
 /// A verdict with what it was reached from.
 struct Decided {
     result: VerdictResult,
@@ -187,7 +196,7 @@ impl Verdicts {
         decision: Option<Decision>,
         learn: bool,
     ) -> Result<Judged, LookupError> {
-        let d = self.decided(input, decision, learn).await?;
+        let d = self.decided(input, decision, Judging { learn, counted: true }).await?;
         Ok(Judged { result: d.result, suggestion: d.suggestion, age: d.age, mx_unavailable: d.mx_unavailable })
     }
 
@@ -195,7 +204,7 @@ impl Verdicts {
     /// each MX host's addresses; the JSON API shows only what the verdict carries).
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let decision = self.decision(input.domain()).await?;
-        let d = self.decided(input, decision, true).await?;
+        let d = self.decided(input, decision, Judging { learn: true, counted: true }).await?;
         Ok((d.result, d.mx))
     }
 
@@ -206,10 +215,12 @@ impl Verdicts {
     }
 
     /// [`verdict_explained`](Self::verdict_explained); with `learn` false nothing is learned
-    /// (`email-verdict explain`: a support question is no signup).
+    /// and the verdict is not counted in the metrics (`email-verdict explain`: a support
+    /// question is no signup).
     pub async fn verdict_explained_learning(&self, input: &LookupInput, learn: bool) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
-        let d = self.decided(input, applied.as_ref().map(|a| a.decision), learn).await?;
+        let how = Judging { learn, counted: learn };
+        let d = self.decided(input, applied.as_ref().map(|a| a.decision), how).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
@@ -221,7 +232,7 @@ impl Verdicts {
         &self,
         input: &LookupInput,
         decision: Option<Decision>,
-        learn: bool,
+        how: Judging,
     ) -> Result<Decided, LookupError> {
         let domain = input.domain();
         // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
@@ -229,7 +240,7 @@ impl Verdicts {
         let deadline = Deadline::now() + self.dns_deadline;
         let lookup = match self.mx_for(&catalog, domain, decision, deadline).await {
             Ok(lookup) => lookup,
-            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, learn),
+            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, how),
         };
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
@@ -256,11 +267,13 @@ impl Verdicts {
         let result = decide(&signals, &lookup.mx, lookup.cached);
         let suggestion =
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
-        self.metrics.verdict(result.verdict);
+        if how.counted {
+            self.metrics.verdict(result.verdict);
+        }
         // A name DNS says does not exist is not asked about (nothing was registered).
-        let age = if learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
+        let age = if how.learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
-        if learn {
+        if how.learn {
             self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
         }
         Ok(Decided { result, catalog, suggestion, mx: lookup.mx, signals, infra: judged, age, mx_unavailable: false })
@@ -295,15 +308,17 @@ impl Verdicts {
         domain: &Domain,
         decision: Option<Decision>,
         failure: DnsFailure,
-        learn: bool,
+        how: Judging,
     ) -> Result<Decided, LookupError> {
         let mx = Arc::new(MxInfo::NoMx);
         let signals = catalog.signals(domain, &mx, decision);
         let Some(result) = decide_without_mx(&signals) else { return Err(failure.into()) };
         tracing::debug!(domain = %domain, error = %failure, "no MX data in time; the verdict stands without it");
-        self.metrics.verdict(result.verdict);
-        self.metrics.decided_without_dns();
-        let age = if learn { self.age_of(domain) } else { None };
+        if how.counted {
+            self.metrics.verdict(result.verdict);
+            self.metrics.decided_without_dns();
+        }
+        let age = if how.learn { self.age_of(domain) } else { None };
         let infra = InfraJudgement::default();
         Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true })
     }

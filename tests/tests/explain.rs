@@ -253,8 +253,15 @@ fn the_admin_api_answers_the_clis_json_with_signup_counts_and_limits() {
         req.send(sc.admin_addr())
     };
     assert_eq!(get("/admin/v1/explain?q=mailinator.com", None).status, 401);
+    let disposable_verdicts = || {
+        let text = get("/metrics", None).text();
+        let line = text.lines().find(|l| l.starts_with(r#"email_verdict_verdicts_total{verdict="disposable"}"#));
+        line.map(str::to_owned).unwrap_or_else(|| panic!("no disposable verdicts counted:\n{text}"))
+    };
+    let before = disposable_verdicts();
     let r = get("/admin/v1/explain?q=mailinator.com", Some(ADMIN_TOKEN));
     assert_eq!(r.status, 200, "{r}");
+    assert_eq!(disposable_verdicts(), before, "a support question is not a verdict the API gave");
     let api = r.json();
     assert_eq!(api, explain_json(&sc, &nsd, "mailinator.com"), "the admin API and the CLI agree");
     let s = &api["signups"];
