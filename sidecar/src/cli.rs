@@ -1,4 +1,5 @@
-//! The command line of operations.md: `serve`, `keys create|list|revoke`, `review`, `check`.
+//! The command line of operations.md: `serve`, `keys create|list|revoke`, `review`, `check`,
+//! and `explain`.
 
 use std::path::PathBuf;
 
@@ -41,6 +42,8 @@ pub enum Command {
         #[command(subcommand)]
         command: ReviewCommand,
     },
+    /// Why a domain's (or an address's domain's) verdict is what it is, and how to undo it
+    Explain(Box<crate::explain_cmd::ExplainArgs>),
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,6 +14,8 @@ pub mod client_ip;
 pub mod clock;
 pub mod config;
 pub mod dns;
+pub mod explain;
+pub mod explain_cmd;
 pub mod grpc_authz;
 pub mod http_guard;
 pub mod keys;

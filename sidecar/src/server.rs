@@ -90,10 +90,11 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         }
         None => verdicts,
     };
+    let verdicts = Arc::new(verdicts);
     let api = Arc::new(Api {
         auth: Authenticator::new(store.clone()),
         limiter: Limiter::new(store.clone(), clock.clone(), metrics.clone(), plans.clone()),
-        verdicts,
+        verdicts: verdicts.clone(),
         trusted_proxies: config.trusted_proxies.clone(),
         pages,
         metrics: metrics.clone(),
@@ -126,6 +127,8 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         metrics,
         guesses,
         problem_logged: AtomicBool::new(false),
+        verdicts,
+        velocity: config.ext_authz.velocity.clone(),
     });
 
     let conf = server_conf(&config);

@@ -79,6 +79,15 @@ pub struct Judged {
     pub source: VerdictSource,
 }
 
+/// What a judgement may change beside its answer.
+#[derive(Debug, Clone, Copy)]
+struct Judging {
+    /// Feed the review queue, the infrastructure index and RDAP.
+    learn: bool,
+    /// Count the verdict in the metrics.
+    counted: bool,
+}
+
 /// A verdict with what it was reached from.
 struct Decided {
     result: VerdictResult,
@@ -105,6 +114,8 @@ pub struct Explained {
     pub age: Option<DomainAge>,
     /// The MX data could not be had in time (`mx` is then empty).
     pub mx_unavailable: bool,
+    /// The own servers that made it disposable infrastructure, and why each (`why.infra` in full).
+    pub infra: Vec<InfraMatch>,
 }
 
 /// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
@@ -188,7 +199,7 @@ impl Verdicts {
         decision: Option<Decision>,
         learn: bool,
     ) -> Result<Judged, LookupError> {
-        let d = self.decided(input, decision, learn).await?;
+        let d = self.decided(input, decision, Judging { learn, counted: true }).await?;
         let (result, suggestion, age, mx_unavailable, source) =
             (d.result, d.suggestion, d.age, d.mx_unavailable, d.source);
         Ok(Judged { result, suggestion, age, mx_unavailable, source })
@@ -198,26 +209,35 @@ impl Verdicts {
     /// each MX host's addresses; the JSON API shows only what the verdict carries).
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let decision = self.decision(input.domain()).await?;
-        let d = self.decided(input, decision, true).await?;
+        let d = self.decided(input, decision, Judging { learn: true, counted: true }).await?;
         Ok((d.result, d.mx))
     }
 
     /// Like [`verdict_with_mx`](Self::verdict_with_mx), with why the verdict is what it is
     /// (for the public page; never part of the JSON record).
     pub async fn verdict_explained(&self, input: &LookupInput) -> Result<Explained, LookupError> {
+        self.verdict_explained_learning(input, true).await
+    }
+
+    /// [`verdict_explained`](Self::verdict_explained); with `learn` false nothing is learned
+    /// and the verdict is not counted in the metrics (`email-verdict explain`: a support
+    /// question is no signup).
+    pub async fn verdict_explained_learning(&self, input: &LookupInput, learn: bool) -> Result<Explained, LookupError> {
         let applied = self.applied_decision(input.domain()).await?;
-        let d = self.decided(input, applied.as_ref().map(|a| a.decision), true).await?;
+        let how = Judging { learn, counted: learn };
+        let d = self.decided(input, applied.as_ref().map(|a| a.decision), how).await?;
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
-        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable })
+        let infra = d.infra.matches;
+        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable, infra })
     }
 
     async fn decided(
         &self,
         input: &LookupInput,
         decision: Option<Decision>,
-        learn: bool,
+        how: Judging,
     ) -> Result<Decided, LookupError> {
         let domain = input.domain();
         // One catalog for the whole judgement, whatever a reload swaps in meanwhile.
@@ -225,7 +245,7 @@ impl Verdicts {
         let deadline = Deadline::now() + self.dns_deadline;
         let lookup = match self.mx_for(&catalog, domain, decision, deadline).await {
             Ok(lookup) => lookup,
-            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, learn),
+            Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, how),
         };
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
@@ -254,11 +274,13 @@ impl Verdicts {
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         // `decision` is the reviewer's; the operator's files enter only through `signals`.
         let source = VerdictSource::of(&signals, &result, decision.is_some());
-        self.metrics.verdict(result.verdict, source);
+        if how.counted {
+            self.metrics.verdict(result.verdict, source);
+        }
         // A name DNS says does not exist is not asked about (nothing was registered).
-        let age = if learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
+        let age = if how.learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
-        if learn {
+        if how.learn {
             self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
         }
         let mx = lookup.mx;
@@ -294,16 +316,18 @@ impl Verdicts {
         domain: &Domain,
         decision: Option<Decision>,
         failure: DnsFailure,
-        learn: bool,
+        how: Judging,
     ) -> Result<Decided, LookupError> {
         let mx = Arc::new(MxInfo::NoMx);
         let signals = catalog.signals(domain, &mx, decision);
         let Some(result) = decide_without_mx(&signals) else { return Err(failure.into()) };
         tracing::debug!(domain = %domain, error = %failure, "no MX data in time; the verdict stands without it");
         let source = VerdictSource::of(&signals, &result, decision.is_some());
-        self.metrics.verdict(result.verdict, source);
-        self.metrics.decided_without_dns();
-        let age = if learn { self.age_of(domain) } else { None };
+        if how.counted {
+            self.metrics.verdict(result.verdict, source);
+            self.metrics.decided_without_dns();
+        }
+        let age = if how.learn { self.age_of(domain) } else { None };
         let infra = InfraJudgement::default();
         Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true, source })
     }

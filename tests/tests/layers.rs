@@ -7,9 +7,9 @@ use std::path::Path;
 
 /// Top-level modules by layer, highest first (the picture in ARCHITECTURE.md).
 const LAYERS: &[&[&str]] = &[
-    &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd"],
+    &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd", "explain_cmd"],
     &["api", "pages", "request", "admin", "http_guard", "grpc_authz"],
-    &["verdicts", "limits", "auth", "review", "warmup", "signups"],
+    &["verdicts", "limits", "auth", "review", "warmup", "signups", "explain"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
 ];
@@ -18,6 +18,8 @@ const LAYERS: &[&[&str]] = &[
 const SIDEWAYS: &[(&str, &str)] = &[
     ("cli", "config"),
     ("cli", "check_cmd"),
+    ("cli", "explain_cmd"),
+    ("explain_cmd", "config"),
     ("check_cmd", "config"),
     ("keys_cmd", "cli"),
     ("keys_cmd", "config"),
@@ -34,6 +36,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("review", "verdicts"),
     ("warmup", "verdicts"),
     ("signups", "verdicts"),
+    ("explain", "verdicts"),
     ("dns", "metrics"),
     ("lists", "metrics"),
     ("lists", "clock"),

@@ -8,7 +8,8 @@
 //! run in order, README first, so a later one may use what an earlier one made. A block preceded by `<!-- not run: why -->` is skipped (a cluster, a real
 //! resolver, a server of your own). A ```` ```json output ```` block right after a block is what it
 //! prints: every line a JSON value whose fields must be in the output's JSON (`"..."` matches
-//! anything); a ```` ```text output ```` block's lines must each appear in the output, in order.
+//! anything); a ```` ```text output ```` block's lines must each appear in the output, in order
+//! (`...` in a line matches anything).
 //!
 //! `make demo FILTER=module` (the filter as the Envoy dynamic module) is started once too, for
 //! one blocked and one allowed signup. The demos use fixed ports, so they run one at a time.
@@ -182,9 +183,12 @@ fn check_output(kind: &str, expected: &str, actual: &str) -> Result<(), String> 
         _ => {
             let mut rest = actual;
             for line in expected.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                match rest.find(line) {
-                    Some(at) => rest = &rest[at + line.len()..],
-                    None => return Err(format!("documented line {line:?} not printed (in order):\n{actual}")),
+                // `...` in a line stands for what changes from run to run (a time, a count).
+                for part in line.split("...").filter(|p| !p.is_empty()) {
+                    match rest.find(part) {
+                        Some(at) => rest = &rest[at + part.len()..],
+                        None => return Err(format!("documented line {line:?} not printed (in order):\n{actual}")),
+                    }
                 }
             }
             Ok(())
@@ -219,6 +223,8 @@ fn the_parser_finds_blocks_outputs_and_skips() {
     assert_eq!((found[1].line, found[1].script.as_str()), (14, "echo two\n"));
     assert!(matches(&serde_json::json!({"a": "...", "b": [1]}), &serde_json::json!({"a": 3, "b": [1], "c": 0})));
     assert!(!matches(&serde_json::json!({"a": 1}), &serde_json::json!({"a": 2})));
+    assert!(check_output("text", "at ...Z\nnext", "decided at 2026-11-29T06:36:53Z\nnext line").is_ok());
+    assert!(check_output("text", "at ...Z\nnext", "next\ndecided at 2026-11-29T06:36:53Z").is_err());
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up),
 //! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the admin API under
-//! `/admin/v1/` (keys, reviews, warm-up, lists, the busiest signups; bearer admin token). The server refuses to
+//! `/admin/v1/` (keys, reviews, warm-up, lists, the busiest signups, explain; bearer admin token). The server refuses to
 //! listen on a non-loopback address without a token. Errors use the public API's body shape
 //! with admin codes. Its HTML face, the operator's dashboard at `/dashboard`, lives in
 //! [`dashboard`] and uses the same state and handlers.
 
 pub mod dashboard;
+mod explain;
 pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod lists;
@@ -51,6 +52,10 @@ pub struct Admin {
     pub guesses: guard::GuessThrottle,
     /// Set once the store's problem (see `/healthz`) has been logged.
     pub problem_logged: AtomicBool,
+    /// The lookup's verdicts, for `/admin/v1/explain`.
+    pub verdicts: Arc<crate::verdicts::Verdicts>,
+    /// `/ext_authz`'s `velocity` limits, when configured (`/admin/v1/explain` shows them).
+    pub velocity: Option<email_verdict_core::signup::velocity::VelocityLimits>,
 }
 
 pub struct AdminApp(pub Arc<Admin>);
@@ -230,6 +235,9 @@ impl AdminApp {
             ["admin", "v1", "warmup", rest @ ..] => warmup::route(&self.0, method, rest).await,
             ["admin", "v1", "signups", rest @ ..] => signups::route(&self.0, method, rest, &query).await,
             ["admin", "v1", "lists", rest @ ..] => lists::route(&self.0, method, rest),
+            ["admin", "v1", "explain"] | ["admin", "v1", "explain", ""] => {
+                explain::route(&self.0, method, &query).await
+            }
             _ => Err(AdminError::not_found("no such endpoint")),
         }
     }

@@ -39,7 +39,8 @@ const LOOKUP_PREFIX: &str = "/api/v1/domain";
 pub struct Api {
     pub auth: Authenticator,
     pub limiter: Limiter,
-    pub verdicts: Verdicts,
+    /// Shared with the admin API (`/admin/v1/explain`).
+    pub verdicts: Arc<Verdicts>,
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub pages: crate::pages::Pages,

@@ -142,6 +142,17 @@ pub fn shipped_catalog() -> anyhow::Result<(Catalog, Vec<ShippedStatus>)> {
     Ok((catalog, shipped))
 }
 
+/// The shipped disposable source `name`'s version and the path it ships as, from its file's
+/// header (`#   fakefilter 0.1.1476 (npm registry), ...`): `None` for any other source.
+pub fn shipped_version(name: &str) -> Option<(&'static str, &'static str)> {
+    let (_, path, _, text) = SHIPPED_DISPOSABLE.iter().find(|(source, ..)| *source == name)?;
+    let version = text
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .find_map(|l| l.trim_start_matches('#').trim_start().strip_prefix(name)?.split_whitespace().next())?;
+    Some((version, path))
+}
+
 /// `base` (the shipped catalog) with the operator's lists added: each spec with its good copy,
 /// if it has one.
 pub fn assemble<'a>(base: &Catalog, lists: impl Iterator<Item = (&'a ListSpec, Option<&'a ParsedList>)>) -> Catalog {
@@ -175,6 +186,14 @@ pub fn offline_catalog(settings: &ListSettings) -> anyhow::Result<std::sync::Arc
 mod tests {
     use super::*;
     use email_verdict_core::Domain;
+
+    #[test]
+    fn shipped_sources_have_versions() {
+        let (version, path) = shipped_version("fakefilter").unwrap();
+        assert!(version.starts_with("0.") && path.ends_with("fakefilter.txt"), "{version} {path}");
+        assert!(shipped_version("disposable-email-domains").is_some() && shipped_version("mailchecker").is_some());
+        assert_eq!(shipped_version("operator"), None);
+    }
 
     #[test]
     fn shipped_lists_load_and_agree_with_the_rules() {

@@ -218,6 +218,10 @@ pub trait SignupStore: Send + Sync + 'static {
     /// count on it when full, else 0 (a count not above it cannot enter).
     async fn rank(&self, entries: &[Entry], now: i64) -> Result<Vec<u64>, StateError>;
 
+    /// Each counter's signups in the last hour and day at `now`, counting nothing (what
+    /// `explain` shows); a counter the store does not hold counts 0.
+    async fn signup_counts(&self, counters: &[Counter], now: i64) -> Result<Vec<Window>, StateError>;
+
     /// The board's live values at `now`, highest count first, at most `limit`.
     async fn busiest(&self, board: Board, now: i64, limit: usize) -> Result<Vec<Ranked>, StateError>;
 }

@@ -18,11 +18,17 @@ async fn signup_counts_slide_and_agree(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!(other.count_signup(&both, t0 + 10).await.unwrap(), [w(2, 2), w(2, 2)], "another replica");
     assert_eq!(store.count_signup(std::slice::from_ref(&client), t0 + 20).await.unwrap(), [w(3, 3)]);
     assert_eq!(store.count_signup(&[], t0).await.unwrap(), []);
+    // Read without counting (`explain`): the same windows from any handle, twice; a counter no
+    // signup touched is 0.
+    let read = [mailbox.clone(), client.clone(), Counter::new(Scope::Server, "mx.never.example")];
+    assert_eq!(other.signup_counts(&read, t0 + 30).await.unwrap(), [w(2, 2), w(3, 3), w(0, 0)]);
+    assert_eq!(store.signup_counts(&read, t0 + 30).await.unwrap(), [w(2, 2), w(3, 3), w(0, 0)], "nothing counted");
     // An hour later (12 five-minute buckets on) the hour starts over, the day goes on.
     assert_eq!(store.count_signup(&both, t0 + 3_600).await.unwrap(), [w(1, 3), w(1, 4)]);
     // Within the hour, the buckets before the last 55..60 minutes have left it.
     assert_eq!(store.count_signup(&both, t0 + 3_600 + 3_299).await.unwrap(), [w(2, 4), w(2, 5)]);
     assert_eq!(store.count_signup(&both, t0 + 3_600 + 3_600).await.unwrap(), [w(2, 5), w(2, 6)]);
+    assert_eq!(other.signup_counts(&both, t0 + 3_600 + 3_600).await.unwrap(), [w(2, 5), w(2, 6)], "read");
     // A day later the day starts over too; other scopes with the same value are other counters.
     assert_eq!(store.count_signup(&both, t0 + 86_400 + 3_600).await.unwrap(), [w(1, 2), w(1, 2)]);
     assert_eq!(store.count_signup(&[Counter::new(Scope::Domain, "203.0.113.7")], t0).await.unwrap(), [w(1, 1)]);

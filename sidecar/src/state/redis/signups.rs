@@ -23,8 +23,8 @@ use redis::Script;
 use super::{RedisStore, Target, unavailable};
 use crate::state::StateError;
 use crate::state::signups::{
-    BOARD_KEPT, Board, Buckets, COUNTER_TTL, Counter, Entry, NewDomain, Ranked, SignupStore, WAVE_DOMAINS_KEPT,
-    WAVE_WINDOW, Wave, live,
+    BOARD_KEPT, Board, Buckets, COUNTER_TTL, Counter, DAY_BUCKETS, Entry, HOUR_BUCKETS, NewDomain, Ranked, SignupStore,
+    WAVE_DOMAINS_KEPT, WAVE_WINDOW, Wave, live,
 };
 use email_verdict_core::signup::velocity::Window;
 
@@ -115,6 +115,18 @@ impl SignupStore for RedisStore {
         Ok(floors)
     }
 
+    async fn signup_counts(&self, counters: &[Counter], now: i64) -> Result<Vec<Window>, StateError> {
+        let at = Buckets::at(now);
+        let mut windows = Vec::with_capacity(counters.len());
+        // One read per counter: each is its own hash tag (its own slot on a cluster).
+        for counter in counters {
+            let fields: Vec<(String, String)> =
+                self.call(async |c| redis::cmd("HGETALL").arg(key(counter)).query_async(c).await).await?;
+            windows.push(ring_windows(&fields, at));
+        }
+        Ok(windows)
+    }
+
     async fn busiest(&self, board: Board, now: i64, limit: usize) -> Result<Vec<Ranked>, StateError> {
         let [counts, times] = board_keys(board);
         let (counts, times): (Vec<(String, u64)>, Vec<(String, i64)>) = self
@@ -140,5 +152,35 @@ impl SignupStore for RedisStore {
             .filter_map(|(value, count)| Some(Ranked { at: *times.get(&value)?, value, count }))
             .collect();
         Ok(live(board, values, now, limit))
+    }
+}
+
+/// A counter's windows from its hash's fields (`h<slot>` / `d<slot>` → `"<bucket>:<count>"`), as
+/// `signup.lua` adds them up: the buckets within each ring's window, a newer one included.
+fn ring_windows(fields: &[(String, String)], at: Buckets) -> Window {
+    let mut window = Window::default();
+    for (field, value) in fields {
+        let Some((bucket, count)) = value.split_once(':') else { continue };
+        let (Ok(bucket), Ok(count)) = (bucket.parse::<i64>(), count.parse::<u64>()) else { continue };
+        if field.starts_with('h') && bucket > at.hour - HOUR_BUCKETS {
+            window.hour += count;
+        } else if field.starts_with('d') && bucket > at.day - DAY_BUCKETS {
+            window.day += count;
+        }
+    }
+    window
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_add_the_buckets_within_each_ring() {
+        let at = Buckets { hour: 100, day: 10 };
+        let f = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let fields =
+            [f("h0", "96:2"), f("h1", "88:5"), f("h2", "89:1"), f("d3", "10:3"), f("d4", "-14:9"), f("d5", "x")];
+        assert_eq!(ring_windows(&fields, at), Window { hour: 3, day: 3 });
     }
 }

@@ -53,6 +53,14 @@ impl SignupStore for SqliteStore {
         .await
     }
 
+    async fn signup_counts(&self, counters: &[Counter], now: i64) -> Result<Vec<Window>, StateError> {
+        let names: Vec<String> = counters.iter().map(Counter::name).collect();
+        self.with_conn(move |c| {
+            names.iter().map(|name| windows(c, name, now)).collect::<rusqlite::Result<_>>().map_err(unavailable)
+        })
+        .await
+    }
+
     async fn busiest(&self, board: Board, now: i64, limit: usize) -> Result<Vec<Ranked>, StateError> {
         self.with_conn(move |c| {
             let mut stmt = c
@@ -153,6 +161,12 @@ fn count(c: &Connection, name: &str, now: i64) -> rusqlite::Result<Window> {
     bump.execute(params![name, hour_slot, at.hour, (at.hour + HOUR_BUCKETS) * HOUR_BUCKET])?;
     let day_slot = HOUR_BUCKETS + at.day.rem_euclid(DAY_BUCKETS);
     bump.execute(params![name, day_slot, at.day, (at.day + DAY_BUCKETS) * DAY_BUCKET])?;
+    windows(c, name, now)
+}
+
+/// One counter's hour and day windows at `now`, as its buckets hold them.
+fn windows(c: &Connection, name: &str, now: i64) -> rusqlite::Result<Window> {
+    let at = Buckets::at(now);
     let (hour, day): (i64, i64) = c
         .prepare_cached(
             "SELECT COALESCE(SUM(CASE WHEN slot < ?2 AND bucket > ?3 THEN count END), 0),
