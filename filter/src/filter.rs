@@ -139,6 +139,8 @@ pub struct RequestFilter {
     /// `enforce_percent`): the body streams on while `copy` keeps what was read of it.
     shadow: bool,
     copy: Vec<u8>,
+    /// The request's `content-length`, when it declares one.
+    length: Option<u64>,
 }
 
 /// The protocol of a context without a request of its own (the root context's callouts).
@@ -154,6 +156,7 @@ impl RequestFilter {
             protocol: Protocol::Rest,
             shadow: false,
             copy: Vec::new(),
+            length: None,
         }
     }
 
@@ -172,6 +175,7 @@ impl RequestFilter {
         };
         let stripped = ctx.strip_flag_headers(Some(&headers));
         self.request_id = request_id(&headers);
+        self.length = declared_length(&headers);
         ctx.request_id = self.request_id.as_deref();
         let path = headers.text(":path");
         if !config.is_signup(&headers.text(":method"), &path) {
@@ -277,7 +281,8 @@ impl RequestFilter {
                 }
             }
         }
-        if end_of_stream { self.body_complete(host) } else { Action::Continue }
+        let complete = self.length.is_some_and(|len| u64::try_from(self.copy.len()).is_ok_and(|n| n >= len));
+        if end_of_stream || complete { self.body_complete(host) } else { Action::Continue }
     }
 
     /// Settles a step reached outside a request hook (a callout's answer, a wake-up): a held

@@ -90,22 +90,30 @@ fn start(via: Via, mode: &str, dir: &TestDir) -> Gateway {
 }
 
 /// What a gateway answered each case: the status and our refusal's `error` code (`None` when
-/// the app answered, or Envoy itself).
+/// the app answered, or Envoy itself). Four at a time (no limit in these configurations
+/// depends on the order).
 fn send_all(gw: &Gateway, cases: &[Case]) -> Vec<(u16, Option<String>)> {
-    cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut req = Request::new("POST", &c.target).header(CASE_HEADER, &i.to_string());
-            for (n, v) in &c.headers {
-                req = req.header(n, v);
-            }
-            let r = req.body(&c.body).send(gw.envoy.addr());
-            let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
-            let error = body.get("error").and_then(Value::as_str).filter(|_| r.status != 200);
-            (r.status, error.map(str::to_owned))
-        })
-        .collect()
+    let answers = std::sync::Mutex::new(vec![(0u16, None); cases.len()]);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(c) = cases.get(i) else { break };
+                    let mut req = Request::new("POST", &c.target).header(CASE_HEADER, &i.to_string());
+                    for (n, v) in &c.headers {
+                        req = req.header(n, v);
+                    }
+                    let r = req.body(&c.body).send(gw.envoy.addr());
+                    let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+                    let error = body.get("error").and_then(Value::as_str).filter(|_| r.status != 200);
+                    answers.lock().expect("lock")[i] = (r.status, error.map(str::to_owned));
+                }
+            });
+        }
+    });
+    answers.into_inner().expect("lock")
 }
 
 /// The `would_block` reason of a block-mode refusal, by its `error` code and status.
@@ -252,13 +260,22 @@ fn a_share_of_clients_is_enforced(via: Via) {
     }
     let gw = Gateway { envoy, app, sidecar, nsd };
     let started = std::time::Instant::now();
-    let mut enforced = 0;
-    for i in 0..1000u32 {
-        let client = std::net::Ipv4Addr::from(0xc633_6400u32 + i * 257).to_string();
-        let once = refused_from(&gw, &client);
-        assert_eq!(refused_from(&gw, &client), once, "{via:?}, {client}: a retry gets the same answer");
-        enforced += usize::from(once);
-    }
+    // Eight senders at once: each request is a connection of its own.
+    let enforced = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for worker in 0..8u32 {
+            let (gw, enforced) = (&gw, &enforced);
+            s.spawn(move || {
+                for i in (worker..1000).step_by(8) {
+                    let client = std::net::Ipv4Addr::from(0xc633_6400u32 + i * 257).to_string();
+                    let once = refused_from(gw, &client);
+                    assert_eq!(refused_from(gw, &client), once, "{via:?}, {client}: a retry gets the same answer");
+                    enforced.fetch_add(usize::from(once), std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let enforced = enforced.into_inner();
     // n = 1,000, p = 0.3: sd 14.5; 5 sd either side.
     assert!((228..=372).contains(&enforced), "{via:?}: {enforced} of 1,000 clients refused at 30 %");
     eprintln!("{via:?}: {enforced} of 1,000 refused, {:?}", started.elapsed());
@@ -268,4 +285,33 @@ fn a_share_of_clients_is_enforced(via: Via) {
 fn at_30_percent_clients_are_refused_in_proportion_and_each_keeps_its_answer() {
     a_share_of_clients_is_enforced(Via::Filter(FilterBuild::Wasm));
     a_share_of_clients_is_enforced(Via::ExtAuthz);
+}
+
+/// Under concurrent signups every shadowed signup is judged: an app answers once it has the
+/// `content-length` bytes, so the chunk reaching it is held while its verdict is asked for (the
+/// benchmark's row 19 found 7 % of them unjudged, their callouts ended with the stream, before).
+#[test]
+fn every_concurrent_shadowed_signup_is_judged() {
+    for build in [FilterBuild::Wasm, FilterBuild::Module] {
+        let gw = email_verdict_tests::envoy::gateway_on(build, |b| {
+            b.set("/mode", json!("shadow")).set("/hold_headers", json!(false)).set("/cache/ttl_seconds", json!(3600))
+        });
+        let body = json!({ "email": "ann@gmail.com", "name": "Test User" }).to_string();
+        let post = || email_verdict_tests::envoy::signup("application/json", body.as_bytes());
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        assert_eq!(gw.envoy.send(&post()).status, 200);
+                    }
+                });
+            }
+        });
+        let count = |name: &str| gw.envoy.counter(name).unwrap_or(0);
+        let (shadowed, checked) = (count("email_verdict.shadowed"), count("email_verdict.checked"));
+        assert_eq!((shadowed, checked), (400, 400), "{build:?}: every shadowed signup judged");
+        // One callout per domain at a time, and one more once the first decision sync changes
+        // the version the cached verdict was stored under.
+        assert!(count("email_verdict.callouts") <= 2, "{build:?}\n{}", gw.envoy.stats_matching("email_verdict"));
+    }
 }

@@ -128,7 +128,11 @@ pub async fn handle(
     log.outcome = Some(checked.outcome.as_str());
     let headers = &session.req_header().headers;
     let values = |name: &str| headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect();
-    checked.into_response(&protocol_of(&api.ext_authz.load(), &values, original_path(&request.path).unwrap_or_default()))
+    checked.into_response(&protocol_of(
+        &api.ext_authz.load(),
+        &values,
+        original_path(&request.path).unwrap_or_default(),
+    ))
 }
 
 /// The protocol a signup's refusal is said in: its headers, and whether its path (`target`,
@@ -491,7 +495,9 @@ fn too_many_signups(body: Vec<u8>, retry_after: u64) -> Checked {
 fn by_policy(api: &Api, policy: Policy, bypass: Bypass, refusal: &LocalReply<'_>) -> Checked {
     match policy {
         Policy::Deny => refused(refusal),
-        Policy::Allow => Checked { response: bypassed(&api.ext_authz.load(), bypass).into(), outcome: CheckOutcome::Bypassed },
+        Policy::Allow => {
+            Checked { response: bypassed(&api.ext_authz.load(), bypass).into(), outcome: CheckOutcome::Bypassed }
+        }
     }
 }
 

@@ -84,7 +84,7 @@ async fn infrastructure_index(open: impl Fn() -> Arc<dyn StateStore>) {
         [("burner-b.example", true, vec!["moved.example".to_owned()], 130)]
     );
 }
-with_all_backends!(infra, infrastructure_index);
+with_all_backends!(infra, infrastructure_index, valkey_cluster);
 
 /// Issue 24: a reviewer's mark on a server is in force for every domain and kept with its
 /// history; a marked server is listed even without facts.

@@ -47,7 +47,7 @@ async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateS
     assert_eq!(store.admit(&key.id, limits, 1, midnight).await.unwrap(), Admission::Admitted { used: 1 });
     assert_eq!(store.usage(&key.id, &["2026-11-22".into(), "2026-11-23".into()]).await.unwrap(), vec![3, 1]);
 }
-with_all_backends!(quota, quota_is_exact_and_resets_at_midnight);
+with_all_backends!(quota, quota_is_exact_and_resets_at_midnight, valkey_cluster);
 
 async fn unlimited_limits_never_refuse_and_still_count(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
@@ -173,7 +173,7 @@ async fn concurrent_admissions_never_exceed_limits(open: impl Fn() -> Arc<dyn St
     }
     assert_eq!(total, 100);
 }
-with_all_backends!(concurrency, concurrent_admissions_never_exceed_limits);
+with_all_backends!(concurrency, concurrent_admissions_never_exceed_limits, valkey_cluster);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_outage_is_a_bounded_error_and_recovers() {

@@ -31,9 +31,23 @@ fn temp_db(name: &str) -> std::path::PathBuf {
 }
 
 /// Runs `$check` against a fresh store of each backend; `$open` makes a second handle on the
-/// same state (another process's view).
+/// same state (another process's view). Valkey as a cluster only where `valkey_cluster` is
+/// named: every case runs on Valkey alone and on Redis Cluster (the same slot routing), and a
+/// cluster takes seconds to form, one at a time; the cases that name it are the ones where
+/// atomicity across nodes matters (admission, concurrency, decisions, counts, the index).
 macro_rules! with_all_backends {
+    ($name:ident, $check:ident, valkey_cluster) => {
+        with_all_backends!($name, $check, {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn valkey_cluster() {
+                on_cluster(Server::Valkey, $check).await;
+            }
+        });
+    };
     ($name:ident, $check:ident) => {
+        with_all_backends!($name, $check, {});
+    };
+    ($name:ident, $check:ident, { $($extra:tt)* }) => {
         mod $name {
             use super::*;
 
@@ -61,10 +75,7 @@ macro_rules! with_all_backends {
                 on_single(Server::Valkey, $check).await;
             }
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn valkey_cluster() {
-                on_cluster(Server::Valkey, $check).await;
-            }
+            $($extra)*
         }
     };
 }
@@ -103,13 +114,6 @@ macro_rules! with_all_backends_bounded {
             async fn valkey() {
                 let single = Redis::start_on(Server::Valkey);
                 $check(bounded_opener(single.url(), $cap)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn valkey_cluster() {
-                let _one_at_a_time = CLUSTERS.lock().await;
-                let cluster = RedisCluster::start_on(Server::Valkey, 3);
-                $check(bounded_opener(cluster.url(), $cap)).await;
             }
         }
     };

@@ -48,7 +48,7 @@ async fn review_queue_and_decisions(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!(applied(&*store, "never.example").await, None);
     assert_eq!(store.decision(&[]).await.unwrap(), None);
 }
-with_all_backends!(review, review_queue_and_decisions);
+with_all_backends!(review, review_queue_and_decisions, valkey_cluster);
 
 /// Issue 13 item 11: a decision on a name covers its subdomains (down to the registrable
 /// domain's walk), unless a more specific decision exists; a withdrawn one is no decision.

@@ -44,7 +44,7 @@ async fn signup_counts_slide_and_agree(open: impl Fn() -> Arc<dyn StateStore>) {
     hours.sort_unstable();
     assert_eq!(hours, (1..=20).collect::<Vec<_>>());
 }
-with_all_backends!(signup_counts, signup_counts_slide_and_agree);
+with_all_backends!(signup_counts, signup_counts_slide_and_agree, valkey_cluster);
 
 /// Issue 32, item 4: a server's wave is the distinct new domains signed up on it in the last
 /// hour, the same from every handle, bounded; the boards keep the busiest values of their window,

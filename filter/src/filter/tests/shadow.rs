@@ -162,3 +162,23 @@ fn a_share_of_clients_is_enforced_and_each_keeps_its_answer() {
     }
     assert!((228..=372).contains(&enforced), "{enforced} of 1,000 refused at 30 %");
 }
+
+/// An app answers once it has `content-length` bytes, before Envoy's end of stream: the chunk
+/// that reaches the length is the one held while its verdict is asked for (else the stream can
+/// end first and take the judgement with it).
+#[test]
+fn the_chunk_that_completes_the_declared_length_is_held() {
+    let h = shadow(json!({}));
+    let mut f = h.filter();
+    let body = json!({ "email": "temp@mailinator.com" }).to_string();
+    let length = body.len().to_string();
+    let headers = [("content-type", "application/json"), ("content-length", length.as_str())];
+    let mut host = h.host("POST", "/signup", &headers, body.as_bytes());
+    assert_eq!(f.on_request_headers(&mut host, false), Action::Continue);
+    assert_eq!(f.on_request_body(&mut host, body.len(), false), Action::Pause, "held: the body is complete");
+    assert_eq!(host.dispatched.len(), 1);
+    host.body.clear();
+    assert_eq!(f.on_request_body(&mut host, 0, true), Action::Pause, "the end of stream waits too");
+    answer(&mut f, &mut host, lookup_response("mailinator.com", "disposable", &[]));
+    assert_eq!((host.resumed, host.count(Counter::WouldBlockDisposable)), (1, 1));
+}
