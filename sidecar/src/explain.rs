@@ -10,7 +10,7 @@
 mod facts;
 
 use email_verdict_core::signup::velocity::VelocityLimits;
-use email_verdict_core::{Domain, InputError, LookupInput, MxInfo, VerdictResult};
+use email_verdict_core::{Domain, InputError, LookupInput, MxInfo, VerdictResult, VerdictSource};
 use serde::Serialize;
 
 use crate::lists::LiveCatalog;
@@ -108,12 +108,14 @@ impl Explainer<'_> {
             email_verdict_core::InputType::Email => "email",
         };
         let (verdict, why, dns, infra) = match self.judge(&domain).await? {
-            Judgement::Done { result, why, dns, infra } => (Some(result), why, dns, infra),
+            Judgement::Done { result, source, why, dns, infra } => (Some((result, source)), why, dns, infra),
             Judgement::NoDns { why, error } => (None, why, DnsFacts::failed(error), Vec::new()),
         };
+        let source_of = verdict.as_ref().map(|(r, s)| (r, *s));
         let catalog = self.verdicts.catalog();
         let (free, relay) = (catalog.free.contains(&domain), catalog.relay.contains(&domain));
-        let (source, reason) = deciding(verdict.as_ref(), &why, free, relay);
+        let (source, reason) = deciding(source_of, &why, free, relay);
+        let verdict = verdict.map(|(r, _)| r);
         let listing = why.listing.as_ref().map(|l| ListingFacts::new(l, self.lists));
         let decision = match &why.decision {
             Some(d) => Some(DecisionFacts::new(d, &domain, self.store, &catalog, self.lists).await?),
@@ -150,7 +152,7 @@ impl Explainer<'_> {
                     DnsFacts::of(&e.mx)
                 };
                 let infra = e.infra.iter().map(InfraFact::new).collect();
-                Ok(Judgement::Done { result: e.result, why: e.why, dns, infra })
+                Ok(Judgement::Done { result: e.result, source: e.source, why: e.why, dns, infra })
             }
             Err(LookupError::Dns(failure)) => {
                 // What is known without DNS: the lists and the decisions.
@@ -166,7 +168,7 @@ impl Explainer<'_> {
 }
 
 enum Judgement {
-    Done { result: VerdictResult, why: Why, dns: DnsFacts, infra: Vec<InfraFact> },
+    Done { result: VerdictResult, source: VerdictSource, why: Why, dns: DnsFacts, infra: Vec<InfraFact> },
     NoDns { why: Why, error: String },
 }
 
@@ -197,9 +199,10 @@ impl DnsFacts {
     }
 }
 
-/// The deciding fact and a sentence saying it, in the order the rules weigh them
-/// (`core::verdict::decide`).
-fn deciding(result: Option<&VerdictResult>, why: &Why, free: bool, relay: bool) -> (Deciding, String) {
+/// The deciding fact and a sentence saying it: the verdict's [`VerdictSource`] (what the metric
+/// and `x-email-verdict-source` say), told apart further where a person needs more (free
+/// webmail, a relay, no DNS) and said in a sentence.
+fn deciding(result: Option<(&VerdictResult, VerdictSource)>, why: &Why, free: bool, relay: bool) -> (Deciding, String) {
     if free {
         return (Deciding::FreeWebmail, "free webmail: never disposable, whatever a list or decision says".into());
     }
@@ -220,22 +223,25 @@ fn deciding(result: Option<&VerdictResult>, why: &Why, free: bool, relay: bool) 
     if relay {
         return (Deciding::Relay, "a privacy relay that forwards to a permanent inbox: never disposable".into());
     }
-    let Some(result) = result else {
+    let Some((result, source)) = result else {
         return (Deciding::Unknown, "DNS did not answer, and nothing known offline decides the verdict".into());
     };
-    let listing = why.listing.as_ref();
-    let decides = listing.is_some_and(|l| l.strong && (!l.via_parent || l.parent_mail));
-    match (result.disposable, decides, listing) {
-        (true, true, _) => (Deciding::StrongList, "a strong list names it".into()),
-        (true, false, Some(_)) => {
+    match source {
+        VerdictSource::StrongList => (Deciding::StrongList, "a strong list names it".into()),
+        VerdictSource::List => {
             (Deciding::List, "a weak listing, corroborated by its own mail servers serving disposable domains".into())
         }
-        (true, false, None) => (Deciding::Infrastructure, "its own mail servers serve disposable domains".into()),
-        (false, _, Some(_)) if result.has_mx => {
+        VerdictSource::Infrastructure => {
+            (Deciding::Infrastructure, "its own mail servers serve disposable domains".into())
+        }
+        // A decision in force is `why.decision`, said above.
+        VerdictSource::Reviewer => (Deciding::Reviewer, "a reviewer's decision".into()),
+        VerdictSource::Operator => (Deciding::Operator, "the operator's list file".into()),
+        VerdictSource::Rules if !result.has_mx => (Deciding::Rules, "it cannot receive mail (no MX): safe".into()),
+        VerdictSource::Rules if why.listing.is_some() => {
             (Deciding::Rules, "listed, but not by a source that decides alone: safe, and queued for review".into())
         }
-        (false, ..) if !result.has_mx => (Deciding::Rules, "it cannot receive mail (no MX): safe".into()),
-        _ => (Deciding::Rules, "no list, decision or mail server marks it: safe".into()),
+        VerdictSource::Rules => (Deciding::Rules, "no list, decision or mail server marks it: safe".into()),
     }
 }
 
@@ -280,7 +286,8 @@ mod tests {
             }
         });
         let why = Why { listing, decision, infra: Vec::new() };
-        let result = c.dns.then_some(&result);
+        let source = VerdictSource::of(&c.signals, &result, c.reviewer);
+        let result = c.dns.then_some((&result, source));
         let (got, reason) = deciding(result, &why, c.signals.free, c.signals.relay);
         assert_eq!(got, expected, "{reason}");
     }

@@ -116,6 +116,8 @@ pub struct Explained {
     pub mx_unavailable: bool,
     /// The own servers that made it disposable infrastructure, and why each (`why.infra` in full).
     pub infra: Vec<InfraMatch>,
+    /// What decided it, as the metric and `x-email-verdict-source` name it.
+    pub source: VerdictSource,
 }
 
 /// How long a verdict that a decision already fixes waits for DNS, for its MX data only.
@@ -229,8 +231,9 @@ impl Verdicts {
         let servers = d.infra.matches.iter().map(|m| (m.server.value.clone(), m.disposable.max(1))).collect();
         let why = Why::new(&d.catalog, input.domain(), &d.signals, applied, servers);
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
-        let infra = d.infra.matches;
-        Ok(Explained { result, suggestion, mx: d.mx, why, catalog: d.catalog, age: d.age, mx_unavailable, infra })
+        let (infra, source) = (d.infra.matches, d.source);
+        let (mx, catalog, age) = (d.mx, d.catalog, d.age);
+        Ok(Explained { result, suggestion, mx, why, catalog, age, mx_unavailable, infra, source })
     }
 
     async fn decided(
