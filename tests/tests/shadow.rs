@@ -310,8 +310,9 @@ fn every_concurrent_shadowed_signup_is_judged() {
         let count = |name: &str| gw.envoy.counter(name).unwrap_or(0);
         let (shadowed, checked) = (count("email_verdict.shadowed"), count("email_verdict.checked"));
         assert_eq!((shadowed, checked), (400, 400), "{build:?}: every shadowed signup judged");
-        // One callout per domain at a time, and one more once the first decision sync changes
-        // the version the cached verdict was stored under.
-        assert!(count("email_verdict.callouts") <= 2, "{build:?}\n{}", gw.envoy.stats_matching("email_verdict"));
+        // One callout per domain at a time, one more once the first decision sync changes the
+        // version the cached verdict was stored under (and one that raced that sync): never one
+        // per signup.
+        assert!(count("email_verdict.callouts") <= 3, "{build:?}\n{}", gw.envoy.stats_matching("email_verdict"));
     }
 }
