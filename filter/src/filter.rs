@@ -260,31 +260,6 @@ impl RequestFilter {
         Ctx { config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol, shadow: self.shadow }
     }
 
-    /// Shadowed: the chunk goes on, a copy of it is kept (within `max_body_bytes`); the last
-    /// one is held while the copy is judged, so that the judgement outlives no stream.
-    fn copy_chunk(&mut self, host: &mut impl Host, size: usize, end_of_stream: bool) -> Action {
-        let max = self.config.max_body_bytes;
-        if size > 0 {
-            let room = max.saturating_sub(self.copy.len());
-            match host.request_body(room.saturating_add(1)) {
-                Ok(chunk) if chunk.len() <= room => self.copy.extend_from_slice(&chunk),
-                Ok(_) => {
-                    self.copy = Vec::new();
-                    let config = Rc::clone(&self.config);
-                    let step = self.ctx(&config, host).body_too_large();
-                    return self.settle(step);
-                }
-                Err(e) => {
-                    let config = Rc::clone(&self.config);
-                    let step = self.ctx(&config, host).host_failed("could not read the request body", e);
-                    return self.settle(step);
-                }
-            }
-        }
-        let complete = self.length.is_some_and(|len| u64::try_from(self.copy.len()).is_ok_and(|n| n >= len));
-        if end_of_stream || complete { self.body_complete(host) } else { Action::Continue }
-    }
-
     /// Settles a step reached outside a request hook (a callout's answer, a wake-up): a held
     /// request that may go on is resumed.
     fn settle_held(&mut self, step: Step, host: &mut impl Host) {
@@ -689,22 +664,6 @@ impl<H: Host> Ctx<'_, H> {
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
     }
-
-    /// Block mode's judgement: in block mode, and in shadow mode.
-    fn blocks(&self) -> bool {
-        self.shadow || self.config.enforce.mode == Mode::Block
-    }
-
-    /// Shadow mode's refusal: counted by reason and logged (the domain, never the address),
-    /// the request left as it is.
-    fn would_block(&mut self, reason: Reason, domain: Option<&Domain>) -> Step {
-        self.host.increment(Counter::WouldBlock);
-        self.host.increment(Counter::would_block(reason));
-        let on = domain.map(|d| format!(" ({d})")).unwrap_or_default();
-        let id = self.request_id.map(|id| format!(", request {id}")).unwrap_or_default();
-        self.log(LogLevel::Info, &format!("shadow: would block{on}: {}{id}", reason.as_str()));
-        Step::Proceed
-    }
 }
 
 /// A verdict summary as one domain's judgement.
@@ -727,6 +686,7 @@ fn declared_length(headers: &RequestHeaders) -> Option<u64> {
 }
 
 mod callouts;
+mod shadow;
 mod shared;
 
 #[cfg(test)]

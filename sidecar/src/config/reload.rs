@@ -14,17 +14,22 @@ pub struct PlanReloader {
 
 #[async_trait::async_trait]
 impl pingora::services::background::BackgroundService for PlanReloader {
-    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-            tracing::error!("cannot listen for SIGHUP: plans are read at start only");
-            return;
-        };
-        loop {
-            tokio::select! {
-                Some(()) = hangup.recv() => self.reload(),
-                _ = shutdown.changed() => return,
-            }
+    async fn start(&self, shutdown: pingora::server::ShutdownWatch) {
+        on_each_sighup(shutdown, "plans are read at start only", || self.reload()).await;
+    }
+}
+
+/// Calls `reload` on each SIGHUP until shutdown; `unable`: what a failure to listen means.
+async fn on_each_sighup(mut shutdown: pingora::server::ShutdownWatch, unable: &str, reload: impl Fn()) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot listen for SIGHUP: {unable}");
+        return;
+    };
+    loop {
+        tokio::select! {
+            Some(()) = hangup.recv() => reload(),
+            _ = shutdown.changed() => return,
         }
     }
 }
@@ -52,18 +57,8 @@ pub struct ExtAuthzReloader {
 
 #[async_trait::async_trait]
 impl pingora::services::background::BackgroundService for ExtAuthzReloader {
-    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-            tracing::error!("cannot listen for SIGHUP: --ext-authz-config is read at start only");
-            return;
-        };
-        loop {
-            tokio::select! {
-                Some(()) = hangup.recv() => self.reload(),
-                _ = shutdown.changed() => return,
-            }
-        }
+    async fn start(&self, shutdown: pingora::server::ShutdownWatch) {
+        on_each_sighup(shutdown, "--ext-authz-config is read at start only", || self.reload()).await;
     }
 }
 
