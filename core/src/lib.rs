@@ -33,4 +33,4 @@ pub use email::EmailAddress;
 pub use input::{InputError, LookupInput};
 pub use lists::{DomainSet, NameMap};
 pub use suggest::Providers;
-pub use verdict::{Decision, MxHost, MxInfo, Signals, VerdictSource};
+pub use verdict::{Decision, Mail, MxHost, MxInfo, Signals, VerdictSource};

@@ -29,12 +29,45 @@ pub enum MxInfo {
     NoMx,
     /// RFC 7505 null MX (`MX 0 .`): the domain states it accepts no mail.
     NullMx,
+    /// The name exists with no MX record but with an address: RFC 5321 §5.1 delivers to the
+    /// name itself (an implicit MX). Also what a failed address lookup is taken for: only what
+    /// DNS says cannot receive mail is [`Mail::None`]. `has_mx` stays false, as the spec reads it.
+    ImplicitMx,
     /// MX hosts, by preference, each with its addresses.
     Mx { hosts: Vec<MxHost> },
     /// MX hosts from an answer larger than what is kept (a resolver bounds what one lookup may
     /// cost): `hosts` are the first ones by preference, and `more_hosts` were in the answer
     /// after them, neither judged nor shown. Never the whole picture: see [`MxInfo::cut`].
     Partial { hosts: Vec<MxHost>, more_hosts: usize },
+}
+
+/// Where a domain's mail goes ([`MxInfo::mail`]): the `x-email-verdict-mail` header, which the
+/// gateway's `no_mx` setting reads. Never part of the JSON record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mail {
+    /// MX records.
+    Mx,
+    /// No MX record, an address record: the implicit MX.
+    Implicit,
+    /// No mail can be delivered: the name does not exist, has neither MX nor address, or says
+    /// so with a null MX.
+    None,
+}
+
+impl Mail {
+    pub const HEADER: &'static str = "x-email-verdict-mail";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mx => "mx",
+            Self::Implicit => "implicit",
+            Self::None => "none",
+        }
+    }
+
+    pub fn parse(value: &[u8]) -> Option<Self> {
+        [Self::Mx, Self::Implicit, Self::None].into_iter().find(|m| m.as_str().as_bytes() == value)
+    }
 }
 
 /// One mail exchanger: its name (lowercase, no trailing dot) and its A/AAAA addresses.
@@ -84,6 +117,15 @@ impl MxInfo {
 
     pub fn domain_exists(&self) -> bool {
         !matches!(self, Self::NoDomain)
+    }
+
+    /// Whether mail can be delivered to the domain, as RFC 5321 reads its DNS.
+    pub fn mail(&self) -> Mail {
+        match self {
+            Self::Mx { .. } | Self::Partial { .. } => Mail::Mx,
+            Self::ImplicitMx => Mail::Implicit,
+            Self::NoDomain | Self::NoMx | Self::NullMx => Mail::None,
+        }
     }
 
     /// The MX hosts kept (none without MX).

@@ -23,16 +23,16 @@
 //! The sidecar applies a decision (on the name or a parent) to its very next lookup, so the
 //! answer that replaces the entry has it.
 
-use email_verdict_core::Domain;
+use email_verdict_core::{Domain, Mail, VerdictSource};
 
 use crate::decided;
 use crate::host::HostError;
 use email_verdict_core::signup::{Flags, VerdictSummary};
 
 const KEY_PREFIX: &str = "email_verdict:slot:";
-/// `ev4` added the decisions' version (`ev3` the refresh claim, `ev2` the suggestion); an older
+/// `ev5` added the deciding source and where the mail goes, `ev4` the decisions' version (`ev3` the refresh claim, `ev2` the suggestion); an older
 /// entry is a miss: it may predate a decision, and it costs one callout per name once.
-const FORMAT: &str = "ev4";
+const FORMAT: &str = "ev5";
 /// The stale window is the entry's lifetime, at most this long.
 const MAX_STALE_MS: u64 = 60_000;
 /// How long an answer without MX data is kept at most ([`VerdictCache::briefly`]).
@@ -204,20 +204,24 @@ struct Stamp {
     version: Version,
 }
 
-/// `ev4|<expires ms>|<refreshing until ms>|<version or nothing>|<d or s>|<flag bits>|<suggested
-/// domain or nothing>|<domain>`; a domain never holds `|`.
+/// `ev5|<expires ms>|<refreshing until ms>|<version or nothing>|<d or s>|<flag bits>|<source or
+/// nothing>|<mail or nothing>|<suggested domain or nothing>|<domain>`; a domain never holds `|`.
 fn encode(domain: &str, summary: &VerdictSummary, stamp: Stamp) -> String {
     let Stamp { expires_ms, refresh_until_ms, version } = stamp;
     let version = version.map_or_else(String::new, |v| v.to_string());
     let verdict = if summary.disposable { 'd' } else { 's' };
     let suggestion = summary.suggestion.as_ref().map_or("", Domain::as_str);
     let flags = summary.flags.bits();
-    format!("{FORMAT}|{expires_ms}|{refresh_until_ms}|{version}|{verdict}|{flags}|{suggestion}|{domain}")
+    let source = summary.source.map_or("", VerdictSource::as_str);
+    let mail = summary.mail.map_or("", Mail::as_str);
+    format!(
+        "{FORMAT}|{expires_ms}|{refresh_until_ms}|{version}|{verdict}|{flags}|{source}|{mail}|{suggestion}|{domain}"
+    )
 }
 
 fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut fields = text.splitn(8, '|');
+    let mut fields = text.splitn(10, '|');
     if fields.next()? != FORMAT {
         return None;
     }
@@ -233,13 +237,22 @@ fn decode(bytes: &[u8]) -> Option<Entry<'_>> {
         _ => return None,
     };
     let flags = Flags::from_bits(fields.next()?.parse().ok()?)?;
+    // Empty: not told. A name this build does not know makes the entry a miss.
+    let source = match fields.next()? {
+        "" => None,
+        name => Some(VerdictSource::parse(name.as_bytes())?),
+    };
+    let mail = match fields.next()? {
+        "" => None,
+        name => Some(Mail::parse(name.as_bytes())?),
+    };
     let suggestion = match fields.next()? {
         "" => None,
         name => Some(Domain::parse(name).ok()?),
     };
     let domain = fields.next()?;
     let stamp = Stamp { expires_ms, refresh_until_ms, version };
-    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion }, stamp })
+    Some(Entry { domain, summary: VerdictSummary { disposable, flags, suggestion, source, mail }, stamp })
 }
 
 /// 64-bit FNV-1a: deterministic everywhere, unlike `std`'s hasher, which is free to change.
@@ -294,7 +307,8 @@ mod tests {
     }
 
     fn summary(disposable: bool, flags: &[Flag]) -> VerdictSummary {
-        VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None }
+        let flags = flags.iter().copied().collect();
+        VerdictSummary { disposable, flags, suggestion: None, source: None, mail: None }
     }
 
     #[test]
@@ -423,9 +437,23 @@ mod tests {
         let typo = VerdictSummary { suggestion: Some(d("gmail.com")), ..summary(false, &[]) };
         let stamp = Stamp { expires_ms: 42, refresh_until_ms: 0, version: None };
         let text = encode("gmial.com", &typo, stamp);
-        assert_eq!(text, "ev4|42|0||s|0|gmail.com|gmial.com");
+        assert_eq!(text, "ev5|42|0||s|0|||gmail.com|gmial.com");
         let entry = Entry { domain: "gmial.com", summary: typo, stamp };
         assert_eq!(decode(text.as_bytes()), Some(entry));
+    }
+
+    #[test]
+    fn round_trips_every_source_and_mail() {
+        let stamp = Stamp { expires_ms: 1, refresh_until_ms: 0, version: None };
+        for source in VerdictSource::ALL {
+            for mail in [Mail::Mx, Mail::Implicit, Mail::None] {
+                let s = VerdictSummary { source: Some(source), mail: Some(mail), ..summary(true, &[]) };
+                let text = encode("x.example", &s, stamp);
+                assert_eq!(decode(text.as_bytes()), Some(Entry { domain: "x.example", summary: s, stamp }), "{text}");
+            }
+        }
+        assert_eq!(decode(b"ev5|1|0||d|0|a_new_source||||x.example"), None, "an unknown source is a miss");
+        assert_eq!(decode(b"ev4|42|0||s|0|gmail.com|gmial.com"), None, "an older entry is a miss");
     }
 
     #[test]

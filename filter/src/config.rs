@@ -13,7 +13,7 @@ use email_verdict_core::signup::settings::{check_range, check_status, is_tchar, 
 use email_verdict_core::signup::velocity::{MIN_MAILBOX_SECRET as MIN_SECRET, VelocityLimits, mailbox_secret};
 use email_verdict_core::signup::{
     BlockResponse, Bypass, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders,
-    GraphQl, Mode, Policy, Subaddressed,
+    GraphQl, Mode, NoMx, Policy, Subaddressed,
 };
 
 use crate::cache::VerdictCache;
@@ -81,6 +81,9 @@ pub struct PluginConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
+    /// A domain that cannot receive mail: allow, flag or block (core's `NoMx`).
+    #[serde(default)]
+    pub no_mx: NoMx,
     /// Distinct sites (a name's last two labels) judged per signup (core's `extract`); more is refused.
     #[serde(default = "default_max_domains")]
     pub max_domains: u64,
@@ -353,6 +356,7 @@ impl PluginConfig {
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity.clone(),
             on_subaddressed: self.on_subaddressed,
+            no_mx: self.no_mx,
             max_domains: self.max_domains,
             graphql: self.graphql.clone(),
         }

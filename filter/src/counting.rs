@@ -79,12 +79,12 @@ mod tests {
 
     #[test]
     fn answers() {
-        let ok = CalloutResponse {
-            status: Some(200),
-            body: br#"{"request_id":"r","counts":{"mailbox":{"hour":1,"day":3}}}"#.to_vec(),
-        };
+        let ok = CalloutResponse::plain(
+            Some(200),
+            br#"{"request_id":"r","counts":{"mailbox":{"hour":1,"day":3}}}"#.to_vec(),
+        );
         assert_eq!(classify(&ok).unwrap().mailbox, Some(Window { hour: 1, day: 3 }));
-        let status = |s| CalloutResponse { status: Some(s), body: Vec::new() };
+        let status = |s| CalloutResponse::plain(Some(s), Vec::new());
         assert_eq!(classify(&status(200)), Err(Bypass::SidecarError));
         assert_eq!(classify(&status(504)), Err(Bypass::SidecarTimeout));
         assert_eq!(classify(&status(429)), Err(Bypass::SidecarRejected));

@@ -2,8 +2,9 @@
 //! What a verdict looks like on the request (flags, bypass values, local replies) is core's
 //! `signup::outcome`, shared with the sidecar's ext_authz endpoint.
 
-use email_verdict_core::signup::{Bypass, VerdictSummary};
-use email_verdict_core::{Domain, ErrorBody, ErrorCode, LookupResponse};
+use email_verdict_core::signup::{Bypass, Flag, VerdictSummary};
+use email_verdict_core::{Domain, ErrorBody, ErrorCode};
+use serde::Deserialize;
 
 use crate::host::CalloutResponse;
 
@@ -28,14 +29,63 @@ pub enum Keep {
     Briefly,
 }
 
+/// The part of the sidecar's lookup answer (`core::LookupResponse`) the filter reads; serde
+/// skips the rest. Far less code in the Wasm module than the whole record (flattened, with
+/// `details`), which it is tested against.
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    did_you_mean: Option<String>,
+    #[serde(default)]
+    mx_unavailable: bool,
+    result: Judgement,
+}
+
+/// `result`'s fields that make a [`VerdictSummary`].
+#[derive(Deserialize)]
+struct Judgement {
+    disposable: bool,
+    free_provider: bool,
+    business_email: bool,
+    shared_mx: bool,
+    has_mx: bool,
+    review_required: bool,
+    allowlisted: bool,
+    blocked: bool,
+    mx_ip_match: bool,
+}
+
+impl Answer {
+    fn summary(&self, response: &CalloutResponse) -> VerdictSummary {
+        let r = &self.result;
+        let flags = [
+            (r.free_provider, Flag::FreeProvider),
+            (r.business_email, Flag::BusinessEmail),
+            (r.shared_mx, Flag::SharedMx),
+            (r.has_mx, Flag::HasMx),
+            (r.review_required, Flag::ReviewRequired),
+            (r.allowlisted, Flag::Allowlisted),
+            (r.blocked, Flag::Blocked),
+            (r.mx_ip_match, Flag::MxIpMatch),
+        ];
+        let summary = VerdictSummary {
+            disposable: r.disposable,
+            flags: flags.into_iter().filter_map(|(set, f)| set.then_some(f)).collect(),
+            suggestion: None,
+            source: response.source,
+            mail: response.mail,
+        };
+        summary.with_suggestion(self.did_you_mean.as_deref())
+    }
+}
+
 /// Envoy answers a timed-out callout with a synthetic 504 and a refused connection with 503.
 pub fn classify(response: &CalloutResponse) -> CalloutOutcome {
     match response.status {
-        Some(200) => match serde_json::from_slice::<LookupResponse>(&response.body) {
-            Ok(lookup) => CalloutOutcome::Verdict(
-                VerdictSummary::from_result(&lookup.record.result)
-                    .with_suggestion(lookup.record.did_you_mean.as_deref()),
-                if lookup.record.mx_unavailable { Keep::Briefly } else { Keep::Ttl },
+        Some(200) => match serde_json::from_slice::<Answer>(&response.body) {
+            Ok(answer) => CalloutOutcome::Verdict(
+                answer.summary(response),
+                if answer.mx_unavailable { Keep::Briefly } else { Keep::Ttl },
             ),
             Err(_) => CalloutOutcome::Failed(Bypass::SidecarError),
         },
@@ -69,10 +119,10 @@ pub fn lookup_path(domain: &Domain, mention: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use email_verdict_core::signup::Flag;
+    use email_verdict_core::{Mail, VerdictSource};
 
     fn response(status: Option<u16>, body: &str) -> CalloutResponse {
-        CalloutResponse { status, body: body.as_bytes().to_vec() }
+        CalloutResponse::plain(status, body.as_bytes().to_vec())
     }
 
     fn lookup_body(verdict: &str, flags: &[&str]) -> String {
@@ -88,7 +138,8 @@ mod tests {
         use Bypass::{SidecarError, SidecarRejected, SidecarTimeout};
         use CalloutOutcome::*;
         let verdict = |disposable, flags: &[Flag]| {
-            Verdict(VerdictSummary { disposable, flags: flags.iter().copied().collect(), suggestion: None }, Keep::Ttl)
+            let flags = flags.iter().copied().collect();
+            Verdict(VerdictSummary { disposable, flags, suggestion: None, source: None, mail: None }, Keep::Ttl)
         };
         let cases: &[(Option<u16>, String, CalloutOutcome)] = &[
             (Some(200), lookup_body("disposable", &["has_mx"]), verdict(true, &[Flag::HasMx])),
@@ -115,6 +166,72 @@ mod tests {
         for (status, body, expected) in cases {
             assert_eq!(&classify(&response(*status, body)), expected, "{status:?} {body}");
         }
+    }
+
+    /// The filter reads part of the answer: what it reads agrees with the whole record, as the
+    /// sidecar writes it, for every combination of the flags.
+    #[test]
+    fn the_part_read_agrees_with_the_whole_record() {
+        use email_verdict_core::api::{Details, InputType, LookupRecord, LookupResponse, Verdict};
+        let base = email_verdict_core::verdict::decide(&Default::default(), &email_verdict_core::MxInfo::NoMx, false);
+        for bits in 0u16..512 {
+            let mut r = base.clone();
+            let fields = [
+                &mut r.free_provider,
+                &mut r.business_email,
+                &mut r.shared_mx,
+                &mut r.has_mx,
+                &mut r.review_required,
+                &mut r.allowlisted,
+                &mut r.blocked,
+                &mut r.mx_ip_match,
+                &mut r.disposable,
+            ];
+            for (i, field) in fields.into_iter().enumerate() {
+                *field = bits & (1 << i) != 0;
+            }
+            // The spec's consistency rules: `verdict`, `temporary` and `safe` follow `disposable`.
+            r.verdict = if r.disposable { Verdict::Disposable } else { Verdict::Safe };
+            (r.temporary, r.safe) = (r.disposable, !r.disposable);
+            let did_you_mean = (bits % 3 == 0).then(|| "ann@gmail.com".to_owned());
+            let record = LookupRecord {
+                input: "x.example".into(),
+                input_type: InputType::Domain,
+                email: String::new(),
+                domain: "x.example".into(),
+                did_you_mean: did_you_mean.clone(),
+                mx_unavailable: bits % 5 == 0,
+                result: r.clone(),
+                details: Details::default(),
+            };
+            let body = serde_json::to_vec(&LookupResponse { request_id: "r".into(), record }).unwrap();
+            let whole = VerdictSummary::from_result(&r).with_suggestion(did_you_mean.as_deref());
+            let keep = if bits % 5 == 0 { Keep::Briefly } else { Keep::Ttl };
+            assert_eq!(
+                classify(&response(Some(200), std::str::from_utf8(&body).unwrap())),
+                CalloutOutcome::Verdict(whole, keep)
+            );
+        }
+    }
+
+    #[test]
+    fn the_source_and_the_mail_are_read_from_the_answers_headers() {
+        let body = lookup_body("disposable", &[]).into_bytes();
+        let headers = |source: &'static str, mail: &'static str| {
+            move |name: &str| match name {
+                ":status" => Some(b"200".to_vec()),
+                "x-email-verdict-source" => Some(source.as_bytes().to_vec()),
+                "x-email-verdict-mail" => Some(mail.as_bytes().to_vec()),
+                _ => None,
+            }
+        };
+        let told = CalloutResponse::read(headers("reviewer", "none"), body.clone());
+        assert_eq!((told.status, told.source, told.mail), (Some(200), Some(VerdictSource::Reviewer), Some(Mail::None)));
+        let CalloutOutcome::Verdict(summary, _) = classify(&told) else { panic!("a verdict") };
+        assert_eq!((summary.source, summary.mail), (Some(VerdictSource::Reviewer), Some(Mail::None)));
+        // An unknown value is not told (a newer sidecar's source is no mail state of ours).
+        let odd = CalloutResponse::read(headers("Reviewer", "nowhere"), body);
+        assert_eq!((odd.source, odd.mail), (None, None));
     }
 
     #[test]

@@ -32,8 +32,8 @@ use email_verdict_core::{Decision, Domain, EmailAddress, details};
 use crate::cache::Lookup;
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Name, Problem, Unusable};
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Judged, LOCAL_FALLBACK_FLAG, LocalReply, Mode, Policy, Protocol, Reason,
-    Refusing, Settled, Subaddressed, VerdictSummary, Via, Worst, rollout,
+    AddressDetails, AddressVerdict, Bypass, Judged, LocalReply, Mode, NoMx, Policy, Protocol, Reason, Refusing,
+    Settled, Subaddressed, VerdictSummary, Via, Worst, rollout,
 };
 
 use crate::config::FilterConfig;
@@ -174,8 +174,8 @@ impl RequestFilter {
             }
         };
         let stripped = ctx.strip_flag_headers(Some(&headers));
-        self.request_id = request_id(&headers);
-        self.length = declared_length(&headers);
+        self.request_id = headers.request_id();
+        self.length = headers.content_length();
         ctx.request_id = self.request_id.as_deref();
         let path = headers.text(":path");
         if !config.is_signup(&headers.text(":method"), &path) {
@@ -364,7 +364,7 @@ impl<H: Host> Ctx<'_, H> {
         let sources = &self.config.enforce.email;
         let configured = extract::from_headers(|name| headers.values(name), &sources.headers);
         let early = Carried::new(configured, Domains::default()).and(extract::read_query(path, sources));
-        let length = declared_length(headers);
+        let length = headers.content_length();
         if end_of_stream || length == Some(0) {
             return self.judge_whole(early, Judging::default());
         }
@@ -494,7 +494,9 @@ impl<H: Host> Ctx<'_, H> {
     /// Once nothing is pending (or a refusal is certain): what follows.
     fn next(&mut self, judging: Judging, then: Then) -> Step {
         let config = self.config;
-        let by = Refusing { block: self.blocks(), denies: |b| config.failure_mode.for_reason(b) == Policy::Deny };
+        let no_mx = config.enforce.no_mx == NoMx::Block;
+        let by =
+            Refusing { block: self.blocks(), no_mx, denies: |b| config.failure_mode.for_reason(b) == Policy::Deny };
         if let Some(Err(bypass)) = judging.counts
             && (by.denies)(bypass)
         {
@@ -536,6 +538,7 @@ impl<H: Host> Ctx<'_, H> {
                 Ok(velocity) => self.judged(&v, details, velocity.as_ref()),
                 Err(refused) => *refused,
             },
+            Settled::Undeliverable(v) => self.undeliverable(&v),
             Settled::Failed(bypass) => self.fail(bypass),
             Settled::Invalid => self.invalid_because(None),
             Settled::Bypass(bypass) => self.bypass(bypass),
@@ -552,6 +555,9 @@ impl<H: Host> Ctx<'_, H> {
         velocity: Option<&Velocity>,
     ) -> Step {
         self.host.increment(Counter::Checked);
+        if verdict.disposable {
+            self.host.increment(Counter::disposable_by(verdict));
+        }
         let enforce = &self.config.enforce;
         if verdict.disposable && self.shadow {
             return self.would_block(Reason::Disposable, Some(&verdict.domain));
@@ -585,10 +591,23 @@ impl<H: Host> Ctx<'_, H> {
             Ok(()) => {
                 self.host.increment(Counter::Flagged);
                 self.host.increment(if verdict.disposable { Counter::FlaggedDisposable } else { Counter::FlaggedSafe });
+                if verdict.undeliverable && enforce.no_mx == NoMx::Flag {
+                    self.host.increment(Counter::FlaggedNoMx);
+                }
                 Step::Proceed
             }
             Err(e) => self.host_failed("could not add the verdict headers", e),
         }
+    }
+
+    /// `no_mx: block`: the domain cannot receive mail.
+    fn undeliverable(&mut self, verdict: &AddressVerdict) -> Step {
+        self.host.increment(Counter::Checked);
+        if self.shadow {
+            return self.would_block(Reason::NoMx, Some(&verdict.domain));
+        }
+        self.host.increment(Counter::BlockedNoMx);
+        self.respond(&LocalReply::NO_MX)
     }
 
     fn invalid_because(&mut self, why: Option<Unusable>) -> Step {
@@ -664,25 +683,6 @@ impl<H: Host> Ctx<'_, H> {
     fn log(&self, level: LogLevel, message: &str) {
         self.host.log(level, &format!("{LOG_PREFIX}{message}"));
     }
-}
-
-/// A verdict summary as one domain's judgement.
-fn verdict_of(domain: &Domain, summary: &VerdictSummary) -> Judged {
-    Judged::Verdict(AddressVerdict {
-        domain: domain.clone(),
-        disposable: summary.disposable,
-        flags: summary.flags.header_value(),
-        suggestion: summary.suggestion.clone(),
-    })
-}
-
-/// Envoy's `x-request-id`, when it is plain (core's `plain_request_id`).
-fn request_id(headers: &RequestHeaders) -> Option<String> {
-    email_verdict_core::signup::plain_request_id(headers.first("x-request-id")?)
-}
-
-fn declared_length(headers: &RequestHeaders) -> Option<u64> {
-    std::str::from_utf8(headers.first("content-length")?).ok()?.trim().parse().ok()
 }
 
 mod callouts;

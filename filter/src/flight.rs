@@ -75,7 +75,7 @@ struct Flight {
 
 /// The answer waiters get when no callout can answer them: no status, a sidecar error.
 fn failed() -> Rc<CalloutResponse> {
-    Rc::new(CalloutResponse { status: None, body: Vec::new() })
+    Rc::new(CalloutResponse::plain(None, Vec::new()))
 }
 
 impl Flights {
@@ -224,7 +224,7 @@ mod tests {
     const NONE: Vec<StreamId> = Vec::new();
 
     fn ok() -> CalloutResponse {
-        CalloutResponse { status: Some(200), body: b"{}".to_vec() }
+        CalloutResponse::plain(Some(200), b"{}".to_vec())
     }
 
     #[test]
@@ -271,7 +271,7 @@ mod tests {
         flights.join(&domain, 6, None);
         flights.leave(5, false);
         assert_eq!(flights.fail(&domain), vec![6], "the root could not call out");
-        let failure = Delivery::Answer(Rc::new(CalloutResponse { status: None, body: vec![] }));
+        let failure = Delivery::Answer(Rc::new(CalloutResponse::plain(None, vec![])));
         assert_eq!(flights.take_mail(6).last(), Some(&(domain.clone(), failure)));
         assert!(flights.is_empty());
     }

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use email_verdict_core::signup::{Bypass, Reason};
+use email_verdict_core::signup::{AddressVerdict, Bypass, LOCAL_FALLBACK_FLAG, Reason};
+use email_verdict_core::{Mail, VerdictSource};
 
 pub use crate::cache::{SharedData, SharedDataError};
 
@@ -109,10 +110,24 @@ pub enum Counter {
     WouldBlockSubaddressed,
     WouldBlockBodyTooLarge,
     WouldBlockVerdictUnavailable,
+    WouldBlockNoMx,
+    /// `no_mx`: refused, or flagged, for a domain that cannot receive mail.
+    BlockedNoMx,
+    FlaggedNoMx,
+    /// Disposable verdicts a signup was refused, flagged or shadowed for, by the source that
+    /// decided (the sidecar's `x-email-verdict-source`; `local_fallback` without the sidecar;
+    /// `unknown` when an older sidecar did not say).
+    DisposableByStrongList,
+    DisposableByList,
+    DisposableByReviewer,
+    DisposableByOperator,
+    DisposableByInfrastructure,
+    DisposableByLocalFallback,
+    DisposableByUnknown,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 33] = [
+    pub const ALL: [Counter; 43] = [
         Counter::Checked,
         Counter::Blocked,
         Counter::Flagged,
@@ -146,6 +161,16 @@ impl Counter {
         Counter::WouldBlockSubaddressed,
         Counter::WouldBlockBodyTooLarge,
         Counter::WouldBlockVerdictUnavailable,
+        Counter::WouldBlockNoMx,
+        Counter::BlockedNoMx,
+        Counter::FlaggedNoMx,
+        Counter::DisposableByStrongList,
+        Counter::DisposableByList,
+        Counter::DisposableByReviewer,
+        Counter::DisposableByOperator,
+        Counter::DisposableByInfrastructure,
+        Counter::DisposableByLocalFallback,
+        Counter::DisposableByUnknown,
     ];
 
     /// The metric name defined in Envoy.
@@ -184,6 +209,16 @@ impl Counter {
             Counter::WouldBlockSubaddressed => "email_verdict.would_block_subaddressed",
             Counter::WouldBlockBodyTooLarge => "email_verdict.would_block_body_too_large",
             Counter::WouldBlockVerdictUnavailable => "email_verdict.would_block_verdict_unavailable",
+            Counter::WouldBlockNoMx => "email_verdict.would_block_no_mx",
+            Counter::BlockedNoMx => "email_verdict.blocked_no_mx",
+            Counter::FlaggedNoMx => "email_verdict.flagged_no_mx",
+            Counter::DisposableByStrongList => "email_verdict.disposable_by_strong_list",
+            Counter::DisposableByList => "email_verdict.disposable_by_list",
+            Counter::DisposableByReviewer => "email_verdict.disposable_by_reviewer",
+            Counter::DisposableByOperator => "email_verdict.disposable_by_operator",
+            Counter::DisposableByInfrastructure => "email_verdict.disposable_by_infrastructure",
+            Counter::DisposableByLocalFallback => "email_verdict.disposable_by_local_fallback",
+            Counter::DisposableByUnknown => "email_verdict.disposable_by_unknown",
         }
     }
 
@@ -210,6 +245,20 @@ impl Counter {
             Reason::Subaddressed => Counter::WouldBlockSubaddressed,
             Reason::BodyTooLarge => Counter::WouldBlockBodyTooLarge,
             Reason::VerdictUnavailable => Counter::WouldBlockVerdictUnavailable,
+            Reason::NoMx => Counter::WouldBlockNoMx,
+        }
+    }
+
+    /// The counter of a disposable verdict's deciding source.
+    pub fn disposable_by(verdict: &AddressVerdict) -> Counter {
+        match verdict.source {
+            Some(VerdictSource::StrongList) => Counter::DisposableByStrongList,
+            Some(VerdictSource::List) => Counter::DisposableByList,
+            Some(VerdictSource::Reviewer) => Counter::DisposableByReviewer,
+            Some(VerdictSource::Operator) => Counter::DisposableByOperator,
+            Some(VerdictSource::Infrastructure) => Counter::DisposableByInfrastructure,
+            None if verdict.flags == LOCAL_FALLBACK_FLAG => Counter::DisposableByLocalFallback,
+            Some(VerdictSource::Rules) | None => Counter::DisposableByUnknown,
         }
     }
 
@@ -226,6 +275,16 @@ impl Counter {
 pub struct RequestHeaders(pub Vec<(Vec<u8>, Vec<u8>)>);
 
 impl RequestHeaders {
+    /// Envoy's `x-request-id`, when it is plain (core's `plain_request_id`).
+    pub fn request_id(&self) -> Option<String> {
+        email_verdict_core::signup::plain_request_id(self.first("x-request-id")?)
+    }
+
+    /// `content-length`, when it is a number.
+    pub fn content_length(&self) -> Option<u64> {
+        std::str::from_utf8(self.first("content-length")?).ok()?.trim().parse().ok()
+    }
+
     /// The first value of `name`.
     pub fn first(&self, name: &str) -> Option<&[u8]> {
         self.0.iter().find(|(k, _)| k == name.as_bytes()).map(|(_, v)| v.as_slice())
@@ -307,6 +366,25 @@ pub struct CalloutResponse {
     /// `:status`, absent or unparseable as `None`.
     pub status: Option<u16>,
     pub body: Vec<u8>,
+    /// A verdict's deciding source (`x-email-verdict-source`), when told.
+    pub source: Option<VerdictSource>,
+    /// Where the domain's mail goes (`x-email-verdict-mail`), when told.
+    pub mail: Option<Mail>,
+}
+
+impl CalloutResponse {
+    /// `header`: the first value of a response header, by lowercase name.
+    pub fn read(header: impl Fn(&str) -> Option<Vec<u8>>, body: Vec<u8>) -> Self {
+        let status = header(":status").and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+        let source = header(VerdictSource::HEADER).and_then(|v| VerdictSource::parse(&v));
+        let mail = header(Mail::HEADER).and_then(|v| Mail::parse(&v));
+        Self { status, body, source, mail }
+    }
+
+    /// An answer of `status` and `body` alone.
+    pub fn plain(status: Option<u16>, body: Vec<u8>) -> Self {
+        Self { status, body, source: None, mail: None }
+    }
 }
 
 #[cfg(test)]

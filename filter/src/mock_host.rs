@@ -240,7 +240,7 @@ pub fn lookup_response(domain: &str, verdict: &str, flags: &[&str]) -> crate::ho
             "review_required": flag("review_required")
         }
     });
-    crate::host::CalloutResponse { status: Some(200), body: body.to_string().into_bytes() }
+    crate::host::CalloutResponse::plain(Some(200), body.to_string().into_bytes())
 }
 
 /// A sidecar answer for a domain without mail that is a probable typo of `suggestion`.
@@ -255,5 +255,5 @@ pub fn lookup_response_suggesting(domain: &str, suggestion: &str) -> crate::host
 /// A sidecar error answer, `{"request_id", "error": {"code", "message"}}`.
 pub fn error_response(status: u16, code: &str) -> crate::host::CalloutResponse {
     let body = format!(r#"{{"request_id":"r1","error":{{"code":"{code}","message":"m"}}}}"#);
-    crate::host::CalloutResponse { status: Some(status), body: body.into_bytes() }
+    crate::host::CalloutResponse::plain(Some(status), body.into_bytes())
 }

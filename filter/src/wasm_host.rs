@@ -232,10 +232,6 @@ impl WasmHost {
 
 /// The callout answer the proxy holds now: status and body (at most [`MAX_CALLOUT_BODY`]).
 fn callout_response(body_size: usize) -> CalloutResponse {
-    let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status")
-        .ok()
-        .flatten()
-        .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
     let body = if body_size == 0 {
         Ok(Vec::new())
     } else {
@@ -245,7 +241,7 @@ fn callout_response(body_size: usize) -> CalloutResponse {
         log(LogLevel::Warn, &format!("email-verdict filter: cannot read the sidecar's answer: {e}"));
         Vec::new()
     });
-    CalloutResponse { status, body }
+    CalloutResponse::read(|name| get_header(MAP_CALLOUT_RESPONSE_HEADERS, name).ok().flatten(), body)
 }
 
 fn set_tick_period(ms: u32) {

@@ -26,7 +26,7 @@ use lru::LruCache;
 
 use email_verdict_core::suggest::did_you_mean;
 use email_verdict_core::verdict::{decide, decide_without_mx};
-use email_verdict_core::{Catalog, Decision, Domain, LookupInput, MxInfo, Signals, VerdictResult, VerdictSource};
+use email_verdict_core::{Catalog, Decision, Domain, LookupInput, Mail, MxInfo, Signals, VerdictResult, VerdictSource};
 
 use crate::clock::Clock;
 use crate::dns::{DnsFailure, MxCache};
@@ -77,6 +77,8 @@ pub struct Judged {
     pub mx_unavailable: bool,
     /// What decided it (the `x-email-verdict-source` header; never in the JSON record).
     pub source: VerdictSource,
+    /// Where its mail goes (the `x-email-verdict-mail` header), unless the MX data was unavailable.
+    pub mail: Option<Mail>,
 }
 
 /// What a judgement may change beside its answer.
@@ -202,9 +204,10 @@ impl Verdicts {
         learn: bool,
     ) -> Result<Judged, LookupError> {
         let d = self.decided(input, decision, Judging { learn, counted: true }).await?;
+        let mail = (!d.mx_unavailable).then(|| d.mx.mail());
         let (result, suggestion, age, mx_unavailable, source) =
             (d.result, d.suggestion, d.age, d.mx_unavailable, d.source);
-        Ok(Judged { result, suggestion, age, mx_unavailable, source })
+        Ok(Judged { result, suggestion, age, mx_unavailable, source, mail })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show

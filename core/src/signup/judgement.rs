@@ -5,9 +5,10 @@
 //! problem of the signup the operator let through (`on_*: allow`, the bypass header), then a
 //! safe verdict: the signup's own address's when it has one.
 
-use crate::Domain;
+use crate::verdict::Mail;
+use crate::{Domain, VerdictSource};
 
-use super::Bypass;
+use super::{Bypass, NoMx, VerdictSummary};
 
 /// One domain's verdict, as the flag headers say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,22 +18,49 @@ pub struct AddressVerdict {
     /// The flags header's value (`local_fallback` for a verdict reached without the sidecar).
     pub flags: String,
     pub suggestion: Option<Domain>,
+    /// What decided it, when the sidecar said (the gateway's counts by source).
+    pub source: Option<VerdictSource>,
+    /// The domain cannot receive mail ([`Mail::None`]; `no_mx` reads it).
+    pub undeliverable: bool,
 }
 
 impl AddressVerdict {
+    /// `domain`'s verdict from its summary; `no_mx: flag` adds `no_mx` to an undeliverable
+    /// domain's flags.
+    pub fn of(domain: &Domain, summary: &VerdictSummary, no_mx: NoMx) -> Self {
+        let undeliverable = summary.mail == Some(Mail::None);
+        let verdict = Self {
+            domain: domain.clone(),
+            disposable: summary.disposable,
+            flags: summary.flags.header_value(),
+            suggestion: summary.suggestion.clone(),
+            source: summary.source,
+            undeliverable,
+        };
+        if undeliverable && no_mx == NoMx::Flag { verdict.with_flag(NO_MX_FLAG) } else { verdict }
+    }
+
+    /// `disposable`, decided by an enforcement point without the sidecar (`local_fallback`).
+    pub fn local_fallback(domain: &Domain) -> Self {
+        let flags = super::LOCAL_FALLBACK_FLAG.to_owned();
+        Self { domain: domain.clone(), disposable: true, flags, suggestion: None, source: None, undeliverable: false }
+    }
+
     /// With `subaddressed` among its flags (`on_subaddressed: flag`).
     pub fn flagged_subaddressed(self) -> Self {
-        let flags = if self.flags.is_empty() {
-            SUBADDRESSED_FLAG.to_owned()
-        } else {
-            format!("{},{SUBADDRESSED_FLAG}", self.flags)
-        };
+        self.with_flag(SUBADDRESSED_FLAG)
+    }
+
+    fn with_flag(self, flag: &str) -> Self {
+        let flags = if self.flags.is_empty() { flag.to_owned() } else { format!("{},{flag}", self.flags) };
         Self { flags, ..self }
     }
 }
 
 /// The flags header's name for a sub-addressed signup (`on_subaddressed: flag`).
 pub const SUBADDRESSED_FLAG: &str = "subaddressed";
+/// The flags header's name for a domain that cannot receive mail (`no_mx: flag`).
+pub const NO_MX_FLAG: &str = "no_mx";
 
 /// What judging one domain came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +77,8 @@ pub enum Judged {
 pub struct Worst {
     primary: Option<Domain>,
     disposable: Option<AddressVerdict>,
+    /// The first verdict of a domain that cannot receive mail (`no_mx: block` refuses it).
+    undeliverable: Option<AddressVerdict>,
     failed: Option<Bypass>,
     invalid: bool,
     /// At most the names of one signup (`extract::NAMES_PER_DOMAIN` × `max_domains`).
@@ -66,12 +96,16 @@ pub enum Settled {
     /// Let through without a full verdict: the bypass header.
     Bypass(Bypass),
     Safe(AddressVerdict),
+    /// `no_mx: block`: a domain that cannot receive mail.
+    Undeliverable(AddressVerdict),
 }
 
 /// What the enforcement point's settings say of a refusal.
 pub struct Refusing<F: Fn(Bypass) -> bool> {
     /// Block mode: a disposable verdict is refused.
     pub block: bool,
+    /// `no_mx: block`: a domain that cannot receive mail is refused, whatever the mode.
+    pub no_mx: bool,
     /// Whether `failure_mode` denies a signup for this reason.
     pub denies: F,
 }
@@ -84,6 +118,12 @@ impl Worst {
     }
 
     pub fn add(&mut self, judged: Judged) {
+        if let Judged::Verdict(v) = &judged
+            && v.undeliverable
+            && self.undeliverable.is_none()
+        {
+            self.undeliverable = Some(v.clone());
+        }
         match judged {
             Judged::Verdict(v) if v.disposable => {
                 self.disposable.get_or_insert(v);
@@ -99,7 +139,9 @@ impl Worst {
     /// Whether the signup is refused whatever else is judged: a disposable verdict in block
     /// mode, or a failure whose policy denies.
     pub fn refuses<F: Fn(Bypass) -> bool>(&self, by: &Refusing<F>) -> bool {
-        (by.block && self.disposable.is_some()) || self.failed.is_some_and(&by.denies)
+        (by.block && self.disposable.is_some())
+            || self.failed.is_some_and(&by.denies)
+            || (by.no_mx && self.undeliverable.is_some())
     }
 
     /// The answer: the worst outcome, `problem` being the bypass of a signup problem the
@@ -110,6 +152,9 @@ impl Worst {
             (Some(v), _) if by.block || !refuses => return Settled::Disposable(v),
             (_, Some(bypass)) => return Settled::Failed(bypass),
             _ => {}
+        }
+        if let Some(v) = self.undeliverable.filter(|_| by.no_mx) {
+            return Settled::Undeliverable(v);
         }
         if self.invalid {
             return Settled::Invalid;
@@ -131,13 +176,21 @@ mod tests {
 
     fn verdict(domain: &str, disposable: bool) -> Judged {
         let domain = Domain::parse(domain).unwrap();
-        Judged::Verdict(AddressVerdict { domain, disposable, flags: String::new(), suggestion: None })
+        let flags = String::new();
+        Judged::Verdict(AddressVerdict {
+            domain,
+            disposable,
+            flags,
+            suggestion: None,
+            source: None,
+            undeliverable: false,
+        })
     }
 
-    const BLOCK_DENY: Refusing<fn(Bypass) -> bool> = Refusing { block: true, denies: |_| true };
-    const BLOCK_ALLOW: Refusing<fn(Bypass) -> bool> = Refusing { block: true, denies: |_| false };
-    const FLAG_DENY: Refusing<fn(Bypass) -> bool> = Refusing { block: false, denies: |_| true };
-    const FLAG_ALLOW: Refusing<fn(Bypass) -> bool> = Refusing { block: false, denies: |_| false };
+    const BLOCK_DENY: Refusing<fn(Bypass) -> bool> = Refusing { block: true, denies: |_| true, no_mx: false };
+    const BLOCK_ALLOW: Refusing<fn(Bypass) -> bool> = Refusing { block: true, denies: |_| false, no_mx: false };
+    const FLAG_DENY: Refusing<fn(Bypass) -> bool> = Refusing { block: false, denies: |_| true, no_mx: false };
+    const FLAG_ALLOW: Refusing<fn(Bypass) -> bool> = Refusing { block: false, denies: |_| false, no_mx: false };
 
     fn worst(primary: &str, judged: &[Judged]) -> Worst {
         let mut worst = Worst::default();
@@ -194,5 +247,42 @@ mod tests {
         worst.add(verdict("mailinator.com", true));
         assert!(worst.refuses(&BLOCK_ALLOW));
         assert!(!worst.refuses(&FLAG_ALLOW), "flag mode refuses nothing unless a failure denies");
+    }
+
+    fn summary(disposable: bool, mail: Option<Mail>) -> VerdictSummary {
+        VerdictSummary { disposable, flags: Default::default(), suggestion: None, source: None, mail }
+    }
+
+    #[test]
+    fn no_mx_flags_or_refuses_only_a_domain_that_cannot_receive_mail() {
+        let d = Domain::parse("nomail.example").unwrap();
+        for mail in [None, Some(Mail::Mx), Some(Mail::Implicit)] {
+            let v = AddressVerdict::of(&d, &summary(false, mail), NoMx::Flag);
+            assert!(!v.undeliverable && v.flags.is_empty(), "{mail:?}");
+        }
+        let none = summary(false, Some(Mail::None));
+        assert_eq!(AddressVerdict::of(&d, &none, NoMx::Allow).flags, "");
+        assert_eq!(AddressVerdict::of(&d, &none, NoMx::Flag).flags, NO_MX_FLAG);
+        assert_eq!(AddressVerdict::of(&d, &none, NoMx::Flag).flagged_subaddressed().flags, "no_mx,subaddressed");
+
+        let undeliverable = Judged::Verdict(AddressVerdict::of(&d, &none, NoMx::Block));
+        let no_mx = Refusing { no_mx: true, ..FLAG_ALLOW };
+        let mut w = worst("nomail.example", std::slice::from_ref(&undeliverable));
+        assert!(w.refuses(&no_mx) && !w.refuses(&BLOCK_ALLOW));
+        assert!(matches!(w.clone().settle(None, &no_mx), Settled::Undeliverable(v) if v.domain == d));
+        assert!(matches!(w.clone().settle(None, &BLOCK_DENY), Settled::Safe(_)), "no_mx allow: safe");
+        // Block mode: a disposable verdict beside it is the refusal; a failure that denies too.
+        w.add(verdict("mailinator.com", true));
+        let block_no_mx = Refusing { no_mx: true, ..BLOCK_ALLOW };
+        assert!(
+            matches!(w.settle(None, &block_no_mx), Settled::Disposable(v) if v.domain.as_str() == "mailinator.com")
+        );
+        let w = worst("", &[undeliverable.clone(), Judged::Failed(Bypass::SidecarError)]);
+        let deny_no_mx = Refusing { no_mx: true, ..FLAG_DENY };
+        assert_eq!(w.settle(None, &deny_no_mx), Settled::Failed(Bypass::SidecarError));
+        // Flag mode: a disposable domain without mail is refused for its mail.
+        let both = AddressVerdict::of(&d, &summary(true, Some(Mail::None)), NoMx::Block);
+        let w = worst("", &[Judged::Verdict(both)]);
+        assert!(matches!(w.settle(None, &no_mx), Settled::Undeliverable(_)));
     }
 }

@@ -24,5 +24,5 @@ pub use reply::{Code, Rendered, Via};
 pub use rollout::Reason;
 pub use settings::{
     BlockResponse, ConfigError, DetailHeaders, EmailSources, Enforcement, EnforcementConfig, FlagHeaders, GraphQl,
-    Mode, Policy, Subaddressed,
+    Mode, NoMx, Policy, Subaddressed,
 };

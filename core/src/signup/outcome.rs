@@ -6,7 +6,8 @@ use std::fmt;
 
 use crate::api::Verdict;
 use crate::signup::settings::{DetailHeaders, FlagHeaders};
-use crate::{Domain, EmailAddress, VerdictResult};
+use crate::verdict::Mail;
+use crate::{Domain, EmailAddress, VerdictResult, VerdictSource};
 
 /// The flags header of a verdict an enforcement point made alone from the strong lists, because
 /// no full verdict could be had (the sidecar down or refusing the gateway's key).
@@ -108,6 +109,10 @@ pub struct VerdictSummary {
     /// The provider domain the checked domain is very probably a typo of (`did_you_mean`, as a
     /// domain: an enforcement point never passes an email's local part on).
     pub suggestion: Option<Domain>,
+    /// What decided it (the sidecar's `x-email-verdict-source`), when told.
+    pub source: Option<VerdictSource>,
+    /// Where its mail goes (the sidecar's `x-email-verdict-mail`), when told.
+    pub mail: Option<Mail>,
 }
 
 impl VerdictSummary {
@@ -116,6 +121,8 @@ impl VerdictSummary {
             disposable: r.verdict == Verdict::Disposable,
             flags: Flag::ALL.into_iter().filter(|f| f.of(r)).collect(),
             suggestion: None,
+            source: None,
+            mail: None,
         }
     }
 
@@ -277,6 +284,12 @@ impl LocalReply<'static> {
         status: 400,
         details: "email_verdict_subaddressed",
         body: br#"{"error":"subaddressed_email","message":"Please sign up with your address without a +tag or extra dots."}"#,
+    };
+    /// `no_mx: block`: the domain has neither MX nor address records, or a null MX.
+    pub const NO_MX: Self = Self {
+        status: 400,
+        details: "email_verdict_no_mx",
+        body: br#"{"error":"undeliverable_email","message":"This email address cannot receive mail: its domain has no mail server. Please check it."}"#,
     };
     pub const BODY_TOO_LARGE: Self = Self {
         status: 413,

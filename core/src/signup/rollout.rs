@@ -25,10 +25,12 @@ pub enum Reason {
     BodyTooLarge,
     /// No verdict could be had and `failure_mode` denies (`deny`'s reply).
     VerdictUnavailable,
+    /// `no_mx: block`: the domain cannot receive mail.
+    NoMx,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 10] = [
         Reason::Disposable,
         Reason::TooManySignups,
         Reason::UnreadableBody,
@@ -38,6 +40,7 @@ impl Reason {
         Reason::Subaddressed,
         Reason::BodyTooLarge,
         Reason::VerdictUnavailable,
+        Reason::NoMx,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Reason {
             Reason::Subaddressed => "subaddressed",
             Reason::BodyTooLarge => "body_too_large",
             Reason::VerdictUnavailable => "verdict_unavailable",
+            Reason::NoMx => "no_mx",
         }
     }
 
@@ -69,6 +73,7 @@ impl Reason {
             d if d == LocalReply::MISSING_EMAIL.details => Reason::MissingEmail,
             d if d == LocalReply::SUBADDRESSED.details => Reason::Subaddressed,
             d if d == LocalReply::BODY_TOO_LARGE.details => Reason::BodyTooLarge,
+            d if d == LocalReply::NO_MX.details => Reason::NoMx,
             // INVALID_EMAIL, CONFLICTING_EMAILS
             _ => Reason::InvalidEmail,
         }
@@ -115,6 +120,7 @@ mod tests {
             (LocalReply::MISSING_EMAIL, Reason::MissingEmail),
             (LocalReply::SUBADDRESSED, Reason::Subaddressed),
             (LocalReply::BODY_TOO_LARGE, Reason::BodyTooLarge),
+            (LocalReply::NO_MX, Reason::NoMx),
         ];
         for (reply, reason) in cases {
             assert_eq!(Reason::of(&reply), reason, "{}", reply.details);

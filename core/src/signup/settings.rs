@@ -89,6 +89,18 @@ pub enum Subaddressed {
     Deny,
 }
 
+/// What to do with a signup whose domain cannot receive mail (`Mail::None`: no MX and no
+/// address, a null MX, or no such name), a verdict the API keeps `safe`: let it through, add
+/// `no_mx` to the flags header, or refuse it (`no_mx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoMx {
+    #[default]
+    Allow,
+    Flag,
+    Block,
+}
+
 /// Where the email is; every source is read and they must agree (`extract`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -310,6 +322,8 @@ pub struct EnforcementConfig {
     pub velocity: Option<VelocityLimits>,
     #[serde(default)]
     pub on_subaddressed: Subaddressed,
+    #[serde(default)]
+    pub no_mx: NoMx,
     /// Distinct sites (a name's last two labels) judged per signup (and twice as many names); more is
     /// refused (`too_many_addresses`).
     #[serde(default = "default_max_domains")]
@@ -333,6 +347,7 @@ impl Default for EnforcementConfig {
             on_unreadable_body: Policy::deny(),
             velocity: None,
             on_subaddressed: Subaddressed::default(),
+            no_mx: NoMx::default(),
             max_domains: default_max_domains(),
             graphql: None,
         }
@@ -384,6 +399,7 @@ impl EnforcementConfig {
             on_unreadable_body: self.on_unreadable_body,
             velocity: self.velocity,
             on_subaddressed: self.on_subaddressed,
+            no_mx: self.no_mx,
             max_domains: usize::try_from(self.max_domains).unwrap_or(usize::MAX),
             graphql: self.graphql,
         })
@@ -466,6 +482,7 @@ pub struct Enforcement {
     pub on_unreadable_body: Policy,
     pub velocity: Option<VelocityLimits>,
     pub on_subaddressed: Subaddressed,
+    pub no_mx: NoMx,
     pub max_domains: usize,
     pub graphql: Option<GraphQl>,
 }

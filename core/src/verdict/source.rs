@@ -31,6 +31,14 @@ impl VerdictSource {
     pub const ALL: [VerdictSource; 6] =
         [Self::StrongList, Self::List, Self::Reviewer, Self::Operator, Self::Infrastructure, Self::Rules];
 
+    /// The response header of the lookup API that names it.
+    pub const HEADER: &'static str = "x-email-verdict-source";
+
+    /// The source named `value` ([`Self::as_str`]).
+    pub fn parse(value: &[u8]) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str().as_bytes() == value)
+    }
+
     /// The stable name: the metric's `source` label and the `x-email-verdict-source` header.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -41,7 +41,7 @@ impl<H: Host> Ctx<'_, H> {
         match lookup {
             Ok(Lookup::Hit(summary)) => {
                 self.host.increment(Counter::CacheHits);
-                Ok(verdict_of(domain, &summary))
+                Ok(verdict_of(domain, &summary, self.config.enforce.no_mx))
             }
             Ok(Lookup::Miss(ticket)) => Err(ticket),
             Err(e) => {
@@ -80,7 +80,7 @@ impl<H: Host> Ctx<'_, H> {
         match decision::classify(response) {
             CalloutOutcome::Verdict(summary, keep) => {
                 self.remember(domain, &summary, ticket, keep);
-                verdict_of(domain, &summary)
+                verdict_of(domain, &summary, self.config.enforce.no_mx)
             }
             CalloutOutcome::InvalidEmail => Judged::Invalid,
             CalloutOutcome::Failed(bypass) => {
@@ -186,7 +186,10 @@ impl<H: Host> Ctx<'_, H> {
         };
         self.host.increment(Counter::LocalDecisions);
         self.log(LogLevel::Info, &format!("{domain} {why}: disposable without the sidecar"));
-        let flags = LOCAL_FALLBACK_FLAG.to_owned();
-        Judged::Verdict(AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None })
+        Judged::Verdict(AddressVerdict::local_fallback(domain))
     }
+}
+
+pub(super) fn verdict_of(domain: &Domain, summary: &VerdictSummary, no_mx: NoMx) -> Judged {
+    Judged::Verdict(AddressVerdict::of(domain, summary, no_mx))
 }

@@ -1,6 +1,7 @@
 //! Sharing one callout per domain between the streams of a worker (`flight.rs`): joining a
 //! flight, handing its answer to the waiters, waking them, and a stream's end.
 
+use super::callouts::verdict_of;
 use super::*;
 use crate::cache::{Ticket, Version};
 use crate::flight::Delivery;
@@ -116,7 +117,7 @@ impl<H: Host> Ctx<'_, H> {
     /// The leader's answer, read as the leader reads it; the leader wrote the cache.
     fn shared_answer(&mut self, domain: &Domain, response: &CalloutResponse) -> Judged {
         match decision::classify(response) {
-            CalloutOutcome::Verdict(summary, _) => verdict_of(domain, &summary),
+            CalloutOutcome::Verdict(summary, _) => verdict_of(domain, &summary, self.config.enforce.no_mx),
             CalloutOutcome::InvalidEmail => Judged::Invalid,
             CalloutOutcome::Failed(bypass) => {
                 let status = response.status.map_or_else(|| "no status".to_owned(), |s| s.to_string());

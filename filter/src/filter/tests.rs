@@ -360,9 +360,9 @@ fn a_cache_write_race_is_ignored() {
 
 #[test]
 fn sidecar_failures_follow_failure_mode() {
-    let timeout = crate::host::CalloutResponse { status: Some(504), body: b"upstream request timeout".to_vec() };
-    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
-    let garbage = crate::host::CalloutResponse { status: Some(200), body: b"<html>".to_vec() };
+    let timeout = crate::host::CalloutResponse::plain(Some(504), b"upstream request timeout".to_vec());
+    let refused = crate::host::CalloutResponse::plain(Some(503), b"upstream connect error".to_vec());
+    let garbage = crate::host::CalloutResponse::plain(Some(200), b"<html>".to_vec());
     let cases = [
         (timeout, "sidecar_timeout"),
         (refused, "sidecar_error"),
@@ -407,7 +407,7 @@ fn local_fallback_applies_the_stored_decisions() {
     let body = br#"{"reviewer":{"block":["decided.example"],"allow":["mailinator.com"]},"operator":{"block":[],"allow":[]},"complete":true}"#;
     let mut writer = MockHost::new(Rc::clone(&h.store));
     crate::decided::store_answer(&mut writer, "\"v1\"", body).unwrap();
-    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let refused = crate::host::CalloutResponse::plain(Some(503), b"upstream connect error".to_vec());
     for (email, blocked) in [("a@fresh-1.decided.example", true), ("b@mailinator.com", false), ("c@yopmail.com", true)]
     {
         let mut f = h.filter();
@@ -423,8 +423,8 @@ fn local_fallback_applies_the_stored_decisions() {
 /// provoke with slow DNS) but allow when the sidecar is down.
 #[test]
 fn failure_mode_can_differ_per_reason() {
-    let timeout = crate::host::CalloutResponse { status: Some(504), body: b"upstream request timeout".to_vec() };
-    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let timeout = crate::host::CalloutResponse::plain(Some(504), b"upstream request timeout".to_vec());
+    let refused = crate::host::CalloutResponse::plain(Some(503), b"upstream connect error".to_vec());
     let config = json!({ "failure_mode": { "sidecar_timeout": "deny", "sidecar_rejected": "deny" } });
     let cases = [
         (timeout, Some(503)),
@@ -472,7 +472,7 @@ fn without_a_verdict_strong_listed_names_are_decided_locally() {
         error_response(402, "quota_exceeded"),
         error_response(401, "api_key_invalid"),
         error_response(500, "internal_error"),
-        crate::host::CalloutResponse { status: Some(504), body: Vec::new() },
+        crate::host::CalloutResponse::plain(Some(504), Vec::new()),
     ];
     for response in &failures {
         for failure_mode in ["allow", "deny"] {
@@ -487,6 +487,7 @@ fn without_a_verdict_strong_listed_names_are_decided_locally() {
             let counts =
                 (host.count(Counter::LocalDecisions), host.count(Counter::Blocked), host.count(Counter::Bypassed));
             assert_eq!(counts, (1, 1, 0));
+            assert_eq!(host.count(Counter::DisposableByLocalFallback), 1, "counted by its source");
             assert!(h.store.borrow().is_empty(), "a local decision is never cached");
         }
         // flag mode: through, flagged disposable, marked as the filter's own decision.
@@ -650,6 +651,7 @@ mod details;
 mod email;
 mod flights;
 mod header_hold;
+mod no_mx;
 mod protocols;
 mod shadow;
 mod velocity;

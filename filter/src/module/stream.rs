@@ -197,13 +197,12 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
     let action = stream.run("callout answer", |f, h| {
         let Some(token) = h.take_token(callout_id) else { return Action::Pause };
         // A reset or an answer over Envoy's buffer limit has no status: a sidecar error.
+        let succeeded = result == abi::CALLOUT_SUCCESS;
         // SAFETY: Envoy's arrays, valid during the call.
-        let status = unsafe { host::callout_header(headers, headers_size, ":status") }
-            .filter(|_| result == abi::CALLOUT_SUCCESS)
-            .and_then(|s| std::str::from_utf8(&s).ok()?.trim().parse().ok());
+        let header = |name: &str| unsafe { host::callout_header(headers, headers_size, name) }.filter(|_| succeeded);
         // SAFETY: as above.
         let body = unsafe { chunks(body_chunks, body_chunks_size, MAX_CALLOUT_BODY) };
-        f.on_callout_response(h, token, &CalloutResponse { status, body });
+        f.on_callout_response(h, token, &CalloutResponse::read(header, body));
         Action::Pause // the logic resumes the request itself
     });
     // A panic handled just now that lets the request through: it was held for this answer.

@@ -31,8 +31,8 @@
 use email_verdict_core::signup::extract::{self, BodyKind, Carried, Domains, Extracted, Name, Problem, ToJudge};
 use email_verdict_core::signup::path::normalize as normalize_path;
 use email_verdict_core::signup::{
-    AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LOCAL_FALLBACK_FLAG, LocalReply,
-    Mode, Policy, Protocol, Reason, Refusing, Settled, Subaddressed, VerdictSummary, Worst, rollout,
+    AddressDetails, AddressVerdict, Bypass, Enforcement, GraphQl, Judged as Outcome, LocalReply, Mode, NoMx, Policy,
+    Protocol, Reason, Refusing, Settled, Subaddressed, VerdictSummary, Worst, rollout,
 };
 use std::net::IpAddr;
 
@@ -319,7 +319,8 @@ async fn judge_all(
         }
         Err(e) => (None, Some(auth_error(api, e))),
     };
-    let outcomes = futures::future::join_all(whole.names.iter().map(|n| judge_domain(api, key.as_ref(), n))).await;
+    let outcomes =
+        futures::future::join_all(whole.names.iter().map(|n| judge_domain(api, key.as_ref(), n, config.no_mx))).await;
     let mut worst = Worst::default();
     worst.set_primary(whole.primary.as_ref().map(EmailAddress::domain));
     let mut local = false;
@@ -341,7 +342,7 @@ async fn judge_all(
             }
         }
     }
-    let by = Refusing { block: blocks(config), denies: |_| true };
+    let by = Refusing { block: blocks(config), no_mx: config.no_mx == NoMx::Block, denies: |_| true };
     let counted = if local { CheckOutcome::LocalDecision } else { CheckOutcome::Judged };
     match worst.settle(problem, &by) {
         Settled::Disposable(v) | Settled::Safe(v) => {
@@ -375,6 +376,8 @@ async fn judge_all(
             None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
         },
         Settled::Invalid => invalid(api, None),
+        // Refused before any count, as `on_subaddressed: deny` is.
+        Settled::Undeliverable(_) => refused(&LocalReply::NO_MX),
         Settled::Bypass(bypass) => {
             Checked { response: bypassed(config, bypass).into(), outcome: CheckOutcome::Bypassed }
         }
@@ -394,7 +397,7 @@ enum DomainOutcome {
 /// One name, through the lookup API's own path ([`judge`]) with the gateway's key (none when
 /// it was refused): only the domain is judged, as the filter asks; a name found in free text
 /// teaches nothing (`learn=false`).
-async fn judge_domain(api: &Api, key: Option<&KeyRecord>, name: &Name) -> DomainOutcome {
+async fn judge_domain(api: &Api, key: Option<&KeyRecord>, name: &Name, no_mx: NoMx) -> DomainOutcome {
     let domain = &name.domain;
     let verdict = match key {
         Some(key) => judge(api, key, &LookupInput::Domain(domain.clone()), !name.mention).await.map_err(Some),
@@ -402,19 +405,17 @@ async fn judge_domain(api: &Api, key: Option<&KeyRecord>, name: &Name) -> Domain
     };
     match verdict {
         Ok((judged, _)) => {
-            let summary = VerdictSummary::from_result(&judged.result);
-            let verdict = AddressVerdict {
-                domain: domain.clone(),
-                disposable: summary.disposable,
-                flags: summary.flags.header_value(),
+            let summary = VerdictSummary {
                 suggestion: judged.suggestion.clone(),
+                source: Some(judged.source),
+                mail: judged.mail,
+                ..VerdictSummary::from_result(&judged.result)
             };
+            let verdict = AddressVerdict::of(domain, &summary, no_mx);
             DomainOutcome::Judged(Outcome::Verdict(verdict), judged.result.cached)
         }
         Err(_) if decided_locally(api, domain).await => {
-            let flags = LOCAL_FALLBACK_FLAG.to_owned();
-            let verdict = AddressVerdict { domain: domain.clone(), disposable: true, flags, suggestion: None };
-            DomainOutcome::Local(Outcome::Verdict(verdict))
+            DomainOutcome::Local(Outcome::Verdict(AddressVerdict::local_fallback(domain)))
         }
         Err(e) => DomainOutcome::Failed(e),
     }

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use email_verdict_core::{ErrorCode, LookupInput, LookupResponse};
+use email_verdict_core::{ErrorCode, LookupInput, LookupResponse, Mail};
 use http::Method;
 use percent_encoding::percent_decode_str;
 use pingora::protocols::http::ServerSession;
@@ -18,7 +18,7 @@ use crate::state::KeyRecord;
 use crate::verdicts::{Judged, LookupError, record};
 
 /// The response header naming the verdict's deciding source ([`email_verdict_core::VerdictSource`]).
-pub const SOURCE_HEADER: &str = "x-email-verdict-source";
+pub const SOURCE_HEADER: &str = email_verdict_core::VerdictSource::HEADER;
 
 /// How long a client should wait before retrying after a DNS failure, in seconds.
 const DNS_RETRY_AFTER: u64 = 5;
@@ -40,6 +40,10 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
             log.cached = Some(judged.result.cached);
             // What decided the verdict, for the gateway's logs and on-call; the body stays the spec's.
             headers.push((SOURCE_HEADER, judged.source.as_str().to_owned()));
+            // Where its mail goes, for the gateway's `no_mx` (absent when DNS could not say).
+            if let Some(mail) = judged.mail {
+                headers.push((Mail::HEADER, mail.as_str().to_owned()));
+            }
             let record = record(&api.verdicts.catalog(), &raw, &input, judged);
             let body = LookupResponse { request_id: request.id.clone(), record };
             Reply::Lookup(Box::new(body), headers)

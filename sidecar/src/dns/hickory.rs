@@ -166,18 +166,37 @@ impl HickoryResolver {
     }
 }
 
+impl HickoryResolver {
+    /// No MX record: RFC 5321 §5.1 delivers to the name's own address, if it has one (two more
+    /// queries, as for one MX host). A failed address lookup is taken for an address, not
+    /// cached: only what DNS says cannot receive mail is `NoMx`.
+    async fn implicit_mx(&self, domain: &Domain, no_mx_ttl: u32) -> MxAnswer {
+        let found = self.addresses(domain.as_str()).await;
+        match (found.ips.is_empty(), found.complete) {
+            (true, true) => MxAnswer { mx: MxInfo::NoMx, ttl: secs(no_mx_ttl) },
+            (false, _) => MxAnswer { mx: MxInfo::ImplicitMx, ttl: secs(no_mx_ttl.min(found.ttl)) },
+            (true, false) => MxAnswer { mx: MxInfo::ImplicitMx, ttl: secs(0) },
+        }
+    }
+}
+
 #[async_trait]
 impl MxResolver for HickoryResolver {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
         let mut mx = match self.mx_records(domain).await {
             Ok(mx) => mx,
+            Err(Ok(MxAnswer { mx: MxInfo::NoMx, ttl })) => {
+                return Ok(self.implicit_mx(domain, ttl.as_secs().try_into().unwrap_or(u32::MAX)).await);
+            }
             Err(answer_or_failure) => return answer_or_failure,
         };
         let ttl = mx.iter().map(|m| m.2).min().unwrap_or(DEFAULT_NEGATIVE_TTL);
         // RFC 7505: a lone MX whose exchange is the root means "accepts no mail".
         if mx.iter().all(|m| m.1.is_empty()) {
-            let mx = if mx.is_empty() { MxInfo::NoMx } else { MxInfo::NullMx };
-            return Ok(MxAnswer { mx, ttl: secs(ttl) });
+            if !mx.is_empty() {
+                return Ok(MxAnswer { mx: MxInfo::NullMx, ttl: secs(ttl) });
+            }
+            return Ok(self.implicit_mx(domain, ttl).await);
         }
         mx.retain(|m| !m.1.is_empty());
         mx.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));

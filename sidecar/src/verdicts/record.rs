@@ -46,6 +46,7 @@ mod tests {
             age: None,
             mx_unavailable: false,
             source: VerdictSource::Rules,
+            mail: None,
         }
     }
 

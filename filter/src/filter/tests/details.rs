@@ -74,7 +74,7 @@ fn details_are_those_of_the_whole_address_and_only_the_domain_leaves() {
 
 #[test]
 fn forged_detail_headers_never_survive_on_any_path() {
-    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let refused = crate::host::CalloutResponse::plain(Some(503), b"upstream connect error".to_vec());
     let safe = lookup_response("gmail.com", "safe", &["free_provider"]);
     let disposable = lookup_response("mailinator.com", "disposable", &[]);
     let real = expect(Some("ann@gmail.com"), Some("false"), Some("false"));
@@ -183,7 +183,7 @@ fn an_address_that_is_no_header_value_gets_no_normalized_header() {
 
 #[test]
 fn no_log_line_holds_the_local_part() {
-    let refused = crate::host::CalloutResponse { status: Some(503), body: b"upstream connect error".to_vec() };
+    let refused = crate::host::CalloutResponse::plain(Some(503), b"upstream connect error".to_vec());
     let mut logs = Vec::new();
     for (config, email) in [
         (json!({}), "Secret.Person+tag@unlisted.example"),

@@ -30,7 +30,7 @@ fn counts(mailbox_day: u64, client_hour: u64) -> crate::host::CalloutResponse {
             "domain": { "hour": 1, "day": 1 }
         }
     });
-    crate::host::CalloutResponse { status: Some(200), body: body.to_string().into_bytes() }
+    crate::host::CalloutResponse::plain(Some(200), body.to_string().into_bytes())
 }
 
 /// The signup's callouts: (the verdict's token, the count's token).

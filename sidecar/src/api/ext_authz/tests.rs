@@ -31,6 +31,8 @@ fn safe(config: &Enforcement, email: &str, relay: bool) -> Response<Vec<u8>> {
         disposable: false,
         flags: "free_provider".to_owned(),
         suggestion: None,
+        source: None,
+        undeliverable: false,
     };
     ready(verdict_answer(config, &verdict, Some(&details), &[], CheckOutcome::Judged))
 }
@@ -55,6 +57,8 @@ fn blocked(config: &Enforcement) -> Refusal {
         disposable: true,
         flags: String::new(),
         suggestion: None,
+        source: None,
+        undeliverable: false,
     };
     refusal(verdict_answer(config, &verdict, None, &[], CheckOutcome::Judged))
 }
