@@ -352,3 +352,20 @@ fn istio_sidecar_yaml_agrees_with_the_overlays() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("deploy/kubernetes/sidecar"), "sidecar.yaml should point to the HA manifests");
 }
+
+#[test]
+fn the_pod_monitor_scrapes_every_overlays_admin_port() {
+    // deploy/kubernetes/monitors.yaml's PodMonitor finds each overlay's pods and their admin port,
+    // which the NetworkPolicy opens to Prometheus (the test above).
+    let monitors = yaml::load_yaml(&workspace_root().join("deploy/kubernetes/monitors.yaml"));
+    let pm = monitors.iter().find(|d| d["kind"] == "PodMonitor" && d["metadata"]["name"] == "email-verdict");
+    let pm = pm.expect("the sidecar's PodMonitor");
+    let port = pm["spec"]["podMetricsEndpoints"][0]["port"].as_str().expect("a named port");
+    assert_eq!(pm["spec"]["podMetricsEndpoints"][0]["path"], "/metrics");
+    for (overlay, _) in OVERLAYS {
+        let (dep, _, c) = sidecar::sidecar(overlay);
+        assert_eq!(pm["metadata"]["namespace"], dep["metadata"]["namespace"], "{overlay}");
+        assert!(selects(&pm["spec"]["selector"], &dep["spec"]["template"]["metadata"]["labels"]), "{overlay}");
+        assert!(c["ports"].as_array().unwrap().iter().any(|p| p["name"] == port), "{overlay}: no port {port}");
+    }
+}
