@@ -57,7 +57,14 @@ pub enum Kind {
     EmptyWasm,
     /// The Wasm filter with `local_fallback: false`.
     NoStrongLists(Build),
+    /// A build's filter, Envoy returning its allocator's free memory to the system every second
+    /// ([`RELEASE`]).
+    Released(Build),
 }
+
+/// Envoy's bootstrap setting that makes it return free memory of its allocator (tcmalloc) to the
+/// system: up to 100 MiB every second (`memory_allocator_manager`; off by default).
+const RELEASE: &str = "memory_allocator_manager:\n  bytes_to_release: 104857600\n  memory_release_interval: 1s\n";
 
 impl Kind {
     fn label(&self) -> String {
@@ -66,11 +73,12 @@ impl Kind {
             Kind::Filter(b) => b.filter.describe(),
             Kind::EmptyWasm => "(breakdown) an empty proxy-wasm module in the filter's place".into(),
             Kind::NoStrongLists(_) => "(breakdown) the Wasm filter, `local_fallback: false`".into(),
+            Kind::Released(b) => format!("{}, Envoy releasing free memory every second", b.filter.describe()),
         }
     }
 
     fn syncs_decisions(&self) -> bool {
-        matches!(self, Kind::Filter(_))
+        matches!(self, Kind::Filter(_) | Kind::Released(_))
     }
 }
 
@@ -89,8 +97,8 @@ struct Fixture {
 
 /// The Envoy of one reading.
 enum Running {
-    Plain(BenchEnvoy),
-    Filter(Envoy),
+    Plain(Box<BenchEnvoy>),
+    Filter(Box<Envoy>),
 }
 
 impl Running {
@@ -131,6 +139,8 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
         }
         rows.push(row);
     }
+    // Pss is RSS less the pages shared with other processes: printed only as the largest gap.
+    let shared = rows.iter().flat_map(|r| r.readings.values()).filter_map(|r| Some(r.rss.saturating_sub(r.pss?))).max();
     let notes: Vec<String> = rows
         .iter()
         .flat_map(|r| r.notes.iter().map(move |n| format!("- {}: {}", r.label, n.replace('\n', " "))))
@@ -150,17 +160,24 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
          signup of a second warm-up is judged by the kept decisions (403, `local_decisions`). The last three \
          columns: the least-squares line over the worker counts (MiB a worker, the line at 0 workers) and {project} \
          workers from it (projected, not measured). Filter files: the Wasm module {}, the empty module {}. \
-         Load average {load_before} before, {} after; {:.0} s.\n\n{}\n\n\
+         Load average {load_before} before, {} after; {:.0} s. `Pss` (`/proc/<pid>/smaps_rollup`) was at most \
+         {} MiB below `VmRSS` in any reading.\n\n{}\n\n\
          Anonymous memory (`RssAnon`: the heap, the Wasm VMs' memory; the rest of RSS is the Envoy binary's \
          and the modules' mapped file pages):\n\n{}\n\n\
-         Proportional set size (`Pss` of `/proc/<pid>/smaps_rollup`):\n\n{}\n{}",
+         Peak resident memory since start (`VmHWM`), what a memory limit must allow:\n\n{}\n\n\
+         Envoy's allocator (admin `/memory`, `allocated`: in use; the dynamic module's Rust code allocates \
+         through it too; V8's own mappings, such as the Wasm VMs' linear memory, are outside it):\n\n{}\n\n\
+         The allocator's heap (`heap_size`: in use, plus freed memory it keeps):\n\n{}\n{}",
         wasm_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{b} bytes")),
         empty_size.map_or_else(|| "not built".to_owned(), |b| format!("{b} bytes")),
         load_average(),
         started.elapsed().as_secs_f64(),
+        shared.map_or_else(|| "?".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
         table::table(&rows, workers, project, |r| Some(r.rss)),
         table::table(&rows, workers, project, |r| Some(r.anon)),
-        table::table(&rows, workers, project, |r| r.pss),
+        table::table(&rows, workers, project, |r| Some(r.peak)),
+        table::table(&rows, workers, project, |r| r.allocated),
+        table::table(&rows, workers, project, |r| r.heap),
         if notes.is_empty() { String::new() } else { format!("\nNot measured:\n{}\n", notes.join("\n")) },
     ))
 }
@@ -172,6 +189,8 @@ fn measure(fx: &mut Fixture, kind: &Kind, workers: u32, row: &mut Row) -> anyhow
     let envoy = fx.envoy(kind, workers, &key)?;
     let mut read = |phase: Phase, envoy: &Running| -> anyhow::Result<()> {
         let reading = Reading::of(envoy.pid()).context("the Envoy's /proc files are gone")?;
+        let memory = Request::get("/memory").try_send(envoy.admin()).ok().filter(|r| r.status == 200);
+        let reading = memory.map_or(reading, |r| reading.with_allocator(&r.json()));
         row.readings.insert((phase, workers), reading);
         Ok(())
     };
@@ -285,10 +304,13 @@ impl Fixture {
         let envoy = match kind {
             Kind::NoFilter => {
                 let app_port = ("APP_PORT", app.port().to_string());
-                return Ok(Running::Plain(BenchEnvoy::start_workers("no-filter", &[app_port], workers)?));
+                return Ok(Running::Plain(Box::new(BenchEnvoy::start_workers("no-filter", &[app_port], workers)?)));
             }
             Kind::Filter(build) => shipped(build),
             Kind::NoStrongLists(build) => shipped(build).set("/local_fallback", json!(false)),
+            Kind::Released(build) => {
+                shipped(build).edit_config("\nstatic_resources:", &format!("\n{RELEASE}static_resources:"))
+            }
             Kind::EmptyWasm => {
                 let wasm = self.empty_wasm.as_ref().map_err(|e| anyhow::anyhow!("no empty module: {e}"))?;
                 shipped(&Build::current()).wasm(wasm)
@@ -296,7 +318,7 @@ impl Fixture {
         };
         let envoy =
             envoy.try_start().map_err(|f| anyhow::anyhow!("Envoy did not start: {}\n{}", f.reason, tail(&f.log)))?;
-        Ok(Running::Filter(envoy))
+        Ok(Running::Filter(Box::new(envoy)))
     }
 }
 

@@ -182,6 +182,7 @@ fn memory_kinds(filters: &[FilterArg]) -> Vec<envmem::Kind> {
         kinds.push(envmem::Kind::EmptyWasm);
         kinds.push(envmem::Kind::NoStrongLists(Build::current()));
     }
+    kinds.extend(filters.iter().map(|f| envmem::Kind::Released(f.build())));
     kinds
 }
 

@@ -10,14 +10,37 @@ use std::collections::BTreeMap;
 pub struct Reading {
     pub rss: u64,
     pub anon: u64,
+    /// `VmHWM`: the most `VmRSS` has been since the process started.
+    pub peak: u64,
     pub pss: Option<u64>,
+    /// Envoy's allocator (admin `/memory`): bytes allocated and in use, and the heap it holds
+    /// from the system (allocated, freed and cached, or not yet returned). Memory Envoy's V8
+    /// maps itself (Wasm linear memories, compiled code) is outside both.
+    pub allocated: Option<u64>,
+    pub heap: Option<u64>,
 }
 
 impl Reading {
     pub fn of(pid: u32) -> Option<Reading> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
-        Some(Reading { rss: kib(&status, "VmRSS:")?, anon: kib(&status, "RssAnon:")?, pss: kib(&rollup, "Pss:") })
+        Some(Reading {
+            rss: kib(&status, "VmRSS:")?,
+            anon: kib(&status, "RssAnon:")?,
+            peak: kib(&status, "VmHWM:")?,
+            pss: kib(&rollup, "Pss:"),
+            allocated: None,
+            heap: None,
+        })
+    }
+
+    /// Adds the allocator's figures from the JSON of Envoy's admin `/memory` (decimal strings of
+    /// bytes).
+    pub fn with_allocator(mut self, memory: &serde_json::Value) -> Reading {
+        let bytes = |name: &str| memory[name].as_str().and_then(|v| v.parse::<u64>().ok()).map(|b| b / 1024);
+        self.allocated = bytes("allocated");
+        self.heap = bytes("heap_size");
+        self
     }
 }
 
@@ -131,13 +154,16 @@ mod tests {
         assert_eq!(kib(status, "RssAnon:"), Some(60_000));
         assert_eq!(kib(status, "RssFile:"), None);
         assert!(Reading::of(std::process::id()).is_some_and(|r| r.rss > 0 && r.anon <= r.rss));
+        let memory = serde_json::json!({ "allocated": "2097152", "heap_size": "4194304" });
+        let r = Reading::default().with_allocator(&memory);
+        assert_eq!((r.allocated, r.heap), (Some(2048), Some(4096)));
     }
 
     #[test]
     fn the_table_projects_from_the_slope_and_skips_empty_phases() {
         let mut row = Row { label: "Wasm".into(), ..Row::default() };
         for (w, mb) in [(1u32, 100u64), (2, 110), (4, 130)] {
-            row.readings.insert((Phase::WarmedUp, w), Reading { rss: mb * 1024, anon: 0, pss: None });
+            row.readings.insert((Phase::WarmedUp, w), Reading { rss: mb * 1024, ..Reading::default() });
         }
         let text = table(&[row], &[1, 2, 4], 8, |r| Some(r.rss));
         assert!(text.contains("| Wasm | after warm-up (every worker served signups) | 100.0 | 110.0 | 130.0 | +10.00 | 90.0 | 170.0 (projected) |"), "{text}");
