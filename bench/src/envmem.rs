@@ -70,15 +70,22 @@ impl Kind {
     fn label(&self) -> String {
         match self {
             Kind::NoFilter => "no filter".into(),
-            Kind::Filter(b) => b.filter.describe(),
+            Kind::Filter(b) => filter_name(b).into(),
             Kind::EmptyWasm => "(breakdown) an empty proxy-wasm module in the filter's place".into(),
-            Kind::NoStrongLists(_) => "(breakdown) the Wasm filter, `local_fallback: false`".into(),
-            Kind::Released(b) => format!("{}, Envoy releasing free memory every second", b.filter.describe()),
+            Kind::NoStrongLists(_) => "(breakdown) Wasm filter, `local_fallback: false`".into(),
+            Kind::Released(b) => format!("(release) {}, Envoy returning free memory every second", filter_name(b)),
         }
     }
 
     fn syncs_decisions(&self) -> bool {
         matches!(self, Kind::Filter(_) | Kind::Released(_))
+    }
+}
+
+fn filter_name(build: &Build) -> &'static str {
+    match build.filter {
+        crate::build::Filter::Wasm(_) => "Wasm filter",
+        crate::build::Filter::Module(_) => "dynamic module",
     }
 }
 
@@ -149,6 +156,10 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
         Kind::Filter(b) => matches!(b.filter, crate::build::Filter::Wasm(_)).then(|| file_size(&b.filter)),
         _ => None,
     });
+    let module_size = kinds.iter().find_map(|k| match k {
+        Kind::Filter(b) => matches!(b.filter, crate::build::Filter::Module(_)).then(|| file_size(&b.filter)),
+        _ => None,
+    });
     let empty_size = fx.empty_wasm.as_ref().ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     Ok(format!(
         "## 8. Envoy's memory\n\n\
@@ -156,10 +167,11 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
          (`--concurrency`), the shipped plugin configuration (signup counts on; `decision_sync_seconds: 1`) \
          against a sidecar of its own. Warm-up: {WARM_SECONDS} s of `POST /signup` from wrk with 16 connections \
          a worker, checked to have reached every worker. +100,000 decided names: the sidecar's blocklist grown \
-         to {DECIDED} names, synced by the filter (its log says so), then the Envoy's key revoked so that every \
+         to 100,000 names, synced by the filter (its log says so), then the Envoy's key revoked so that every \
          signup of a second warm-up is judged by the kept decisions (403, `local_decisions`). The last three \
          columns: the least-squares line over the worker counts (MiB a worker, the line at 0 workers) and {project} \
-         workers from it (projected, not measured). Filter files: the Wasm module {}, the empty module {}. \
+         workers from it (projected, not measured). Files: the Wasm filter {}, the dynamic module {}, the empty \
+         module {}. \
          Load average {load_before} before, {} after; {:.0} s. `Pss` (`/proc/<pid>/smaps_rollup`) was at most \
          {} MiB below `VmRSS` in any reading.\n\n{}\n\n\
          Anonymous memory (`RssAnon`: the heap, the Wasm VMs' memory; the rest of RSS is the Envoy binary's \
@@ -168,8 +180,9 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
          Envoy's allocator (admin `/memory`, `allocated`: in use; the dynamic module's Rust code allocates \
          through it too; V8's own mappings, such as the Wasm VMs' linear memory, are outside it):\n\n{}\n\n\
          The allocator's heap (`heap_size`: in use, plus freed memory it keeps):\n\n{}\n{}",
-        wasm_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{b} bytes")),
-        empty_size.map_or_else(|| "not built".to_owned(), |b| format!("{b} bytes")),
+        wasm_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
+        module_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
+        empty_size.map_or_else(|| "not built".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
         load_average(),
         started.elapsed().as_secs_f64(),
         shared.map_or_else(|| "?".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
