@@ -130,11 +130,12 @@ impl Running {
 }
 
 /// Runs the section for `kinds` at each of `workers`; `project`: the worker count projected.
-pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> anyhow::Result<String> {
+/// `command`: how to run this section alone with the same settings (printed with it).
+pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32, command: &str) -> anyhow::Result<String> {
     eprintln!("8. Envoy's memory");
     let load_before = load_average();
     let started = Instant::now();
-    let mut fx = Fixture::start(dns)?;
+    let mut fx = Fixture::start(dns, kinds.iter().any(|k| matches!(k, Kind::EmptyWasm)))?;
     let mut rows = Vec::new();
     for kind in kinds {
         let mut row = Row { label: kind.label(), ..Row::default() };
@@ -162,7 +163,7 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
     });
     let empty_size = fx.empty_wasm.as_ref().ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     Ok(format!(
-        "## 8. Envoy's memory\n\n\
+        "## 8. Envoy's memory\n\n`{command}` (after `make bench` built everything, or `scripts/bench.sh --sections 8 --keys 1`).\n\n\
          Resident memory (`VmRSS` of `/proc/<pid>/status`, MiB) of one Envoy at each worker count \
          (`--concurrency`), the shipped plugin configuration (signup counts on; `decision_sync_seconds: 1`) \
          against a sidecar of its own. Warm-up: {WARM_SECONDS} s of `POST /signup` from wrk with 16 connections \
@@ -180,9 +181,13 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32) -> an
          Envoy's allocator (admin `/memory`, `allocated`: in use; the dynamic module's Rust code allocates \
          through it too; V8's own mappings, such as the Wasm VMs' linear memory, are outside it):\n\n{}\n\n\
          The allocator's heap (`heap_size`: in use, plus freed memory it keeps):\n\n{}\n{}",
-        wasm_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
-        module_size.flatten().map_or_else(|| "?".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
-        empty_size.map_or_else(|| "not built".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
+        wasm_size
+            .flatten()
+            .map_or_else(|| "not measured".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
+        module_size
+            .flatten()
+            .map_or_else(|| "not measured".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
+        empty_size.map_or_else(|| "not measured".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
         load_average(),
         started.elapsed().as_secs_f64(),
         shared.map_or_else(|| "?".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0)),
@@ -268,7 +273,7 @@ fn per_worker_connections(admin: SocketAddr, workers: u32) -> anyhow::Result<Vec
 }
 
 impl Fixture {
-    fn start(dns: SocketAddr) -> anyhow::Result<Fixture> {
+    fn start(dns: SocketAddr, empty_wasm: bool) -> anyhow::Result<Fixture> {
         let dir = TestDir::new("bench-envmem");
         let blocklist = write(dir.path(), "blocklist.txt", &names(1))?;
         let list = blocklist.display().to_string();
@@ -280,7 +285,10 @@ impl Fixture {
         let app = Bare::start("bare-app", &Captured::ok(), 1)?;
         let signup = write(dir.path(), "signup.lua", &post_script("application/json", SIGNUP, &[]))?;
         let decided = write(dir.path(), "decided.lua", &post_script("application/json", DECIDED_SIGNUP, &[]))?;
-        let empty_wasm = build_empty_wasm().map_err(|e| format!("{e:#}"));
+        let empty_wasm = match empty_wasm {
+            true => build_empty_wasm().map_err(|e| format!("{e:#}")),
+            false => Err("not measured (no Wasm filter in --filters)".to_owned()),
+        };
         Ok(Fixture { sidecar, app, blocklist, listed: 1, signup, decided, empty_wasm, _dir: dir })
     }
 

@@ -168,7 +168,15 @@ fn later_sections(args: &Args, ctx: &Ctx, dns: std::net::SocketAddr, report: &mu
         report.add(&flood::run(ctx, dns, &args.flood_queues, args.flood_rate)?);
     }
     if run(8) {
-        report.add(&envmem::run(dns, &memory_kinds(&args.filters), &args.memory_workers, args.memory_project)?);
+        let list = |v: &[String]| v.join(",");
+        let command = format!(
+            "target/release/email-verdict-bench --sections 8 --keys 1 --filters {} --memory-workers {} --memory-project {}",
+            list(&args.filters.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            list(&args.memory_workers.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            args.memory_project
+        );
+        let kinds = memory_kinds(&args.filters);
+        report.add(&envmem::run(dns, &kinds, &args.memory_workers, args.memory_project, &command)?);
     }
     Ok(())
 }
