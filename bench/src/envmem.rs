@@ -168,7 +168,7 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32, comma
          (`--concurrency`), the shipped plugin configuration (signup counts on; `decision_sync_seconds: 1`) \
          against a sidecar of its own. Warm-up: {WARM_SECONDS} s of `POST /signup` from wrk with 16 connections \
          a worker, checked to have reached every worker. +100,000 decided names: the sidecar's blocklist grown \
-         to 100,000 names, synced by the filter (its log says so), then the Envoy's key revoked so that every \
+         to 100,000 names, synced by the filter (its log says so; a reading), then the Envoy's key revoked so that every \
          signup of a second warm-up is judged by the kept decisions (403, `local_decisions`). The last three \
          columns: the least-squares line over the worker counts (MiB a worker, the line at 0 workers) and {project} \
          workers from it (projected, not measured). Files: the Wasm filter {}, the dynamic module {}, the empty \
@@ -224,6 +224,9 @@ fn measure(fx: &mut Fixture, kind: &Kind, workers: u32, row: &mut Row) -> anyhow
     let stored = format!("{DECIDED} decided names from the sidecar");
     wait_for(Duration::from_secs(30), || filter.log_text().contains(&stored))
         .with_context(|| format!("the filter did not log \"{stored}\":\n{}", tail(&filter.log_text())))?;
+    // The stored list's own cost: the sidecar answers, so no worker has needed the decisions yet.
+    std::thread::sleep(Duration::from_millis(500));
+    read(Phase::Synced, &envoy)?;
     revoke(&fx.sidecar, &key_id)?;
     // The sidecar honours a revocation within its key cache's freshness (500 ms).
     std::thread::sleep(Duration::from_millis(800));

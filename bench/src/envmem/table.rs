@@ -56,6 +56,9 @@ pub enum Phase {
     Started,
     /// After signups on every worker.
     WarmedUp,
+    /// 100,000 decided names synced (stored once per proxy), no worker has parsed them yet: a
+    /// worker parses them on its first signup the sidecar gives no verdict for.
+    Synced,
     /// After 100,000 decided names were synced and read by every worker.
     Decisions,
 }
@@ -65,6 +68,7 @@ impl Phase {
         match self {
             Phase::Started => "after start",
             Phase::WarmedUp => "after warm-up (every worker served signups)",
+            Phase::Synced => "+100,000 decided names synced, not yet read by a worker",
             Phase::Decisions => "+100,000 decided names, read by every worker",
         }
     }
@@ -110,7 +114,7 @@ pub fn table(rows: &[Row], workers: &[u32], project: u32, value: fn(&Reading) ->
     rule.push_str("---:|---:|---:|");
     let mut lines = vec![head, rule];
     for row in rows {
-        for phase in [Phase::Started, Phase::WarmedUp, Phase::Decisions] {
+        for phase in [Phase::Started, Phase::WarmedUp, Phase::Synced, Phase::Decisions] {
             let cells: Vec<Option<u64>> =
                 workers.iter().map(|w| row.readings.get(&(phase, *w)).and_then(value)).collect();
             if cells.iter().all(Option::is_none) {
