@@ -232,7 +232,7 @@ fn measure(fx: &mut Fixture, kind: &Kind, workers: u32, row: &mut Row) -> anyhow
     std::thread::sleep(Duration::from_millis(800));
     let before = filter.counter("email_verdict.local_decisions").unwrap_or(0);
     warm_up(&envoy, workers, &fx.decided, true)?;
-    let decided = filter.counter("email_verdict.local_decisions").unwrap_or(0) - before;
+    let decided = filter.counter("email_verdict.local_decisions").unwrap_or(0).saturating_sub(before);
     ensure!(decided > 0, "no signup of the second warm-up was judged by the kept decisions");
     read(Phase::Decisions, &envoy)
 }
