@@ -119,7 +119,8 @@ demo:
 
 # The benchmarks of BENCHMARKS.md (scripts/bench.sh): criterion for classification in process,
 # then wrk against the sidecar and Envoy, each case beside its baseline in the same run. Prints
-# the tables and writes target/bench/results.md; about 5 minutes once built. Then `quality`.
+# the tables and writes target/bench/results.md; about 8 minutes once built (section 8, Envoy's
+# memory, about 2 of them). Then `quality`.
 # BASELINE=<dir>: a checkout of an older commit after `make build filter`, or what `make
 # baseline` made; BASELINE=<commit>: `make baseline` first (reused once built).
 bench: deps

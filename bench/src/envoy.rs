@@ -38,6 +38,7 @@ pub fn render(text: &str, values: &[(&str, String)]) -> anyhow::Result<String> {
 pub struct BenchEnvoy {
     process: ChildProcess,
     addr: SocketAddr,
+    admin: SocketAddr,
     _dir: TestDir,
 }
 
@@ -45,6 +46,11 @@ impl BenchEnvoy {
     /// Renders `bench/envoy/{name}.template.yaml` with free listener and admin ports plus `values`
     /// and starts Envoy with one worker.
     pub fn start(name: &str, values: &[(&str, String)]) -> anyhow::Result<BenchEnvoy> {
+        Self::start_workers(name, values, 1)
+    }
+
+    /// [`start`](Self::start) with `workers` worker threads (`--concurrency`).
+    pub fn start_workers(name: &str, values: &[(&str, String)], workers: u32) -> anyhow::Result<BenchEnvoy> {
         let path = template(name);
         let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
         let (listen, admin) = (free_port(), free_port());
@@ -55,7 +61,7 @@ impl BenchEnvoy {
         let mut cmd = Command::new(envoy_binary());
         cmd.arg("-c")
             .arg(&config)
-            .args(["--base-id", &admin.to_string(), "--disable-hot-restart", "--concurrency", "1"])
+            .args(["--base-id", &admin.to_string(), "--disable-hot-restart", "--concurrency", &workers.to_string()])
             .args(["--log-level", "info", "--drain-time-s", "0"])
             .current_dir(dir.path());
         let mut process = ChildProcess::spawn("envoy", cmd, dir.path());
@@ -74,11 +80,15 @@ impl BenchEnvoy {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
-        Ok(BenchEnvoy { process, addr: SocketAddr::from(([127, 0, 0, 1], listen)), _dir: dir })
+        Ok(BenchEnvoy { process, addr: SocketAddr::from(([127, 0, 0, 1], listen)), admin, _dir: dir })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin
     }
 
     pub fn pid(&self) -> u32 {

@@ -16,6 +16,7 @@ pub mod bulk;
 pub mod capture;
 pub mod cold;
 pub mod cpu;
+pub mod envmem;
 pub mod envoy;
 pub mod flood;
 pub mod footprint;

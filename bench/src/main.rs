@@ -1,4 +1,4 @@
-//! `email-verdict-bench`: sections 2–5 of `make bench` (section 1, criterion, runs before it and
+//! `email-verdict-bench`: sections 2–8 of `make bench` (section 1, criterion, runs before it and
 //! leaves its table in `target/bench/classify.md`). Prints the results and writes them to
 //! `target/bench/results.md`. Needs the release sidecar, the filter (`make filter`), NSD, Envoy
 //! and wrk; `make bench` provides them.
@@ -12,7 +12,7 @@ use email_verdict_bench::capture::Captured;
 use email_verdict_bench::report::Report;
 use email_verdict_bench::sidecar::Subject;
 use email_verdict_bench::wrk::Wrk;
-use email_verdict_bench::{Ctx, GATEWAY_PLAN, cold, flood, footprint, gateway, keys, sidecar};
+use email_verdict_bench::{Ctx, GATEWAY_PLAN, cold, envmem, flood, footprint, gateway, keys, sidecar};
 use email_verdict_tests::{DnsCounter, Nsd, Redis, Sidecar, TestDir, workspace_root};
 
 #[derive(Parser)]
@@ -37,9 +37,16 @@ struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Sections to run, of 2 (cached lookups), 3 (cold lookups), 4 (Envoy), 6 (bulk check
-    /// against dnsperf), 7 (cached lookups during a new-name flood); 5 (footprint) always.
-    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 6, 7])]
+    /// against dnsperf), 7 (cached lookups during a new-name flood), 8 (Envoy's memory); 5
+    /// (footprint) always.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3, 4, 6, 7, 8])]
     sections: Vec<u8>,
+    /// Section 8's worker counts (`--concurrency`), each measured.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+    memory_workers: Vec<u32>,
+    /// Section 8: the worker count projected from the line through the measured ones.
+    #[arg(long, default_value_t = 8)]
+    memory_project: u32,
     /// Review queue bounds of section 7 (each filled before its flood).
     #[arg(long, value_delimiter = ',', default_values_t = [10_000, 1_000_000])]
     flood_queues: Vec<usize>,
@@ -129,12 +136,7 @@ fn main() -> anyhow::Result<()> {
     if !run(2) && !run(4) {
         report.add(&cold.unwrap_or_default());
         report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
-        if run(6) {
-            report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
-        }
-        if run(7) {
-            report.add(&flood::run(&ctx, dns.addr(), &args.flood_queues, args.flood_rate)?);
-        }
+        later_sections(&args, &ctx, dns.addr(), &mut report)?;
         return finish(&report, &out);
     }
     let capture = if run(2) {
@@ -152,13 +154,44 @@ fn main() -> anyhow::Result<()> {
         report.add(&envoy_section(&ctx, dns.addr(), &sidecar, &capture, &args.filters, baseline.as_ref())?);
     }
     report.add(&footprint::section(at_start, footprint::rss_kib(pid)));
+    later_sections(&args, &ctx, dns.addr(), &mut report)?;
+    finish(&report, &out)
+}
+
+/// Sections 6–8, which need nothing of the earlier ones.
+fn later_sections(args: &Args, ctx: &Ctx, dns: std::net::SocketAddr, report: &mut Report) -> anyhow::Result<()> {
+    let run = |section: u8| args.sections.contains(&section);
     if run(6) {
         report.add(&email_verdict_bench::bulk::run(args.bulk_domains)?);
     }
     if run(7) {
-        report.add(&flood::run(&ctx, dns.addr(), &args.flood_queues, args.flood_rate)?);
+        report.add(&flood::run(ctx, dns, &args.flood_queues, args.flood_rate)?);
     }
-    finish(&report, &out)
+    if run(8) {
+        let list = |v: &[String]| v.join(",");
+        let command = format!(
+            "target/release/email-verdict-bench --sections 8 --keys 1 --filters {} --memory-workers {} --memory-project {}",
+            list(&args.filters.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            list(&args.memory_workers.iter().map(ToString::to_string).collect::<Vec<_>>()),
+            args.memory_project
+        );
+        let kinds = memory_kinds(&args.filters);
+        report.add(&envmem::run(dns, &kinds, &args.memory_workers, args.memory_project, &command)?);
+    }
+    Ok(())
+}
+
+/// Section 8's rows: no filter, each filter of `--filters`, and with the Wasm filter the rows that
+/// break its cost down.
+fn memory_kinds(filters: &[FilterArg]) -> Vec<envmem::Kind> {
+    let mut kinds = vec![envmem::Kind::NoFilter];
+    kinds.extend(filters.iter().map(|f| envmem::Kind::Filter(f.build())));
+    if filters.contains(&FilterArg::Wasm) {
+        kinds.push(envmem::Kind::EmptyWasm);
+        kinds.push(envmem::Kind::NoStrongLists(Build::current()));
+    }
+    kinds.extend(filters.iter().map(|f| envmem::Kind::Released(f.build())));
+    kinds
 }
 
 /// The older build of `--baseline`, its sidecar started beside this build's (same settings), with
