@@ -31,35 +31,89 @@ pub struct DecidedNames {
     pub allow: Vec<String>,
 }
 
-/// A [`DecisionList`] prepared for lookups: sorted names, a binary search per parent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A [`DecisionList`] prepared for lookups, in one flat buffer a gateway stores in shared data
+/// and searches where it lies, parsing nothing ([`Self::from_bytes`]): every worker of a proxy
+/// then holds one compact copy (a Wasm VM) or none of its own (the module), not a parsed list.
+///
+/// Layout ([`MAGIC`], then little-endian `u32`s): the counts of the three sorted tables
+/// (reviewers', the operator's block and allow); a decision byte per reviewer name (`B`, `A`);
+/// each table's name end offsets; each table's names, concatenated.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct DecidedSet {
-    reviewer: Vec<(Box<str>, Decision)>,
-    operator_block: Vec<Box<str>>,
-    operator_allow: Vec<Box<str>>,
+    bytes: Vec<u8>,
+    tables: [Table; 3],
+    /// Where the reviewers' decision bytes start.
+    decisions: usize,
 }
+
+/// One sorted table of names inside [`DecidedSet::bytes`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Table {
+    count: usize,
+    /// Where its `count` end offsets (relative to `names`) start.
+    ends: usize,
+    names: usize,
+}
+
+const MAGIC: &[u8; 4] = b"evd1";
+const REVIEWER: usize = 0;
+const OPERATOR_BLOCK: usize = 1;
+const OPERATOR_ALLOW: usize = 2;
 
 impl DecidedSet {
     /// Names that do not parse as a [`Domain`] (or are not in its normal form) are left out.
     pub fn new(list: &DecisionList) -> Self {
-        let reviewer = normalized(&list.reviewer.block, Decision::Block)
+        let mut reviewer: Vec<(&str, Decision)> = normalized(&list.reviewer.block, Decision::Block)
             .chain(normalized(&list.reviewer.allow, Decision::Allow))
-            .collect::<Vec<_>>();
-        let mut set = Self {
-            reviewer,
-            operator_block: normalized(&list.operator.block, ()).map(|(n, ())| n).collect(),
-            operator_allow: normalized(&list.operator.allow, ()).map(|(n, ())| n).collect(),
-        };
+            .collect();
         // A name both blocked and allowed by reviewers cannot be: keep the first (sorted, stable).
-        set.reviewer.sort_by(|a, b| a.0.cmp(&b.0));
-        set.reviewer.dedup_by(|a, b| a.0 == b.0);
-        set.operator_block.sort_unstable();
-        set.operator_allow.sort_unstable();
-        set
+        reviewer.sort_by(|a, b| a.0.cmp(b.0));
+        reviewer.dedup_by(|a, b| a.0 == b.0);
+        fn table(names: &[String]) -> Vec<&str> {
+            let mut t: Vec<&str> = normalized(names, ()).map(|(n, ())| n).collect();
+            t.sort_unstable();
+            t.dedup();
+            t
+        }
+        let tables =
+            [reviewer.iter().map(|(n, _)| *n).collect(), table(&list.operator.block), table(&list.operator.allow)];
+        let decisions = reviewer.iter().map(|(_, d)| if *d == Decision::Block { b'B' } else { b'A' });
+        Self::from_bytes(encode(&tables, decisions)).unwrap_or_default()
+    }
+
+    /// The set stored as [`Self::as_bytes`] wrote it, checked whole (the offsets within the
+    /// buffer, each table sorted, each decision known); `None` for anything else.
+    pub fn from_bytes(bytes: Vec<u8>) -> Option<Self> {
+        if bytes.get(..4)? != MAGIC {
+            return None;
+        }
+        let counts = [read_u32(&bytes, 4)?, read_u32(&bytes, 8)?, read_u32(&bytes, 12)?];
+        let decisions: usize = 16;
+        let mut ends = decisions.checked_add(counts[REVIEWER])?;
+        let mut names = counts.iter().try_fold(ends, |at, n| at.checked_add(n.checked_mul(4)?))?;
+        let mut set = Self { tables: [Table::default(); 3], decisions, bytes: Vec::new() };
+        for (slot, count) in set.tables.iter_mut().zip(counts) {
+            *slot = Table { count, ends, names };
+            let len = if count == 0 { 0 } else { read_u32(&bytes, ends + (count - 1) * 4)? };
+            ends += count * 4;
+            names = names.checked_add(len)?;
+        }
+        if names != bytes.len() {
+            return None;
+        }
+        set.bytes = bytes;
+        let known = |b: &u8| *b == b'B' || *b == b'A';
+        let decided = set.bytes.get(decisions..decisions + counts[REVIEWER])?.iter().all(known);
+        (decided && set.tables.iter().all(|t| set.sorted(t))).then_some(set)
+    }
+
+    /// The stored form ([`Self::from_bytes`]).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     pub fn len(&self) -> usize {
-        self.reviewer.len() + self.operator_block.len() + self.operator_allow.len()
+        self.tables.iter().map(|t| t.count).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,25 +122,98 @@ impl DecidedSet {
 
     /// The decision in force for `domain`, as the sidecar would apply it.
     pub fn decision(&self, domain: &Domain) -> Option<Decision> {
-        let reviewer = parents(domain)
-            .find_map(|name| self.reviewer.binary_search_by(|(n, _)| (**n).cmp(name)).ok().map(|i| self.reviewer[i].1));
-        let on = |names: &[Box<str>]| parents(domain).any(|name| names.binary_search_by(|n| (**n).cmp(name)).is_ok());
-        reviewer.or_else(|| {
-            if on(&self.operator_block) {
+        let reviewer = &self.tables[REVIEWER];
+        let decided = parents(domain)
+            .find_map(|name| self.find(reviewer, name))
+            .map(|i| if self.bytes[self.decisions + i] == b'B' { Decision::Block } else { Decision::Allow });
+        let on = |t: usize| parents(domain).any(|name| self.find(&self.tables[t], name).is_some());
+        decided.or_else(|| {
+            if on(OPERATOR_BLOCK) {
                 Some(Decision::Block)
-            } else if on(&self.operator_allow) {
+            } else if on(OPERATOR_ALLOW) {
                 Some(Decision::Allow)
             } else {
                 None
             }
         })
     }
+
+    /// The `i`th name of `t` (`i < t.count`; the offsets were checked by `from_bytes`).
+    fn name(&self, t: &Table, i: usize) -> &[u8] {
+        let end = |i: usize| read_u32(&self.bytes, t.ends + i * 4).unwrap_or(0);
+        let start = if i == 0 { 0 } else { end(i - 1) };
+        self.bytes.get(t.names + start..t.names + end(i)).unwrap_or_default()
+    }
+
+    fn find(&self, t: &Table, name: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0, t.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.name(t, mid).cmp(name.as_bytes()) {
+                std::cmp::Ordering::Equal => return Some(mid),
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        None
+    }
+
+    /// Offsets that never go back and names in strictly increasing order.
+    fn sorted(&self, t: &Table) -> bool {
+        let mut previous_end = 0;
+        for i in 0..t.count {
+            let end = read_u32(&self.bytes, t.ends + i * 4).unwrap_or(0);
+            if end < previous_end || (i > 0 && self.name(t, i - 1) >= self.name(t, i)) {
+                return false;
+            }
+            previous_end = end;
+        }
+        true
+    }
 }
 
-fn normalized<T: Copy + 'static>(names: &[String], tag: T) -> impl Iterator<Item = (Box<str>, T)> + '_ {
-    names
-        .iter()
-        .filter_map(move |n| Domain::parse(n).ok().filter(|d| d.as_str() == n).map(|d| (d.as_str().into(), tag)))
+impl std::fmt::Debug for DecidedSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counts = self.tables.map(|t| t.count);
+        f.debug_struct("DecidedSet").field("counts", &counts).field("bytes", &self.bytes.len()).finish()
+    }
+}
+
+/// The buffer of [`DecidedSet`]: sorted, deduplicated tables and the reviewers' decisions.
+fn encode<'a>(tables: &[Vec<&'a str>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u8> {
+    let names: usize = tables.iter().flatten().map(|n| n.len()).sum();
+    let count: usize = tables.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(16 + tables[REVIEWER].len() + count * 4 + names);
+    out.extend_from_slice(MAGIC);
+    for t in tables {
+        out.extend_from_slice(&u32_of(t.len()).to_le_bytes());
+    }
+    out.extend(decisions);
+    for t in tables {
+        let mut end = 0;
+        for name in t {
+            end += name.len();
+            out.extend_from_slice(&u32_of(end).to_le_bytes());
+        }
+    }
+    for name in tables.iter().flatten() {
+        out.extend_from_slice(name.as_bytes());
+    }
+    out
+}
+
+/// A size as a table's `u32` (a decision list is bounded far below 4 GiB by the sidecar's answer).
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> Option<usize> {
+    let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    usize::try_from(u32::from_le_bytes(b)).ok()
+}
+
+fn normalized<T: Copy + 'static>(names: &[String], tag: T) -> impl Iterator<Item = (&str, T)> + '_ {
+    names.iter().filter(|n| Domain::parse(n).is_ok_and(|d| d.as_str() == n.as_str())).map(move |n| (n.as_str(), tag))
 }
 
 /// `domain` and every parent name, most specific first.
@@ -137,5 +264,61 @@ mod tests {
         check("op.example", Some(Block));
         check("a.op-ok.example", Some(Allow));
         check("unrelated.example", None);
+    }
+
+    fn sample() -> DecidedSet {
+        let many: Vec<String> = (0..500).map(|i| format!("n{i}.decided.example")).collect();
+        let list = DecisionList {
+            reviewer: DecidedNames { block: many, allow: names(&["ok.decided.example"]) },
+            operator: DecidedNames { block: names(&["op.example"]), allow: names(&["op-ok.example"]) },
+            complete: true,
+        };
+        DecidedSet::new(&list)
+    }
+
+    #[test]
+    fn the_stored_form_is_read_in_place_and_decides_the_same() {
+        let set = sample();
+        let again = DecidedSet::from_bytes(set.as_bytes().to_vec()).expect("its own form");
+        assert_eq!(again, set);
+        for name in [
+            "n0.decided.example",
+            "x.n499.decided.example",
+            "ok.decided.example",
+            "op.example",
+            "a.op-ok.example",
+            "n500.decided.example",
+        ] {
+            let d = Domain::parse(name).unwrap();
+            assert_eq!(again.decision(&d), set.decision(&d), "{name}");
+        }
+        assert_eq!(again.decision(&Domain::parse("n250.decided.example").unwrap()), Some(Decision::Block));
+        assert_eq!(DecidedSet::from_bytes(DecidedSet::default().as_bytes().to_vec()), None, "no magic: not a set");
+        let empty = DecidedSet::new(&DecisionList::default());
+        assert!(empty.is_empty() && DecidedSet::from_bytes(empty.as_bytes().to_vec()).is_some());
+    }
+
+    #[test]
+    fn a_damaged_stored_form_is_refused_never_a_panic() {
+        let bytes = sample().as_bytes().to_vec();
+        for len in 0..bytes.len() {
+            assert!(DecidedSet::from_bytes(bytes[..len].to_vec()).is_none(), "cut at {len}");
+        }
+        // Every byte of the header, the decisions and the offsets changed in turn: refused, or
+        // (a name's byte) still a set that answers without panicking.
+        for at in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut damaged = bytes.clone();
+                damaged[at] ^= flip;
+                if let Some(set) = DecidedSet::from_bytes(damaged) {
+                    set.decision(&Domain::parse("n7.decided.example").unwrap());
+                }
+            }
+        }
+        // A binary search needs order: a table out of order, or with a name twice, is refused.
+        let written = |t: Vec<&str>| encode(&[t, vec![], vec![]], std::iter::repeat_n(b'B', 2));
+        assert!(DecidedSet::from_bytes(written(vec!["a.example", "b.example"])).is_some());
+        assert!(DecidedSet::from_bytes(written(vec!["b.example", "a.example"])).is_none());
+        assert!(DecidedSet::from_bytes(written(vec!["a.example", "a.example"])).is_none());
     }
 }

@@ -6,7 +6,8 @@
 //! One root context per period fetches `GET /api/v1/decisions` with the gateway's key (the
 //! due time in shared data moves by compare-and-swap, so all workers of a `vm_id` share one
 //! fetch), sending the `ETag` it has; the answer is stored in shared data as `etag\n` + the
-//! JSON body, then its `ETag` under a small key of its own ([`VERSION_KEY`]), whose CAS token
+//! compact form of its names (`core::DecidedSet`, searched where it lies: a worker holds that
+//! one copy, not a parsed list), then its `ETag` under a small key of its own ([`VERSION_KEY`]), whose CAS token
 //! changes with every store. A lookup reads only that small key, and the list itself (up to
 //! [`MAX_BODY`]) only when the token changed, to parse it again: shared data hands out copies,
 //! so reading the list per lookup would copy it per signup while the sidecar is down.
@@ -18,7 +19,7 @@
 //! while the cache is on (`config.rs`).
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use email_verdict_core::{DecidedSet, Decision, DecisionList, Domain};
 
@@ -26,11 +27,13 @@ use crate::cache::SharedData;
 use crate::host::HostError;
 
 pub const PATH: &str = "/api/v1/decisions";
-/// The stored list: `etag\n` + the JSON body.
-pub const LIST_KEY: &str = "email_verdict.decisions";
+/// The stored list: `etag\n` + `DecidedSet::as_bytes`. Named after the form: shared data
+/// outlives a filter update, and a build that read another form under the same `ETag` would get
+/// `304`s for a list it cannot read.
+pub const LIST_KEY: &str = "email_verdict.decisions.evd1";
 /// The stored list's `ETag`, written after the list: its CAS token is the list's version
 /// ([`version`]), new with every store (a `304` stores nothing).
-pub const VERSION_KEY: &str = "email_verdict.decisions.version";
+pub const VERSION_KEY: &str = "email_verdict.decisions.evd1.version";
 /// When the next fetch is due (Unix milliseconds, decimal).
 pub const DUE_KEY: &str = "email_verdict.decisions.due";
 /// The largest answer read (100,000 names in each of four lists fit with room to spare).
@@ -86,13 +89,19 @@ pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[
     if etag.contains('\n') {
         return Err("the ETag holds a line break".to_owned());
     }
-    let names = DecidedSet::new(&list).len();
-    let value = [etag.as_bytes(), b"\n", body].concat();
+    let set = DecidedSet::new(&list);
+    drop(list);
+    let names = set.len();
+    let value = [etag.as_bytes(), b"\n", set.as_bytes()].concat();
     store.shared_data_set(LIST_KEY, &value, None).map_err(|e| format!("could not store the decisions: {e:?}"))?;
     // After the list: a reader that sees the new version finds at least this list.
     store
         .shared_data_set(VERSION_KEY, etag.as_bytes(), None)
         .map_err(|e| format!("could not store the decisions' version: {e:?}"))?;
+    // Where the workers share memory, the set parsed here is theirs: no worker parses it again.
+    if let (Some(slot), Ok((_, Some(version)))) = (store.parsed_decisions(), store.shared_data_get(VERSION_KEY)) {
+        slot.put(version, Arc::new(set));
+    }
     Ok(names)
 }
 
@@ -100,7 +109,7 @@ pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[
 #[derive(Debug, Default)]
 pub struct LocalCopy {
     /// The version (CAS token of [`VERSION_KEY`]) the set was parsed at.
-    parsed: RefCell<(Option<u32>, Rc<DecidedSet>)>,
+    parsed: RefCell<(Option<u32>, Arc<DecidedSet>)>,
     /// How many times the stored list was read (tests).
     #[cfg(test)]
     reads: std::cell::Cell<usize>,
@@ -116,25 +125,74 @@ impl LocalCopy {
         };
         if version.is_none() || self.parsed.borrow().0 != version {
             let set = match version {
-                None => DecidedSet::default(),
-                Some(_) => match store.shared_data_get(LIST_KEY) {
-                    Ok((value, _)) => value.as_deref().and_then(parse_stored).unwrap_or_default(),
-                    Err(_) => return self.parsed.borrow().1.decision(domain),
+                None => Arc::default(),
+                Some(version) => match self.read(store, version) {
+                    Some(set) => set,
+                    None => return self.parsed.borrow().1.decision(domain),
                 },
             };
-            #[cfg(test)]
-            self.reads.set(self.reads.get() + usize::from(version.is_some()));
-            *self.parsed.borrow_mut() = (version, Rc::new(set));
+            *self.parsed.borrow_mut() = (version, set);
         }
-        let set = Rc::clone(&self.parsed.borrow().1);
+        let set = Arc::clone(&self.parsed.borrow().1);
         set.decision(domain)
+    }
+
+    /// The list of `version`: parsed already by another reader of the store, else read and
+    /// parsed (and handed to the others); `None` when the store cannot be read.
+    fn read(&self, store: &(impl SharedData + ?Sized), version: u32) -> Option<Arc<DecidedSet>> {
+        let slot = store.parsed_decisions();
+        if let Some(set) = slot.and_then(|s| s.get(version)) {
+            return Some(set);
+        }
+        let (value, _) = store.shared_data_get(LIST_KEY).ok()?;
+        #[cfg(test)]
+        self.reads.set(self.reads.get() + 1);
+        let set = Arc::new(value.and_then(parse_stored).unwrap_or_default());
+        if let Some(slot) = slot {
+            slot.put(version, Arc::clone(&set));
+        }
+        Some(set)
     }
 }
 
-fn parse_stored(value: &[u8]) -> Option<DecidedSet> {
+/// The decisions parsed once for every reader of a store whose readers share memory: the
+/// dynamic module's worker threads hold one set per process rather than one each (a Wasm VM's
+/// memory is its own, so each keeps its [`LocalCopy`]). Two threads that miss at once may both
+/// parse; the set kept is the newest version's.
+#[derive(Debug)]
+pub struct ParsedSlot(Mutex<Option<(u32, Arc<DecidedSet>)>>);
+
+impl Default for ParsedSlot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ParsedSlot {
+    pub const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn get(&self, version: u32) -> Option<Arc<DecidedSet>> {
+        let slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.as_ref().filter(|(v, _)| *v == version).map(|(_, set)| Arc::clone(set))
+    }
+
+    /// Keeps `set` unless a newer version is kept (versions only grow: one counter per store).
+    fn put(&self, version: u32, set: Arc<DecidedSet>) {
+        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(v, _)| *v < version) {
+            *slot = Some((version, set));
+        }
+    }
+}
+
+/// The set in a stored value (`etag\n` + its form): checked, not parsed, and kept where it was
+/// copied to (the prefix is moved out in place).
+fn parse_stored(mut value: Vec<u8>) -> Option<DecidedSet> {
     let start = value.iter().position(|&b| b == b'\n')? + 1;
-    let list: DecisionList = serde_json::from_slice(value.get(start..)?).ok()?;
-    Some(DecidedSet::new(&list))
+    value.drain(..start);
+    DecidedSet::from_bytes(value)
 }
 
 #[cfg(test)]
@@ -187,6 +245,50 @@ mod tests {
         assert_eq!(copy.reads.get(), 2, "the list is read once per version, not per lookup");
         assert!(store_answer(&mut store, "\"v3\"", b"<html>").is_err(), "a bad answer keeps the last list");
         assert_eq!(stored_etag(&store).as_deref(), Some("\"v2\""));
+    }
+
+    /// A store whose readers share one parsed list (the dynamic module's).
+    #[derive(Default)]
+    struct Sharing(Store, ParsedSlot);
+
+    impl SharedData for Sharing {
+        fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError> {
+            self.0.shared_data_get(key)
+        }
+        fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
+            self.0.shared_data_set(key, value, cas)
+        }
+        fn parsed_decisions(&self) -> Option<&ParsedSlot> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn workers_sharing_memory_parse_each_version_once() {
+        let mut store = Sharing::default();
+        let d = |s: &str| Domain::parse(s).unwrap();
+        let body = br#"{"reviewer":{"block":["blocked.example"],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
+        store_answer(&mut store, "\"v1\"", body).unwrap();
+        let workers: Vec<LocalCopy> = (0..4).map(|_| LocalCopy::default()).collect();
+        for w in &workers {
+            assert_eq!(w.decision(&store, &d("a.blocked.example")), Some(Decision::Block));
+        }
+        let reads = |ws: &[LocalCopy]| ws.iter().map(|w| w.reads.get()).sum::<usize>();
+        assert_eq!(reads(&workers), 0, "the sync's own parse serves every worker");
+        store.1 = ParsedSlot::new(); // as after a sync by another filter configuration's store
+        let late = LocalCopy::default();
+        assert_eq!(late.decision(&store, &d("a.blocked.example")), Some(Decision::Block));
+        assert_eq!(workers[0].decision(&store, &d("a.blocked.example")), Some(Decision::Block));
+        assert_eq!(late.reads.get(), 1, "read and parsed by the first worker that needs it");
+        let body = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
+        store_answer(&mut store, "\"v2\"", body).unwrap();
+        for w in &workers {
+            assert_eq!(w.decision(&store, &d("a.blocked.example")), None, "the new version everywhere");
+        }
+        assert_eq!(reads(&workers), 0, "the new version too");
+        // An older version parsed late never replaces a newer one.
+        store.1.put(1, Arc::default());
+        assert!(store.1.get(1).is_none());
     }
 
     /// A store that counts the bytes it hands out.
