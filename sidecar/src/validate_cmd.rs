@@ -9,7 +9,7 @@
 //! What needs the proxy's environment (the API key and mailbox secret read from `*_env`
 //! variables) is not checked: only that the variable is named.
 
-mod found;
+pub mod found;
 
 use std::io::Read;
 use std::process::ExitCode;
