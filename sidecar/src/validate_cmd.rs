@@ -104,7 +104,9 @@ fn check(name: &str, found: &Found, kind: Option<KindArg>) -> bool {
         Kind::Plugin => PluginConfig::parse(json).and_then(|c| c.validate()).map_err(|e| e.to_string()),
         Kind::ExtAuthz => ext_authz_from_json(json).map(drop),
     });
-    let result = result.map_err(|e| if found.rewritten { without_position(&e).to_owned() } else { e });
+    // ext_authz's reader writes the document anew without its failure_mode: no position holds.
+    let rewritten = found.rewritten || kind == Kind::ExtAuthz;
+    let result = result.map_err(|e| if rewritten { without_position(&e).to_owned() } else { e });
     match result {
         Ok(()) => {
             println!("{}", redact(&format!("ok: {at}: {what}")));

@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use email_verdict::validate_cmd::found::{Kind, configurations};
 use email_verdict_filter::config::PluginConfig;
+use email_verdict_tests::schema::{fields, objects, plugin_schema};
 use email_verdict_tests::workspace_root;
 use serde_json::{Value, json};
 
 fn schema() -> Value {
-    let path = workspace_root().join("envoy/schema/plugin-config.schema.json");
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    plugin_schema()
 }
 
 fn validator() -> jsonschema::Validator {
@@ -329,30 +329,6 @@ fn the_known_differences_are_still_the_only_ones_of_their_kind() {
     }
 }
 
-/// Every property of the schema, as a path of names (`velocity.mailbox.per_hour`), with whether
-/// it is an object of named properties.
-fn schema_properties(node: &Value, root: &Value, path: &str, out: &mut BTreeMap<String, BTreeSet<String>>) {
-    if let Some(reference) = node.get("$ref").and_then(Value::as_str) {
-        let target = root.pointer(reference.trim_start_matches('#')).unwrap();
-        schema_properties(target, root, path, out);
-    }
-    if let Some(props) = node.get("properties").and_then(Value::as_object) {
-        out.entry(path.to_owned()).or_default().extend(props.keys().cloned());
-        for (name, sub) in props {
-            let child = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
-            schema_properties(sub, root, &child, out);
-        }
-    }
-    if let Some(items) = node.get("items") {
-        schema_properties(items, root, path, out);
-    }
-    for branches in ["anyOf", "oneOf"] {
-        for branch in node.get(branches).and_then(Value::as_array).into_iter().flatten() {
-            schema_properties(branch, root, path, out);
-        }
-    }
-}
-
 /// The names the parser knows at `path`, from its own message for an unknown field there.
 fn parser_fields(path: &str) -> BTreeSet<String> {
     let mut doc = base();
@@ -371,9 +347,7 @@ fn parser_fields(path: &str) -> BTreeSet<String> {
 
 #[test]
 fn the_schema_knows_every_field_the_parser_knows() {
-    let schema = schema();
-    let mut objects = BTreeMap::new();
-    schema_properties(&schema, &schema, "", &mut objects);
+    let objects = objects(&schema());
     for (path, names) in &objects {
         if path == "failure_mode" {
             // An untagged enum: its message names the three reasons, checked one by one.
@@ -401,13 +375,7 @@ fn the_schema_knows_every_field_the_parser_knows() {
 
 #[test]
 fn every_field_has_good_and_bad_values() {
-    let schema = schema();
-    let mut objects = BTreeMap::new();
-    schema_properties(&schema, &schema, "", &mut objects);
-    let mut fields: BTreeSet<String> = BTreeSet::new();
-    for (path, names) in &objects {
-        fields.extend(names.iter().map(|n| if path.is_empty() { n.clone() } else { format!("{path}.{n}") }));
-    }
+    let fields = fields(&schema());
     let mut seen: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     for case in cases() {
         for pointer in &case.fields {
