@@ -441,3 +441,71 @@ fn every_shipped_plugin_configuration_is_valid_against_the_schema() {
         assert_eq!(parse(&doc), Ok(()), "{name}");
     }
 }
+
+// The ext_authz configuration's schema: the plugin configuration's shared fields, word for word,
+// and its own failure_mode; checked against `serve`'s reader of `--ext-authz-config`.
+
+fn ext_authz_schema() -> Value {
+    let path = workspace_root().join("envoy/schema/ext-authz-config.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn parse_ext_authz(doc: &Value) -> Result<(), String> {
+    email_verdict::config::ext_authz_from_json(&serde_json::to_vec(doc).unwrap()).map(drop)
+}
+
+#[test]
+fn the_ext_authz_schema_is_the_plugin_schemas_shared_fields() {
+    let (plugin, ext) = (schema(), ext_authz_schema());
+    assert!(jsonschema::meta::is_valid(&ext));
+    assert_eq!(ext["$defs"], plugin["$defs"], "copy $defs from plugin-config.schema.json");
+    let properties = ext["properties"].as_object().unwrap();
+    for (name, definition) in properties.iter().filter(|(name, _)| *name != "failure_mode") {
+        let (mut mine, mut theirs) = (definition.clone(), plugin["properties"][name].clone());
+        if name == "velocity" {
+            // Where the secret comes from differs; the field does not.
+            mine.as_object_mut().unwrap().remove("description");
+            theirs.as_object_mut().unwrap().remove("description");
+        }
+        assert_eq!(mine, theirs, "{name}: copy it from plugin-config.schema.json");
+    }
+    let names: BTreeSet<String> = properties.keys().filter(|n| *n != "failure_mode").cloned().collect();
+    let message = parse_ext_authz(&json!({ "__unknown__": true })).unwrap_err();
+    let expected = message.split_once("expected").map(|(_, names)| names).unwrap_or_default();
+    let parser: BTreeSet<String> = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+    assert_eq!(parser, names, "the ext_authz reader's fields (left) and the schema's (right)");
+}
+
+#[test]
+fn the_ext_authz_schema_and_reader_agree() {
+    let validator = jsonschema::draft202012::new(&ext_authz_schema()).expect("the schema compiles");
+    let shared: BTreeSet<String> = ext_authz_schema()["properties"].as_object().unwrap().keys().cloned().collect();
+    let mut docs: Vec<Value> = cases()
+        .into_iter()
+        .filter(|c| c.fields.iter().all(|f| shared.contains(f.split('/').nth(1).unwrap_or_default())))
+        .map(|c| {
+            let mut doc = c.doc;
+            let o = doc.as_object_mut().unwrap();
+            o.remove("sidecar");
+            o.remove("signup_routes");
+            doc
+        })
+        .collect();
+    assert!(docs.len() > 100, "{}", docs.len());
+    for mode in [json!("allow"), json!("deny"), json!("maybe"), json!({ "sidecar_error": "deny" }), Value::Null] {
+        docs.push(json!({ "failure_mode": mode }));
+    }
+    docs.push(json!({ "velocity": { "client": { "per_hour": 10, "action": "flag" } } }));
+    let mut wrong = Vec::new();
+    for doc in docs {
+        let (reader, schema) = (parse_ext_authz(&doc), validator.is_valid(&doc));
+        if reader.is_ok() != schema {
+            wrong.push(format!("{doc}: reader {reader:?}, schema valid={schema}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let shipped = std::fs::read_to_string(workspace_root().join("envoy/ext-authz-config.json")).unwrap();
+    let shipped: Value = serde_json::from_str(&shipped).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&shipped).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty() && parse_ext_authz(&shipped).is_ok(), "envoy/ext-authz-config.json: {errors:?}");
+}
