@@ -89,12 +89,12 @@ fn in_document(doc: &Value, place: String, out: &mut Contents) {
         match kind {
             Some("WasmPlugin") => wasm_plugin(doc, &resource, out),
             Some("EnvoyExtensionPolicy") => extension_policy(doc, &resource, out),
-            _ => envoy_filters(doc, &resource, "", out),
+            _ => envoy_filters(doc, &resource, "", None, out),
         }
     } else if ["static_resources", "dynamic_resources", "admin"].iter().any(|k| object.contains_key(*k)) {
         let resource =
             if place.is_empty() { "Envoy bootstrap".to_owned() } else { format!("{place}, Envoy bootstrap") };
-        envoy_filters(doc, &resource, "", out);
+        envoy_filters(doc, &resource, "", None, out);
     } else {
         out.found.push(Found { place, kind: None, json: to_bytes(doc), rewritten: true });
     }
@@ -141,8 +141,9 @@ fn extension_policy(doc: &Value, resource: &str, out: &mut Contents) {
 }
 
 /// Every Wasm or dynamic-module filter anywhere in `value` (an `EnvoyFilter`'s patch, a bootstrap's
-/// listeners): the configuration Envoy would hand to it.
-fn envoy_filters(value: &Value, resource: &str, path: &str, out: &mut Contents) {
+/// listeners): the configuration Envoy would hand to it. `parent` is the object holding `value`:
+/// an HTTP filter's `name` sits beside its `typed_config`.
+fn envoy_filters(value: &Value, resource: &str, path: &str, parent: Option<&Value>, out: &mut Contents) {
     match value {
         Value::Object(o) => {
             let (config_field, json) = match o.get("@type").and_then(Value::as_str) {
@@ -162,7 +163,8 @@ fn envoy_filters(value: &Value, resource: &str, path: &str, out: &mut Contents) 
                     }
                 }
                 let place = format!("{resource} ({}{config_field})", dotted(path));
-                if names_us(&named) {
+                let filter_name = parent.and_then(|p| p.get("name")).cloned().unwrap_or_default();
+                if names_us(&named) || names_us(&filter_name) {
                     // A StringValue is the operator's text; a Struct is rewritten.
                     let rewritten = value.pointer("/filter_config/@type").and_then(Value::as_str) == Some(STRUCT);
                     out.found.push(Found { place, kind: Some(Kind::Plugin), json, rewritten });
@@ -172,12 +174,12 @@ fn envoy_filters(value: &Value, resource: &str, path: &str, out: &mut Contents) 
                 return;
             }
             for (k, v) in o {
-                envoy_filters(v, resource, &format!("{path}.{k}"), out);
+                envoy_filters(v, resource, &format!("{path}.{k}"), Some(value), out);
             }
         }
         Value::Array(a) => {
             for (i, v) in a.iter().enumerate() {
-                envoy_filters(v, resource, &format!("{path}[{i}]"), out);
+                envoy_filters(v, resource, &format!("{path}[{i}]"), Some(value), out);
             }
         }
         _ => {}
@@ -252,6 +254,47 @@ mod tests {
     fn json_is_passed_on_byte_for_byte() {
         let c = configurations(" {\"mode\": \"flag\"} ").unwrap();
         assert_eq!(c.found[0].json.as_ref().unwrap(), b"{\"mode\": \"flag\"} ");
+    }
+
+    #[test]
+    fn a_module_may_have_a_struct_and_a_wasm_filter_only_a_string() {
+        let filter = |t: &str, config: &str| {
+            format!(
+                "static_resources: {{listeners: [{{name: email_verdict, typed_config: {{'@type': {t}, {config}}}}}]}}\n"
+            )
+        };
+        let module = filter(
+            MODULE_TYPE,
+            "filter_config: {'@type': type.googleapis.com/google.protobuf.Struct, value: {mode: flag}}",
+        );
+        let c = configurations(&module).unwrap();
+        assert_eq!(c.found[0].json.as_ref().unwrap(), br#"{"mode":"flag"}"#);
+        assert!(c.found[0].rewritten && c.found[0].kind == Some(Kind::Plugin));
+        let wasm = filter(
+            WASM_TYPE,
+            "config: {root_id: email_verdict, configuration: {'@type': type.googleapis.com/google.protobuf.Struct, value: {}}}",
+        );
+        let c = configurations(&wasm).unwrap();
+        assert!(c.found[0].json.as_ref().unwrap_err().contains("StringValue"), "{:?}", c.found);
+        let text = filter(
+            WASM_TYPE,
+            "config: {root_id: email_verdict, configuration: {'@type': type.googleapis.com/google.protobuf.StringValue, value: ' {}'}}",
+        );
+        let c = configurations(&text).unwrap();
+        assert_eq!((c.found[0].json.as_deref(), c.found[0].rewritten), (Ok(&b" {}"[..]), false));
+        assert!(
+            c.found[0].place.starts_with("Envoy bootstrap (static_resources.listeners[0].typed_config."),
+            "{:?}",
+            c.found
+        );
+    }
+
+    #[test]
+    fn a_patch_file_is_a_resource_not_a_configuration() {
+        let c = configurations("spec: {template: {metadata: {annotations: {a: b}}}}\n").unwrap();
+        assert!(c.found.is_empty() && c.skipped.is_empty(), "{c:?}");
+        let c = configurations("mode: flag\n").unwrap();
+        assert_eq!((c.found.len(), c.found[0].kind), (1, None));
     }
 
     #[test]
