@@ -222,9 +222,7 @@ fn to_bytes(value: &Value) -> Result<Vec<u8>, String> {
 /// A YAML node as the JSON istiod and Envoy Gateway would hand on (keys as strings).
 fn to_json(node: &Yaml) -> Value {
     match node {
-        Yaml::Real(text) => {
-            text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
-        }
+        Yaml::Real(text) => real(text),
         Yaml::Integer(n) => Value::from(*n),
         Yaml::String(s) => Value::String(s.clone()),
         Yaml::Boolean(b) => Value::Bool(*b),
@@ -235,6 +233,19 @@ fn to_json(node: &Yaml) -> Value {
         }
         Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
     }
+}
+
+/// A YAML float as the JSON the filter gets: istiod (a protobuf `Struct`) and Kubernetes (Go's
+/// `encoding/json`) both write an integral one without a fraction (`1e3` as `1000`).
+fn real(text: &str) -> Value {
+    let Some(x) = text.parse::<f64>().ok().filter(|x| x.is_finite()) else {
+        return Value::Null;
+    };
+    // Within 2^53 an f64 holds every integer exactly.
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        return Value::from(x as i64);
+    }
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
 }
 
 fn key(node: &Yaml) -> String {
@@ -287,6 +298,12 @@ mod tests {
             "{:?}",
             c.found
         );
+    }
+
+    #[test]
+    fn an_integral_float_is_an_integer_as_istiod_writes_it() {
+        let c = configurations("timeout_ms: 1e3\nratio: 0.5\nsign: -2.0\n").unwrap();
+        assert_eq!(c.found[0].json.as_ref().unwrap(), br#"{"ratio":0.5,"sign":-2,"timeout_ms":1000}"#);
     }
 
     #[test]
