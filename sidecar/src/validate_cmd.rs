@@ -118,15 +118,18 @@ fn check(name: &str, found: &Found, kind: Option<KindArg>) -> bool {
 }
 
 /// A bare document's kind: `--kind`, else plugin when it names either field only the plugin
-/// configuration has.
+/// configuration has, or is no JSON object at all (the plugin parser's syntax errors keep
+/// their line and column).
 fn chosen(found: &Found, kind: Option<KindArg>) -> Kind {
     match kind {
         Some(KindArg::Plugin) => Kind::Plugin,
         Some(KindArg::ExtAuthz) => Kind::ExtAuthz,
         None => {
             let object = found.json.as_deref().ok().and_then(|j| serde_json::from_slice::<serde_json::Value>(j).ok());
-            let plugin =
-                object.as_ref().is_some_and(|o| o.get("sidecar").is_some() || o.get("signup_routes").is_some());
+            let plugin = object
+                .as_ref()
+                .and_then(serde_json::Value::as_object)
+                .is_none_or(|o| o.contains_key("sidecar") || o.contains_key("signup_routes"));
             if plugin { Kind::Plugin } else { Kind::ExtAuthz }
         }
     }

@@ -257,6 +257,10 @@ fn an_ext_authz_configuration_is_read_as_serve_reads_it() {
     let out = validate(&dir, &["--kind", "plugin", "authz.json"]);
     out.expect_code(1, "--kind plugin on an ext_authz configuration");
     assert!(out.stderr.contains("authz.json: plugin configuration: sidecar: missing field `sidecar`"), "{out}");
+    dir.write("broken.json", "{\n  \"mode\": \"flag\",\n}\n");
+    let out = validate(&dir, &["broken.json"]);
+    out.expect_code(1, "a JSON syntax error");
+    assert!(out.stderr.starts_with("broken.json: plugin configuration: trailing comma at line 3 column 1"), "{out}");
     let shipped = workspace_root().join("envoy/plugin-config.json").display().to_string();
     let out = validate(&dir, &["--kind", "ext-authz", &shipped]);
     out.expect_code(1, "--kind ext-authz on a plugin configuration");
