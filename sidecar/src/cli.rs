@@ -1,5 +1,5 @@
 //! The command line of operations.md: `serve`, `keys create|list|revoke`, `review`, `check`,
-//! and `explain`.
+//! `explain` and `validate-config`.
 
 use std::path::PathBuf;
 
@@ -44,6 +44,10 @@ pub enum Command {
     },
     /// Why a domain's (or an address's domain's) verdict is what it is, and how to undo it
     Explain(Box<crate::explain_cmd::ExplainArgs>),
+    /// Check plugin and ext_authz configurations (JSON, or the YAML of Istio, Envoy Gateway and
+    /// Envoy resources) with the filter's own parser before a proxy loads them
+    #[command(arg_required_else_help = true)]
+    ValidateConfig(Box<crate::validate_cmd::ValidateArgs>),
 }
 
 #[derive(Debug, Subcommand)]

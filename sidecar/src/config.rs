@@ -515,9 +515,14 @@ pub(crate) fn ext_authz_settings(path: Option<&Path>) -> anyhow::Result<(Enforce
         return Ok((defaults, Policy::Allow));
     };
     let bytes = std::fs::read(path).with_context(|| format!("cannot read --ext-authz-config {}", path.display()))?;
-    let bad = |e: String| usage_error(format!("--ext-authz-config {}: {e}", path.display()));
-    let (shared, failure_mode) = split_failure_mode(&bytes).map_err(bad)?;
-    let enforcement = EnforcementConfig::from_json(&shared).map_err(|e| bad(e.to_string()))?;
+    ext_authz_from_json(&bytes).map_err(|e| usage_error(format!("--ext-authz-config {}: {e}", path.display())))
+}
+
+/// An `--ext-authz-config` document, parsed and validated (`serve` and `validate-config` alike);
+/// the error names the field.
+pub fn ext_authz_from_json(bytes: &[u8]) -> Result<(Enforcement, Policy), String> {
+    let (shared, failure_mode) = split_failure_mode(bytes)?;
+    let enforcement = EnforcementConfig::from_json(&shared).map_err(|e| e.to_string())?;
     Ok((enforcement, failure_mode))
 }
 

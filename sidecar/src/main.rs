@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use email_verdict::cli::{Cli, Command};
-use email_verdict::{UsageError, check_cmd, explain_cmd, keys_cmd, logging, review_cmd, server};
+use email_verdict::{UsageError, check_cmd, explain_cmd, keys_cmd, logging, review_cmd, server, validate_cmd};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -35,6 +35,8 @@ fn main() -> ExitCode {
         Command::Keys { store, command } => block_on(keys_cmd::run(store, command)),
         Command::Review { store, command } => block_on(review_cmd::run(store, command)),
         Command::Explain(args) => block_on(explain_cmd::run(*args)),
+        // Its own lines and exit status: one line per mistake, not one error.
+        Command::ValidateConfig(args) => return validate_cmd::run(*args),
         Command::Check(args) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

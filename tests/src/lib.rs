@@ -25,6 +25,7 @@ pub mod nsd;
 pub mod process;
 pub mod protocols;
 pub mod redis;
+pub mod schema;
 pub mod sidecar;
 pub mod tempdir;
 pub mod upstream;

@@ -144,9 +144,20 @@ impl Cli {
 
 /// Runs the binary with exactly `args` (no `--state` added).
 pub fn run_raw(cwd: &Path, args: &[&str]) -> CliOutput {
+    run_with_stdin(cwd, args, None)
+}
+
+/// [`run_raw`] with `input` as the command's standard input (`None`: no input at all).
+pub fn run_with_stdin(cwd: &Path, args: &[&str], input: Option<&[u8]>) -> CliOutput {
     let mut cmd = command(cwd);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
+    cmd.args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    if let (Some(input), Some(mut pipe)) = (input, child.stdin.take()) {
+        use std::io::Write;
+        // A command that exits before reading all of it is not this function's failure.
+        let _ = pipe.write_all(input);
+    }
     let pid = child.id();
     // A watchdog instead of a wait with timeout (std has none): kill after CLI_TIMEOUT.
     let (tx, rx) = std::sync::mpsc::channel::<()>();

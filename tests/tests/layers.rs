@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Top-level modules by layer, highest first (the picture in ARCHITECTURE.md).
 const LAYERS: &[&[&str]] = &[
-    &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd", "explain_cmd"],
+    &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd", "explain_cmd", "validate_cmd"],
     &["api", "pages", "request", "admin", "http_guard", "grpc_authz"],
     &["verdicts", "limits", "auth", "review", "warmup", "signups", "explain"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
@@ -19,6 +19,8 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("cli", "config"),
     ("cli", "check_cmd"),
     ("cli", "explain_cmd"),
+    ("cli", "validate_cmd"),
+    ("validate_cmd", "config"),
     ("explain_cmd", "config"),
     ("check_cmd", "config"),
     ("keys_cmd", "cli"),

@@ -527,8 +527,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], empty: &str) -> Result<T, C
 fn syntax_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
     let message = e.inner().to_string();
     let mut field = e.path().to_string();
-    if field == "." {
-        field.clear();
+    // `.` is the document itself; a last `?` is a key not yet read (`{"a": 1,}`): name the
+    // object that holds it, or nothing at the top.
+    while matches!(field.as_bytes().last(), Some(b'?' | b'.')) {
+        field.pop();
     }
     for prefix in ["missing field `", "duplicate field `"] {
         if let Some((name, _)) = message.strip_prefix(prefix).and_then(|rest| rest.split_once('`')) {
@@ -679,6 +681,8 @@ mod tests {
             ),
             (b"{\"flag_headers\":{\"velocity\":\"X-Email-Flags\"}}", "flag_headers.velocity: must differ"),
             (b"{} {}", "trailing characters"),
+            (b"{\"mode\": \"flag\",}", "trailing comma at line 1 column 17"),
+            (b"{\"block_response\": {\"status\": 403,}}", "block_response: trailing comma"),
         ];
         for (doc, expected) in cases {
             let err = EnforcementConfig::from_json(doc).unwrap_err().to_string();
