@@ -233,6 +233,7 @@ fn cases() -> Vec<Case> {
     c.push(case(&[("/hold_headers", Some(json!(false))), ("/mode", Some(json!("flag")))], false));
     c.push(case(&[("/hold_headers", Some(json!(false))), ("/mode", Some(json!("shadow")))], true));
     field(&mut c, "/on_subaddressed", &[json!("allow"), json!("flag"), json!("deny")], &[json!("block")]);
+    field(&mut c, "/no_mx", &[json!("allow"), json!("flag"), json!("block")], &[json!("deny"), json!(true)]);
     // velocity and its secret
     let with_env = |changes: &[(&str, Value)], valid| {
         let mut all: Vec<(&str, Option<Value>)> = vec![("/mailbox_secret_env", Some(secret.clone()))];

@@ -100,6 +100,7 @@ fn bad_values() -> Vec<(&'static str, Changes, &'static str)> {
         ("hold_headers", vec![("/hold_headers", Some(json!(false))), ("/mode", Some(json!("flag")))], "hold_headers"),
         ("velocity", vec![("/velocity", Some(json!({ "everyone": {} }))), secret_env.clone()], "velocity"),
         ("on_subaddressed", vec![("/on_subaddressed", Some(json!("block")))], "on_subaddressed"),
+        ("no_mx", vec![("/no_mx", Some(json!("deny")))], "no_mx"),
         ("mailbox_secret", vec![("/mailbox_secret", Some(json!("short")))], "mailbox_secret"),
         ("mailbox_secret_env", vec![("/mailbox_secret_env", Some(json!(5)))], "mailbox_secret_env"),
     ];
