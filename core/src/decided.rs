@@ -180,7 +180,7 @@ impl std::fmt::Debug for DecidedSet {
 }
 
 /// The buffer of [`DecidedSet`]: sorted, deduplicated tables and the reviewers' decisions.
-fn encode<'a>(tables: &[Vec<&'a str>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u8> {
+fn encode(tables: &[Vec<&str>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u8> {
     let names: usize = tables.iter().flatten().map(|n| n.len()).sum();
     let count: usize = tables.iter().map(Vec::len).sum();
     let mut out = Vec::with_capacity(16 + tables[REVIEWER].len() + count * 4 + names);
