@@ -122,20 +122,38 @@ impl DecidedSet {
 
     /// The decision in force for `domain`, as the sidecar would apply it.
     pub fn decision(&self, domain: &Domain) -> Option<Decision> {
-        let reviewer = &self.tables[REVIEWER];
-        let decided = parents(domain)
-            .find_map(|name| self.find(reviewer, name))
+        decide(parents(domain).map(|name| self.entry(name)))
+    }
+
+    /// What this set says of `name` itself (not of its parents).
+    pub fn entry(&self, name: &str) -> Entry {
+        let reviewer = self
+            .find(&self.tables[REVIEWER], name)
             .map(|i| if self.bytes[self.decisions + i] == b'B' { Decision::Block } else { Decision::Allow });
-        let on = |t: usize| parents(domain).any(|name| self.find(&self.tables[t], name).is_some());
-        decided.or_else(|| {
-            if on(OPERATOR_BLOCK) {
-                Some(Decision::Block)
-            } else if on(OPERATOR_ALLOW) {
-                Some(Decision::Allow)
-            } else {
-                None
+        let on = |t: usize| self.find(&self.tables[t], name).is_some();
+        Entry { reviewer, blocked: on(OPERATOR_BLOCK), allowed: on(OPERATOR_ALLOW) }
+    }
+
+    /// This set cut in `buckets` parts, each name in part [`bucket_of`] (`buckets` ≥ 1): a gateway
+    /// stores each part under its own key and reads, per lookup, only the parts of its names.
+    pub fn split(&self, buckets: usize) -> Vec<DecidedSet> {
+        let buckets = buckets.max(1);
+        let mut parts: Vec<([Vec<&str>; 3], Vec<u8>)> = (0..buckets).map(|_| Default::default()).collect();
+        for (t, table) in self.tables.iter().enumerate() {
+            for i in 0..table.count {
+                let name = std::str::from_utf8(self.name(table, i)).unwrap_or_default();
+                let part = &mut parts[bucket_of(name, buckets)];
+                part.0[t].push(name);
+                if t == REVIEWER {
+                    part.1.push(self.bytes[self.decisions + i]);
+                }
             }
-        })
+        }
+        // Each part keeps the whole set's order, so it is sorted too.
+        parts
+            .into_iter()
+            .map(|(tables, decisions)| Self::from_bytes(encode(&tables, decisions.into_iter())).unwrap_or_default())
+            .collect()
     }
 
     /// The `i`th name of `t` (`i < t.count`; the offsets were checked by `from_bytes`).
@@ -216,8 +234,41 @@ fn normalized<T: Copy + 'static>(names: &[String], tag: T) -> impl Iterator<Item
     names.iter().filter(|n| Domain::parse(n).is_ok_and(|d| d.as_str() == n.as_str())).map(move |n| (n.as_str(), tag))
 }
 
+/// What a set says of one name ([`DecidedSet::entry`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// A reviewer's decision on the name.
+    pub reviewer: Option<Decision>,
+    /// On the operator's blocklist, allowlist.
+    pub blocked: bool,
+    pub allowed: bool,
+}
+
+/// The decision in force from the entries of a name and its parents, most specific first: a
+/// reviewer's decision on the most specific name wins; else the operator's blocklist (any name),
+/// then its allowlist.
+pub fn decide(entries: impl Iterator<Item = Entry>) -> Option<Decision> {
+    let entries: Vec<Entry> = entries.collect();
+    entries.iter().find_map(|e| e.reviewer).or_else(|| {
+        if entries.iter().any(|e| e.blocked) {
+            Some(Decision::Block)
+        } else if entries.iter().any(|e| e.allowed) {
+            Some(Decision::Allow)
+        } else {
+            None
+        }
+    })
+}
+
+/// The part of a split set ([`DecidedSet::split`]) `name` is in: 64-bit FNV-1a, stable
+/// everywhere (the sync that writes the parts and every worker that reads them agree).
+pub fn bucket_of(name: &str, buckets: usize) -> usize {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    usize::try_from(hash % u64::try_from(buckets.max(1)).unwrap_or(1)).unwrap_or(0)
+}
+
 /// `domain` and every parent name, most specific first.
-fn parents(domain: &Domain) -> impl Iterator<Item = &str> {
+pub fn parents(domain: &Domain) -> impl Iterator<Item = &str> {
     let mut next = Some(domain.as_str());
     std::iter::from_fn(move || {
         let current = next?;
@@ -320,5 +371,30 @@ mod tests {
         assert!(DecidedSet::from_bytes(written(vec!["a.example", "b.example"])).is_some());
         assert!(DecidedSet::from_bytes(written(vec!["b.example", "a.example"])).is_none());
         assert!(DecidedSet::from_bytes(written(vec!["a.example", "a.example"])).is_none());
+    }
+
+    #[test]
+    fn a_split_set_decides_as_the_whole_one() {
+        let whole = sample();
+        for buckets in [1, 7, 256] {
+            let parts = whole.split(buckets);
+            assert_eq!(parts.len(), buckets);
+            assert_eq!(parts.iter().map(DecidedSet::len).sum::<usize>(), whole.len(), "{buckets}");
+            for name in [
+                "n0.decided.example",
+                "x.n42.decided.example",
+                "ok.decided.example",
+                "a.op.example",
+                "op-ok.example",
+                "no.example",
+            ] {
+                let d = Domain::parse(name).unwrap();
+                let split = decide(parents(&d).map(|p| parts[bucket_of(p, buckets)].entry(p)));
+                assert_eq!(split, whole.decision(&d), "{name} in {buckets}");
+            }
+            for part in &parts {
+                assert_eq!(DecidedSet::from_bytes(part.as_bytes().to_vec()).as_ref(), Some(part), "a part is a set");
+            }
+        }
     }
 }

@@ -52,11 +52,6 @@ pub trait SharedData {
     fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError>;
     /// Writes `value`; with `Some(cas)`, only if the key is still at that version.
     fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError>;
-    /// Where every reader of this store shares memory (the dynamic module's worker threads):
-    /// the decisions parsed once for all of them (`decided.rs`). A Wasm VM has none.
-    fn parsed_decisions(&self) -> Option<&crate::decided::ParsedSlot> {
-        None
-    }
 }
 
 /// Cache parameters: how long an entry lives, and how many slots there are.

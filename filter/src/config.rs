@@ -17,7 +17,7 @@ use email_verdict_core::signup::{
 };
 
 use crate::cache::VerdictCache;
-use crate::decided::LocalCopy;
+use crate::decided::StoredDecisions;
 use crate::fallback::{self, NameSet};
 use crate::flight::Flights;
 use email_verdict_core::signup::path as signup_path;
@@ -154,7 +154,7 @@ const MAX_DECISION_SYNC_SECONDS: u64 = 3600;
 #[derive(Debug, Clone)]
 pub struct DecisionSync {
     pub period_ms: u64,
-    pub copy: Rc<LocalCopy>,
+    pub stored: Rc<StoredDecisions>,
     /// `local_fallback` decides by them when the sidecar gives no verdict.
     pub fallback: bool,
 }
@@ -441,7 +441,7 @@ impl PluginConfig {
             local_lists: self.local_fallback.then(fallback::strong),
             decisions: synced.then(|| DecisionSync {
                 period_ms: self.decision_sync_seconds * 1000,
-                copy: Rc::default(),
+                stored: Rc::default(),
                 fallback: self.local_fallback,
             }),
             cache: cache.map(|c| c.claiming(Duration::from_millis(self.sidecar.timeout_ms)).versioned(synced)),

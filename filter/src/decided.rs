@@ -5,35 +5,35 @@
 //!
 //! One root context per period fetches `GET /api/v1/decisions` with the gateway's key (the
 //! due time in shared data moves by compare-and-swap, so all workers of a `vm_id` share one
-//! fetch), sending the `ETag` it has; the answer is stored in shared data as `etag\n` + the
-//! compact form of its names (`core::DecidedSet`, searched where it lies: a worker holds that
-//! one copy, not a parsed list), then its `ETag` under a small key of its own ([`VERSION_KEY`]), whose CAS token
-//! changes with every store. A lookup reads only that small key, and the list itself (up to
-//! [`MAX_BODY`]) only when the token changed, to parse it again: shared data hands out copies,
-//! so reading the list per lookup would copy it per signup while the sidecar is down.
-//! A failed fetch keeps the last good list.
+//! fetch), sending the `ETag` it has; the answer is stored in shared data in [`BUCKETS`] parts
+//! (`core::DecidedSet::split`, each `etag\n` + the compact form of its names), then its `ETag`
+//! under a small key of its own ([`VERSION_KEY`]), whose CAS token changes with every store. A
+//! lookup reads that small key and, only when a decision is wanted (the sidecar gave no verdict),
+//! the part of each of its names (a name and its parents: a few parts of a few KB), searched
+//! where they were copied. No worker holds the list: shared data is in the proxy once, and a
+//! read is a copy. A failed fetch keeps the last good list.
 //!
 //! The same version ties the verdict cache to the decisions (`cache.rs`): a cached verdict
 //! judged under another version is a miss, so a decision reaches the cached verdicts with the
 //! sync that brings it. That is why the decisions are also synced with `local_fallback` off
 //! while the cache is on (`config.rs`).
 
-use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
-
+use email_verdict_core::decided::{bucket_of, decide, parents};
 use email_verdict_core::{DecidedSet, Decision, DecisionList, Domain};
 
 use crate::cache::SharedData;
 use crate::host::HostError;
 
 pub const PATH: &str = "/api/v1/decisions";
-/// The stored list: `etag\n` + `DecidedSet::as_bytes`. Named after the form: shared data
-/// outlives a filter update, and a build that read another form under the same `ETag` would get
-/// `304`s for a list it cannot read.
-pub const LIST_KEY: &str = "email_verdict.decisions.evd1";
-/// The stored list's `ETag`, written after the list: its CAS token is the list's version
+/// The stored list's parts: `<LIST_KEY>.<part>`, each `etag\n` + `DecidedSet::as_bytes`. Named
+/// after the form: shared data outlives a filter update, and a build that read another form
+/// under the same `ETag` would get `304`s for a list it cannot read.
+pub const LIST_KEY: &str = "email_verdict.decisions.evd2";
+/// The parts the list is stored in: 100,000 names make parts of about 10 KB.
+pub const BUCKETS: usize = 256;
+/// The stored list's `ETag`, written after the parts: its CAS token is the list's version
 /// ([`version`]), new with every store (a `304` stores nothing).
-pub const VERSION_KEY: &str = "email_verdict.decisions.evd1.version";
+pub const VERSION_KEY: &str = "email_verdict.decisions.evd2.version";
 /// When the next fetch is due (Unix milliseconds, decimal).
 pub const DUE_KEY: &str = "email_verdict.decisions.due";
 /// The largest answer read (100,000 names in each of four lists fit with room to spare).
@@ -91,108 +91,65 @@ pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[
     }
     let set = DecidedSet::new(&list);
     drop(list);
-    let names = set.len();
-    let value = [etag.as_bytes(), b"\n", set.as_bytes()].concat();
-    store.shared_data_set(LIST_KEY, &value, None).map_err(|e| format!("could not store the decisions: {e:?}"))?;
-    // After the list: a reader that sees the new version finds at least this list.
+    for (i, part) in set.split(BUCKETS).iter().enumerate() {
+        let value = [etag.as_bytes(), b"\n", part.as_bytes()].concat();
+        store
+            .shared_data_set(&part_key(i), &value, None)
+            .map_err(|e| format!("could not store the decisions: {e:?}"))?;
+    }
+    // After the parts: a reader that sees the new version finds them all.
     store
         .shared_data_set(VERSION_KEY, etag.as_bytes(), None)
         .map_err(|e| format!("could not store the decisions' version: {e:?}"))?;
-    // Where the workers share memory, the set parsed here is theirs: no worker parses it again.
-    if let (Some(slot), Ok((_, Some(version)))) = (store.parsed_decisions(), store.shared_data_get(VERSION_KEY)) {
-        slot.put(version, Arc::new(set));
-    }
-    Ok(names)
+    Ok(set.len())
 }
 
-/// One worker's parsed copy of the stored list.
+fn part_key(i: usize) -> String {
+    format!("{LIST_KEY}.{i}")
+}
+
+/// Reads the stored decisions for a lookup (no copy is kept between lookups).
 #[derive(Debug, Default)]
-pub struct LocalCopy {
-    /// The version (CAS token of [`VERSION_KEY`]) the set was parsed at.
-    parsed: RefCell<(Option<u32>, Arc<DecidedSet>)>,
-    /// How many times the stored list was read (tests).
+pub struct StoredDecisions {
+    /// Bytes of stored parts read (tests).
     #[cfg(test)]
-    reads: std::cell::Cell<usize>,
+    read: std::cell::Cell<usize>,
 }
 
-impl LocalCopy {
-    /// The decision in force for `domain`, from the stored list (read and parsed again only when
-    /// its version changed). Nothing stored, or a stored value that cannot be read, decides
-    /// nothing.
+impl StoredDecisions {
+    /// The decision in force for `domain`, from the parts of its names stored under the
+    /// current version. Nothing stored, a part that cannot be read or that another version
+    /// wrote (a store under way) decides nothing for its names.
     pub fn decision(&self, store: &(impl SharedData + ?Sized), domain: &Domain) -> Option<Decision> {
-        let Ok((_, version)) = store.shared_data_get(VERSION_KEY) else {
-            return self.parsed.borrow().1.decision(domain); // the last copy read
-        };
-        if version.is_none() || self.parsed.borrow().0 != version {
-            let set = match version {
-                None => Arc::default(),
-                Some(version) => match self.read(store, version) {
-                    Some(set) => set,
-                    None => return self.parsed.borrow().1.decision(domain),
-                },
+        let (etag, _) = store.shared_data_get(VERSION_KEY).ok()?;
+        let etag = etag?;
+        let mut parts: Vec<(usize, Option<DecidedSet>)> = Vec::new();
+        let entries = parents(domain).map(|name| {
+            let bucket = bucket_of(name, BUCKETS);
+            let at = match parts.iter().position(|(b, _)| *b == bucket) {
+                Some(at) => at,
+                None => {
+                    parts.push((bucket, self.part(store, bucket, &etag)));
+                    parts.len() - 1
+                }
             };
-            *self.parsed.borrow_mut() = (version, set);
-        }
-        let set = Arc::clone(&self.parsed.borrow().1);
-        set.decision(domain)
+            parts[at].1.as_ref().map(|set| set.entry(name)).unwrap_or_default()
+        });
+        decide(entries.collect::<Vec<_>>().into_iter())
     }
 
-    /// The list of `version`: parsed already by another reader of the store, else read and
-    /// parsed (and handed to the others); `None` when the store cannot be read.
-    fn read(&self, store: &(impl SharedData + ?Sized), version: u32) -> Option<Arc<DecidedSet>> {
-        let slot = store.parsed_decisions();
-        if let Some(set) = slot.and_then(|s| s.get(version)) {
-            return Some(set);
-        }
-        let (value, _) = store.shared_data_get(LIST_KEY).ok()?;
+    fn part(&self, store: &(impl SharedData + ?Sized), bucket: usize, etag: &[u8]) -> Option<DecidedSet> {
+        let (value, _) = store.shared_data_get(&part_key(bucket)).ok()?;
+        let mut value = value?;
         #[cfg(test)]
-        self.reads.set(self.reads.get() + 1);
-        let set = Arc::new(value.and_then(parse_stored).unwrap_or_default());
-        if let Some(slot) = slot {
-            slot.put(version, Arc::clone(&set));
+        self.read.set(self.read.get() + value.len());
+        let start = value.iter().position(|&b| b == b'\n')?;
+        if value[..start] != *etag {
+            return None;
         }
-        Some(set)
+        value.drain(..=start);
+        DecidedSet::from_bytes(value)
     }
-}
-
-/// The decisions parsed once for every reader of a store whose readers share memory: the
-/// dynamic module's worker threads hold one set per process rather than one each (a Wasm VM's
-/// memory is its own, so each keeps its [`LocalCopy`]). Two threads that miss at once may both
-/// parse; the set kept is the newest version's.
-#[derive(Debug)]
-pub struct ParsedSlot(Mutex<Option<(u32, Arc<DecidedSet>)>>);
-
-impl Default for ParsedSlot {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ParsedSlot {
-    pub const fn new() -> Self {
-        Self(Mutex::new(None))
-    }
-
-    fn get(&self, version: u32) -> Option<Arc<DecidedSet>> {
-        let slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.as_ref().filter(|(v, _)| *v == version).map(|(_, set)| Arc::clone(set))
-    }
-
-    /// Keeps `set` unless a newer version is kept (versions only grow: one counter per store).
-    fn put(&self, version: u32, set: Arc<DecidedSet>) {
-        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.as_ref().is_none_or(|(v, _)| *v < version) {
-            *slot = Some((version, set));
-        }
-    }
-}
-
-/// The set in a stored value (`etag\n` + its form): checked, not parsed, and kept where it was
-/// copied to (the prefix is moved out in place).
-fn parse_stored(mut value: Vec<u8>) -> Option<DecidedSet> {
-    let start = value.iter().position(|&b| b == b'\n')? + 1;
-    value.drain(..start);
-    DecidedSet::from_bytes(value)
 }
 
 #[cfg(test)]
@@ -231,64 +188,33 @@ mod tests {
     #[test]
     fn the_stored_list_decides_and_changes_are_seen() {
         let mut store = Store::default();
-        let copy = LocalCopy::default();
+        let reader = StoredDecisions::default();
         let d = |s: &str| Domain::parse(s).unwrap();
-        assert_eq!(copy.decision(&store, &d("x.blocked.example")), None, "nothing stored yet");
+        assert_eq!(reader.decision(&store, &d("x.blocked.example")), None, "nothing stored yet");
         let body = br#"{"reviewer":{"block":["blocked.example"],"allow":[]},"operator":{"block":[],"allow":["ok.example"]},"complete":true}"#;
         assert_eq!(store_answer(&mut store, "\"v1\"", body), Ok(2));
         assert_eq!(stored_etag(&store).as_deref(), Some("\"v1\""));
-        assert_eq!(copy.decision(&store, &d("x.blocked.example")), Some(Decision::Block));
-        assert_eq!(copy.decision(&store, &d("ok.example")), Some(Decision::Allow));
+        assert_eq!(reader.decision(&store, &d("x.blocked.example")), Some(Decision::Block));
+        assert_eq!(reader.decision(&store, &d("ok.example")), Some(Decision::Allow));
         let body = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
         store_answer(&mut store, "\"v2\"", body).unwrap();
-        assert_eq!(copy.decision(&store, &d("x.blocked.example")), None, "a withdrawn decision is gone");
-        assert_eq!(copy.reads.get(), 2, "the list is read once per version, not per lookup");
+        assert_eq!(reader.decision(&store, &d("x.blocked.example")), None, "a withdrawn decision is gone");
         assert!(store_answer(&mut store, "\"v3\"", b"<html>").is_err(), "a bad answer keeps the last list");
         assert_eq!(stored_etag(&store).as_deref(), Some("\"v2\""));
     }
 
-    /// A store whose readers share one parsed list (the dynamic module's).
-    #[derive(Default)]
-    struct Sharing(Store, ParsedSlot);
-
-    impl SharedData for Sharing {
-        fn shared_data_get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), HostError> {
-            self.0.shared_data_get(key)
-        }
-        fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
-            self.0.shared_data_set(key, value, cas)
-        }
-        fn parsed_decisions(&self) -> Option<&ParsedSlot> {
-            Some(&self.1)
-        }
-    }
-
     #[test]
-    fn workers_sharing_memory_parse_each_version_once() {
-        let mut store = Sharing::default();
-        let d = |s: &str| Domain::parse(s).unwrap();
+    fn a_part_another_version_wrote_decides_nothing() {
+        let mut store = Store::default();
         let body = br#"{"reviewer":{"block":["blocked.example"],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
         store_answer(&mut store, "\"v1\"", body).unwrap();
-        let workers: Vec<LocalCopy> = (0..4).map(|_| LocalCopy::default()).collect();
-        for w in &workers {
-            assert_eq!(w.decision(&store, &d("a.blocked.example")), Some(Decision::Block));
-        }
-        let reads = |ws: &[LocalCopy]| ws.iter().map(|w| w.reads.get()).sum::<usize>();
-        assert_eq!(reads(&workers), 0, "the sync's own parse serves every worker");
-        store.1 = ParsedSlot::new(); // as after a sync by another filter configuration's store
-        let late = LocalCopy::default();
-        assert_eq!(late.decision(&store, &d("a.blocked.example")), Some(Decision::Block));
-        assert_eq!(workers[0].decision(&store, &d("a.blocked.example")), Some(Decision::Block));
-        assert_eq!(late.reads.get(), 1, "read and parsed by the first worker that needs it");
-        let body = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
-        store_answer(&mut store, "\"v2\"", body).unwrap();
-        for w in &workers {
-            assert_eq!(w.decision(&store, &d("a.blocked.example")), None, "the new version everywhere");
-        }
-        assert_eq!(reads(&workers), 0, "the new version too");
-        // An older version parsed late never replaces a newer one.
-        store.1.put(1, Arc::default());
-        assert!(store.1.get(1).is_none());
+        // A store under way: the version key still names v1 while a part holds v2's names.
+        let key = part_key(bucket_of("blocked.example", BUCKETS));
+        let (value, _) = store.shared_data_get(&key).unwrap();
+        let rewritten = [b"\"v2\"\n".as_slice(), &value.unwrap()[5..]].concat();
+        store.shared_data_set(&key, &rewritten, None).unwrap();
+        let d = Domain::parse("blocked.example").unwrap();
+        assert_eq!(StoredDecisions::default().decision(&store, &d), None);
     }
 
     /// A store that counts the bytes it hands out.
@@ -306,22 +232,23 @@ mod tests {
         }
     }
 
+    /// 100,000 names: a lookup copies the parts of its names only, a few KB, never the list.
     #[test]
-    fn a_lookup_does_not_copy_the_list() {
+    fn a_lookup_copies_only_the_parts_of_its_names() {
         let mut store = Counting::default();
-        let names: Vec<String> = (0..1000).map(|i| format!("\"n{i}.example\"")).collect();
+        let names: Vec<String> = (0..100_000).map(|i| format!("\"n{i}.decided.example\"")).collect();
         let body = format!(
             r#"{{"reviewer":{{"block":[{}],"allow":[]}},"operator":{{"block":[],"allow":[]}},"complete":true}}"#,
             names.join(",")
         );
         store_answer(&mut store, "\"big\"", body.as_bytes()).unwrap();
-        let copy = LocalCopy::default();
-        let d = Domain::parse("n7.example").unwrap();
-        assert_eq!(copy.decision(&store, &d), Some(Decision::Block));
+        let whole: usize = (0..BUCKETS).map(|i| store.0.0[&part_key(i)].0.len()).sum();
+        let reader = StoredDecisions::default();
+        let d = Domain::parse("x.n7.decided.example").unwrap();
         store.1.set(0);
-        for _ in 0..100 {
-            assert_eq!(copy.decision(&store, &d), Some(Decision::Block));
-        }
-        assert_eq!(store.1.get(), 100 * "\"big\"".len(), "only the version key is read");
+        assert_eq!(reader.decision(&store, &d), Some(Decision::Block));
+        let copied = store.1.get();
+        assert!(copied * 40 < whole, "one lookup copied {copied} bytes of {whole}");
+        assert_eq!(copied, reader.read.get() + "\"big\"".len(), "the version key and the parts read");
     }
 }

@@ -175,7 +175,7 @@ impl<H: Host> Ctx<'_, H> {
     /// other goes to `failure_mode`.
     pub(super) fn no_verdict(&mut self, domain: &Domain, bypass: Bypass) -> Judged {
         let synced = self.config.decisions.as_ref().filter(|d| d.fallback);
-        let decided = synced.and_then(|d| d.copy.decision(&*self.host, domain));
+        let decided = synced.and_then(|d| d.stored.decision(&*self.host, domain));
         let why = match decided {
             Some(Decision::Block) => "is blocked by a decision of the sidecar's",
             Some(Decision::Allow) => return Judged::Failed(bypass), // vouched for: never blocked by the lists

@@ -163,10 +163,6 @@ impl SharedData for ModuleHost {
     fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
         SHARED.set(key, value, cas)
     }
-
-    fn parsed_decisions(&self) -> Option<&crate::decided::ParsedSlot> {
-        Some(&super::shared::PARSED_DECISIONS)
-    }
 }
 
 impl Host for ModuleHost {

@@ -60,9 +60,6 @@ impl Store {
 /// The module's shared data.
 pub static SHARED: LazyLock<Store> = LazyLock::new(Store::new);
 
-/// The decisions stored in [`SHARED`], parsed once per version for every worker thread.
-pub static PARSED_DECISIONS: crate::decided::ParsedSlot = crate::decided::ParsedSlot::new();
-
 /// [`SharedData`] over [`SHARED`], for hosts that need nothing else (the decision sync).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Global;
@@ -74,10 +71,6 @@ impl SharedData for Global {
 
     fn shared_data_set(&mut self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), SharedDataError> {
         SHARED.set(key, value, cas)
-    }
-
-    fn parsed_decisions(&self) -> Option<&crate::decided::ParsedSlot> {
-        Some(&PARSED_DECISIONS)
     }
 }
 
