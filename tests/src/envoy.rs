@@ -154,6 +154,20 @@ pub fn set_pointer(doc: &mut Value, pointer: &str, value: Value) {
     cur.as_object_mut().unwrap_or_else(|| panic!("{pointer}: parent is not an object")).insert(last.clone(), value);
 }
 
+/// `doc` with the value at `pointer` replaced (`None`: removed), an array element by its index,
+/// missing parent objects made on the way.
+pub fn put_pointer(doc: &mut Value, pointer: &str, value: Option<Value>) {
+    let (parent, last) = pointer.rsplit_once('/').expect("a pointer");
+    match (doc.pointer_mut(parent), value) {
+        (Some(Value::Array(a)), Some(v)) => a[last.parse::<usize>().expect("an index")] = v,
+        (Some(Value::Object(o)), Some(v)) => {
+            o.insert(last.to_owned(), v);
+        }
+        (_, Some(v)) => set_pointer(doc, pointer, v),
+        (_, None) => remove_pointer(doc, pointer),
+    }
+}
+
 /// Removes the member at `pointer` (no-op when absent).
 pub fn remove_pointer(doc: &mut Value, pointer: &str) {
     let (parent, last) = pointer.rsplit_once('/').expect("a pointer");

@@ -36,23 +36,9 @@ fn base() -> Value {
     })
 }
 
-/// `doc` with the value at a JSON pointer set (`None`: removed), parents made as objects.
+/// `doc` with the value at a JSON pointer set (`None`: removed).
 fn set(doc: &mut Value, pointer: &str, value: Option<Value>) {
-    let (parent, last) = pointer.rsplit_once('/').unwrap();
-    if !parent.is_empty() && doc.pointer(parent).is_none() {
-        set(doc, parent, Some(json!({})));
-    }
-    let target = if parent.is_empty() { &mut *doc } else { doc.pointer_mut(parent).unwrap() };
-    match (target, value) {
-        (Value::Object(o), Some(v)) => {
-            o.insert(last.to_owned(), v);
-        }
-        (Value::Object(o), None) => {
-            o.remove(last);
-        }
-        (Value::Array(a), Some(v)) => a[last.parse::<usize>().unwrap()] = v,
-        (target, _) => panic!("cannot set {pointer} in {target}"),
-    }
+    email_verdict_tests::envoy::put_pointer(doc, pointer, value);
 }
 
 struct Case {

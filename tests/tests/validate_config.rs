@@ -153,20 +153,9 @@ const FAILURE_REASONS: [(&str, &str); 3] = [
     ("failure_mode.sidecar_timeout", "/failure_mode/sidecar_timeout"),
     ("failure_mode.sidecar_rejected", "/failure_mode/sidecar_rejected"),
 ];
-/// `doc` with the value at a JSON pointer set (`None`: removed); parents must exist.
+/// `doc` with the value at a JSON pointer set (`None`: removed).
 fn set(doc: &mut Value, pointer: &str, value: Option<Value>) {
-    let (parent, last) = pointer.rsplit_once('/').unwrap();
-    let target = if parent.is_empty() { &mut *doc } else { doc.pointer_mut(parent).unwrap() };
-    match (target, value) {
-        (Value::Object(o), Some(v)) => {
-            o.insert(last.to_owned(), v);
-        }
-        (Value::Object(o), None) => {
-            o.remove(last);
-        }
-        (Value::Array(a), Some(v)) => a[last.parse::<usize>().unwrap()] = v,
-        (target, _) => panic!("cannot set {pointer} in {target}"),
-    }
+    email_verdict_tests::envoy::put_pointer(doc, pointer, value);
 }
 
 #[test]
