@@ -4,6 +4,7 @@
     scripts/render-envoy.py                      # the defaults: what envoy/envoy.yaml holds
     scripts/render-envoy.py -o envoy/envoy.yaml  # regenerate it (make envoy-config)
     scripts/render-envoy.py --template envoy/module.template.yaml -o envoy/module.yaml  # the module's
+    scripts/render-envoy.py --tracing otel-collector:4317  # Envoy's spans to that OTLP/gRPC port
     scripts/render-envoy.py --set LISTEN_PORT=10001 --set WASM_FILE=/abs/x.wasm \\
         --plugin-config my-config.json -o /tmp/envoy.yaml
 
@@ -48,6 +49,9 @@ DEFAULTS = {
     "FAILURE_MODE_ALLOW": "false",
     # Proxies in front of Envoy that append to X-Forwarded-For (0: the client is the TCP peer).
     "XFF_NUM_TRUSTED_HOPS": "0",
+    # The OpenTelemetry collector's OTLP/gRPC port, used only with --tracing (which sets them).
+    "OTLP_ADDRESS": "127.0.0.1",
+    "OTLP_PORT": "4317",
 }
 
 # envoy/*-grpc.template.yaml: the port of `serve --ext-authz-grpc-listen` in the docs' examples.
@@ -160,6 +164,31 @@ def render(template, values, header=HEADER, template_path=TEMPLATE):
     return header + "\n" + out, used
 
 
+TRACING_START = re.compile(r"^\s*# >>> tracing\b")
+TRACING_END = re.compile(r"^\s*# <<< tracing\b")
+
+
+def enable_tracing(text):
+    """Uncomments each `# >>> tracing` ... `# <<< tracing` block of a rendered configuration
+    (the tracer in the HCM and its collector cluster); a template without one is an error."""
+    out, inside, blocks = [], False, 0
+    for line in text.splitlines(keepends=True):
+        if TRACING_START.match(line):
+            inside, blocks = True, blocks + 1
+        elif TRACING_END.match(line):
+            inside = False
+        elif inside:
+            indent = line[: len(line) - len(line.lstrip())]
+            rest = line.lstrip()
+            if not rest.startswith("# "):
+                raise ValueError(f"a line of a tracing block is not commented: {line.strip()!r}")
+            line = indent + rest[2:]
+        out.append(line)
+    if blocks == 0:
+        raise ValueError("the template has no tracing block")
+    return "".join(out)
+
+
 def signup_method_regex(config):
     """The RE2 regex (Envoy full-matches it) for the methods the plugin config's signup_routes
     name: the route that runs the filter. Derived, so the two cannot drift apart. A config
@@ -178,6 +207,9 @@ def main(argv):
     ap.add_argument("--plugin-config", default=PLUGIN_CONFIG, metavar="FILE", help="the filter's JSON config")
     ap.add_argument("--template", default=TEMPLATE, metavar="FILE")
     ap.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    ap.add_argument(
+        "--tracing", metavar="HOST:PORT", help="turn Envoy's OpenTelemetry tracer on, exporting to this OTLP/gRPC port"
+    )
     args = ap.parse_args(argv)
 
     values = dict(DEFAULTS)
@@ -196,6 +228,11 @@ def main(argv):
         ap.error(f"{args.plugin_config}: not JSON: {e}")
     values["PLUGIN_CONFIG"] = json.dumps(config, indent=2, ensure_ascii=False)
     values["SIGNUP_METHOD_REGEX"] = signup_method_regex(config)
+    if args.tracing:
+        host, sep, port = args.tracing.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            ap.error(f"--tracing {args.tracing!r}: expected HOST:PORT")
+        values["OTLP_ADDRESS"], values["OTLP_PORT"] = host.strip("[]"), port
 
     with open(args.template, encoding="utf-8") as f:
         template = f.read()
@@ -217,6 +254,8 @@ def main(argv):
         else:
             header = EXT_AUTHZ_HEADER
         out, used = render(template, values, header, template_path)
+        if args.tracing:
+            out = enable_tracing(out)
     except KeyError as e:
         ap.error(f"the template uses {{{{{e.args[0]}}}}} but it has no value")
     except ValueError as e:

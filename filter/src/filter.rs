@@ -41,6 +41,7 @@ use crate::counting::{self, Velocity};
 use crate::decision::{self, CalloutOutcome, Keep};
 use crate::host::{Action, CalloutResponse, Counter, Host, HostError, LogLevel, RequestHeaders};
 use crate::relay;
+use trace::{NO_TRACE, TraceHeaders};
 
 const LOG_PREFIX: &str = "email-verdict filter: ";
 
@@ -131,6 +132,8 @@ pub struct RequestFilter {
     /// (the sidecar logs it beside its own) and on every local reply, so one id finds the
     /// request in Envoy's access log and the sidecar's log.
     request_id: Option<String>,
+    /// The request's trace headers, carried into the callouts.
+    trace: TraceHeaders,
     /// The route is one of `graphql.paths`: a signup only when its body runs a named operation.
     graphql: bool,
     /// The protocol the request speaks: every local reply answers in it.
@@ -152,6 +155,7 @@ impl RequestFilter {
             config,
             state: State::Start,
             request_id: None,
+            trace: TraceHeaders::default(),
             graphql: false,
             protocol: Protocol::Rest,
             shadow: false,
@@ -162,7 +166,7 @@ impl RequestFilter {
 
     pub fn on_request_headers(&mut self, host: &mut impl Host, end_of_stream: bool) -> Action {
         let config = Rc::clone(&self.config);
-        let mut ctx = Ctx { config: &config, host, request_id: None, protocol: &REST, shadow: false };
+        let mut ctx = Ctx { config: &config, host, request_id: None, trace: &NO_TRACE, protocol: &REST, shadow: false };
         let headers = match ctx.host.request_headers() {
             Ok(headers) => headers,
             Err(e) => {
@@ -182,6 +186,8 @@ impl RequestFilter {
             self.state = State::Passthrough;
             return Action::Continue;
         }
+        self.trace = TraceHeaders::of(&headers);
+        ctx.trace = &self.trace;
         self.graphql = config.is_graphql(&path);
         self.protocol = Protocol::of(&|name| headers.values(name), self.graphql);
         ctx.protocol = &self.protocol;
@@ -257,7 +263,14 @@ impl RequestFilter {
 
     /// The logic's view of this stream.
     fn ctx<'a, H: Host>(&'a self, config: &'a FilterConfig, host: &'a mut H) -> Ctx<'a, H> {
-        Ctx { config, host, request_id: self.request_id.as_deref(), protocol: &self.protocol, shadow: self.shadow }
+        Ctx {
+            config,
+            host,
+            request_id: self.request_id.as_deref(),
+            trace: &self.trace,
+            protocol: &self.protocol,
+            shadow: self.shadow,
+        }
     }
 
     /// Settles a step reached outside a request hook (a callout's answer, a wake-up): a held
@@ -336,6 +349,7 @@ struct Ctx<'a, H: Host> {
     config: &'a FilterConfig,
     host: &'a mut H,
     request_id: Option<&'a str>,
+    trace: &'a TraceHeaders,
     protocol: &'a Protocol,
     /// Judge as block mode, refuse nothing, add nothing (`RequestFilter::shadow`).
     shadow: bool,
@@ -688,6 +702,7 @@ impl<H: Host> Ctx<'_, H> {
 mod callouts;
 mod shadow;
 mod shared;
+mod trace;
 
 #[cfg(test)]
 mod tests;

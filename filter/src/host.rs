@@ -341,6 +341,13 @@ pub trait Host: SharedData {
     fn now_ms(&self) -> Result<u64, HostError>;
     fn log(&self, level: LogLevel, message: &str);
 
+    /// A span of the host's tracer for the callout about to be made, as trace and span ids in
+    /// hex (the dynamic module: a child of Envoy's span for the request, ended when the answer
+    /// comes). `None` where the host cannot reach its tracer (Wasm) or the request is not traced.
+    fn callout_span(&mut self) -> Option<(String, String)> {
+        None
+    }
+
     /// This stream's number among the worker's streams (`flight.rs`).
     fn stream_id(&self) -> u64 {
         0

@@ -85,6 +85,8 @@ pub struct MockHost {
     pub woken: Vec<u64>,
     /// What `woken_can_call_out` answers.
     pub woken_calls_out: bool,
+    /// What `callout_span` answers (the module's span for a callout).
+    pub span: Option<(String, String)>,
 }
 
 const BAD_ARGUMENT: u32 = 2;
@@ -153,6 +155,10 @@ impl Host for MockHost {
     fn request_body(&self, max_len: usize) -> Result<Vec<u8>, HostError> {
         self.check(self.fail.body, "proxy_get_buffer_bytes")?;
         Ok(self.body[..self.body.len().min(max_len)].to_vec())
+    }
+
+    fn callout_span(&mut self) -> Option<(String, String)> {
+        self.span.clone()
     }
 
     fn dispatch_http_call(

@@ -61,9 +61,7 @@ impl<H: Host> Ctx<'_, H> {
             ("authorization", sidecar.authorization.as_str()),
             ("accept", "application/json"),
         ];
-        let id = self.request_id.map(|id| ("x-request-id", id));
-        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
-        match self.host.dispatch_http_call(&sidecar.cluster, &headers, None, sidecar.timeout) {
+        match self.dispatch(&headers, None) {
             Ok(token) => {
                 self.host.increment(Counter::Callouts);
                 Ok(token)
@@ -74,6 +72,17 @@ impl<H: Host> Ctx<'_, H> {
                 Err(Bypass::SidecarError)
             }
         }
+    }
+
+    /// Calls the sidecar with `headers` and what ties the callout to the signup: Envoy's
+    /// request id and the trace context (`trace.rs`).
+    fn dispatch(&mut self, headers: &[(&str, &str)], body: Option<&[u8]>) -> Result<u32, HostError> {
+        let own = self.host.callout_span().and_then(|ids| self.trace.traceparent(ids));
+        let id = self.request_id.map(|id| ("x-request-id", id));
+        let trace = self.trace.for_callout(own.as_deref());
+        let headers: Vec<(&str, &str)> = headers.iter().copied().chain(id).chain(trace).collect();
+        let sidecar = &self.config.sidecar;
+        self.host.dispatch_http_call(&sidecar.cluster, &headers, body, sidecar.timeout)
     }
 
     pub(super) fn sidecar_answered(&mut self, domain: &Domain, ticket: Ticket, response: &CalloutResponse) -> Judged {
@@ -104,9 +113,7 @@ impl<H: Host> Ctx<'_, H> {
             ("content-type", "application/json"),
             ("accept", "application/json"),
         ];
-        let id = self.request_id.map(|id| ("x-request-id", id));
-        let headers: Vec<(&str, &str)> = headers.into_iter().chain(id).collect();
-        match self.host.dispatch_http_call(&sidecar.cluster, &headers, Some(&body), sidecar.timeout) {
+        match self.dispatch(&headers, Some(&body)) {
             Ok(token) => judging.pending.push(Pending { token, what: Waiting::Count }),
             Err(e) => {
                 self.log(LogLevel::Warn, &format!("signup count callout to cluster {} failed: {e}", sidecar.cluster));

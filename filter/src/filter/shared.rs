@@ -68,7 +68,14 @@ impl RequestFilter {
     pub fn lead_orphans(&mut self, host: &mut impl Host) {
         let config = Rc::clone(&self.config);
         for domain in config.flights.take_orphans() {
-            let mut ctx = Ctx { config: &config, host: &mut *host, request_id: None, protocol: &REST, shadow: false };
+            let mut ctx = Ctx {
+                config: &config,
+                host: &mut *host,
+                request_id: None,
+                trace: &NO_TRACE,
+                protocol: &REST,
+                shadow: false,
+            };
             // Whether the waiters found the name in free text is not kept: asked as an address.
             let version = ctx.version();
             let woken = match ctx.call_sidecar(&domain, false) {

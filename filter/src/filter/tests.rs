@@ -654,6 +654,7 @@ mod header_hold;
 mod no_mx;
 mod protocols;
 mod shadow;
+mod trace;
 mod velocity;
 
 /// The dynamic module's panic path: an internal error answers as `failure_mode` says for a

@@ -136,6 +136,11 @@ pub type FilterModulePtr = *const c_void;
 pub type ConfigSchedulerPtr = *mut c_void;
 /// `envoy_dynamic_module_type_http_filter_scheduler_module_ptr` (one stream's scheduler).
 pub type FilterSchedulerPtr = *mut c_void;
+/// `envoy_dynamic_module_type_span_envoy_ptr` (a `Tracing::Span` of Envoy's).
+pub type SpanPtr = *mut c_void;
+/// `envoy_dynamic_module_type_child_span_module_ptr`: a span Envoy made for the module, which
+/// ends it (it is a `Tracing::Span` too: the span calls take it).
+pub type ChildSpanPtr = *mut c_void;
 
 /// `envoy_dynamic_module_type_log_level`.
 pub type LogLevel = u32;
@@ -352,6 +357,21 @@ unsafe extern "C" {
     /// Runs `envoy_dynamic_module_on_http_filter_scheduled` for that stream on its worker.
     pub fn envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler: FilterSchedulerPtr, event_id: u64);
     pub fn envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler: FilterSchedulerPtr);
+
+    /// The stream's span, or null when the request is not traced.
+    pub fn envoy_dynamic_module_callback_http_get_active_span(filter: FilterEnvoyPtr) -> SpanPtr;
+    /// A child of `span` (an egress span); null when none could be made.
+    pub fn envoy_dynamic_module_callback_http_span_spawn_child(
+        filter: FilterEnvoyPtr,
+        span: SpanPtr,
+        operation: ModuleBuffer,
+    ) -> ChildSpanPtr;
+    pub fn envoy_dynamic_module_callback_http_span_set_tag(span: SpanPtr, key: ModuleBuffer, value: ModuleBuffer);
+    /// The ids in hex, valid until the next tracing call on this thread.
+    pub fn envoy_dynamic_module_callback_http_span_get_trace_id(span: SpanPtr, result: *mut EnvoyBuffer) -> bool;
+    pub fn envoy_dynamic_module_callback_http_span_get_span_id(span: SpanPtr, result: *mut EnvoyBuffer) -> bool;
+    /// Ends and frees a child span.
+    pub fn envoy_dynamic_module_callback_http_child_span_finish(span: ChildSpanPtr);
 }
 
 #[cfg(test)]
@@ -480,4 +500,22 @@ mod fake {
     }
     pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_commit(_: FilterSchedulerPtr, _: u64) {}
     pub unsafe fn envoy_dynamic_module_callback_http_filter_scheduler_delete(_: FilterSchedulerPtr) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_get_active_span(_: FilterEnvoyPtr) -> SpanPtr {
+        std::ptr::null_mut()
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_span_spawn_child(
+        _: FilterEnvoyPtr,
+        _: SpanPtr,
+        _: ModuleBuffer,
+    ) -> ChildSpanPtr {
+        std::ptr::null_mut()
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_span_set_tag(_: SpanPtr, _: ModuleBuffer, _: ModuleBuffer) {}
+    pub unsafe fn envoy_dynamic_module_callback_http_span_get_trace_id(_: SpanPtr, _: *mut EnvoyBuffer) -> bool {
+        false
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_span_get_span_id(_: SpanPtr, _: *mut EnvoyBuffer) -> bool {
+        false
+    }
+    pub unsafe fn envoy_dynamic_module_callback_http_child_span_finish(_: ChildSpanPtr) {}
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::abi::{self, EnvoyBuffer, EnvoyHttpHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHttpHeader};
 use super::shared::SHARED;
+use super::span::CalloutSpan;
 use crate::cache::{SharedData, SharedDataError};
 use crate::host::{Counter, Host, HostError, LogLevel, RequestHeaders};
 
@@ -101,8 +102,10 @@ pub struct ModuleHost {
     /// True while Envoy is in the request body hook: the chunk just received is readable then,
     /// and not yet part of the buffered body.
     pub in_body_hook: bool,
-    /// Envoy's callout ids and the tokens the filter logic knows them by.
-    callouts: Vec<(u64, u32)>,
+    /// Envoy's callout ids, the tokens the filter logic knows them by, and their spans.
+    callouts: Vec<(u64, u32, Option<CalloutSpan>)>,
+    /// The span made for the callout about to start (`Host::callout_span`).
+    next_span: Option<CalloutSpan>,
     next_token: u32,
     /// This stream's number on its worker (`flight.rs`).
     id: u64,
@@ -116,12 +119,22 @@ impl ModuleHost {
             last.set(last.get().wrapping_add(1).max(1));
             last.get()
         });
-        Self { envoy, counters, in_body_hook: false, callouts: Vec::new(), next_token: 1, id, scheduler: None }
+        Self {
+            envoy,
+            counters,
+            in_body_hook: false,
+            callouts: Vec::new(),
+            next_span: None,
+            next_token: 1,
+            id,
+            scheduler: None,
+        }
     }
 
-    /// The token of Envoy's callout `id`, forgotten once the answer is handed over.
+    /// The token of Envoy's callout `id`, forgotten once the answer is handed over (its span
+    /// ends).
     pub fn take_token(&mut self, id: u64) -> Option<u32> {
-        let at = self.callouts.iter().position(|(c, _)| *c == id)?;
+        let at = self.callouts.iter().position(|(c, _, _)| *c == id)?;
         Some(self.callouts.swap_remove(at).1)
     }
 
@@ -245,6 +258,7 @@ impl Host for ModuleHost {
         let mut headers = module_headers(headers);
         let body = body.map_or(ModuleBuffer::NULL, ModuleBuffer::of);
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let span = self.next_span.take(); // ends here unless the callout starts
         let mut id = 0u64;
         // SAFETY: pointers/lengths of live buffers; out-pointer to a live local.
         let result = unsafe {
@@ -262,13 +276,20 @@ impl Host for ModuleHost {
             abi::CALLOUT_INIT_SUCCESS => {
                 let token = self.next_token;
                 self.next_token = self.next_token.wrapping_add(1).max(1);
-                self.callouts.push((id, token));
+                self.callouts.push((id, token, span));
                 Ok(token)
             }
             // Missing headers, unknown cluster: what proxy-wasm calls BadArgument.
             1 | 2 => Err(HostError::new(CALL, BAD_ARGUMENT)),
             _ => Err(HostError::new(CALL, INTERNAL_FAILURE)),
         }
+    }
+
+    fn callout_span(&mut self) -> Option<(String, String)> {
+        let span = CalloutSpan::start(self.envoy)?;
+        let ids = span.ids();
+        self.next_span = Some(span);
+        ids
     }
 
     fn client_address(&self) -> Option<std::net::IpAddr> {

@@ -24,6 +24,7 @@ pub mod abi;
 mod host;
 mod idle_hooks;
 mod shared;
+mod span;
 mod stream;
 
 use std::cell::RefCell;
