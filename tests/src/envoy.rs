@@ -9,7 +9,9 @@
 //! port would silently take part of the traffic.
 
 mod gateway;
+mod tracing;
 pub use gateway::*;
+pub use tracing::enable_tracing;
 
 use crate::http::{Request, Response};
 use crate::process::{ChildProcess, free_port, wait_for};

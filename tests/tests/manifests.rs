@@ -102,6 +102,24 @@ fn every_manifest_matches_its_kubernetes_or_crd_schema() {
     }
 }
 
+/// The traces settings shipped commented in the Envoy Gateway recipe (`# >>> tracing`) are valid
+/// once uncommented, as the operator guide tells the operator to do.
+#[test]
+fn the_gateway_recipes_commented_tracing_block_is_valid_when_turned_on() {
+    let text = std::fs::read_to_string(workspace_root().join("envoy/gateway/gateway.yaml")).unwrap();
+    let on = email_verdict_tests::envoy::enable_tracing(&text);
+    assert_ne!(on, text, "no tracing block in envoy/gateway/gateway.yaml");
+    let dir = TestDir::new("gateway-tracing");
+    let file = dir.join("gateway.yaml");
+    std::fs::write(&file, &on).unwrap();
+    let (ok, report) = validate(&[&file]);
+    assert!(ok, "the recipe with tracing on:\n{report}");
+    let proxy = yaml::load_yaml(&file).into_iter().find(|d| d["kind"] == "EnvoyProxy").expect("an EnvoyProxy");
+    let tracing = &proxy["spec"]["telemetry"]["tracing"];
+    assert_eq!(tracing["provider"]["type"], "OpenTelemetry", "{proxy}");
+    assert_eq!(tracing["provider"]["backendRefs"][0]["port"], 4317);
+}
+
 // ---- the sidecar's Kustomize overlays (deploy/kubernetes/sidecar/) ------------------------------
 
 use email_verdict_tests::TestDir;
