@@ -72,15 +72,8 @@ const MAX_HEADER_LIST: u32 = 64 * 1024;
 /// Flow-control window per call: a 10 MiB body arrives in a handful of round trips.
 const WINDOW: u32 = 1024 * 1024;
 
-/// The gRPC status codes this service answers with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    InvalidArgument = 3,
-    DeadlineExceeded = 4,
-    Unimplemented = 12,
-    Internal = 13,
-    Unavailable = 14,
-}
+/// The gRPC status codes, core's: the refusals' and this service's own answers are one list.
+pub use email_verdict_core::signup::reply::Code;
 
 /// A call answered with a status of its own, no `CheckResponse`. The message names what went
 /// wrong, never a value of the request.

@@ -33,13 +33,16 @@ pub enum Via {
     ExtAuthz,
 }
 
-/// The gRPC status codes refusals carry; Connect names the same codes.
+/// The gRPC status codes refusals carry (and the sidecar's gRPC ext_authz service answers a
+/// call it could not check with); Connect names the same codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     InvalidArgument = 3,
+    DeadlineExceeded = 4,
     PermissionDenied = 7,
     ResourceExhausted = 8,
     Unimplemented = 12,
+    Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
 }
@@ -54,9 +57,11 @@ impl Code {
     pub fn connect_name(self) -> &'static str {
         match self {
             Code::InvalidArgument => "invalid_argument",
+            Code::DeadlineExceeded => "deadline_exceeded",
             Code::PermissionDenied => "permission_denied",
             Code::ResourceExhausted => "resource_exhausted",
             Code::Unimplemented => "unimplemented",
+            Code::Internal => "internal",
             Code::Unavailable => "unavailable",
             Code::Unauthenticated => "unauthenticated",
         }
@@ -66,9 +71,11 @@ impl Code {
     pub fn http_status(self) -> u16 {
         match self {
             Code::InvalidArgument => 400,
+            Code::DeadlineExceeded => 504,
             Code::PermissionDenied => 403,
             Code::ResourceExhausted => 429,
             Code::Unimplemented => 501,
+            Code::Internal => 500,
             Code::Unavailable => 503,
             Code::Unauthenticated => 401,
         }
