@@ -188,12 +188,15 @@ fn the_sidecar_pod_is_hardened_probed_and_sized_in_every_overlay() {
             assert!(volumes.iter().any(|v| v["name"] == mount["name"]), "{overlay}: no volume {}", mount["name"]);
         }
 
-        // Readiness and liveness on the admin listener's /healthz, which is where it listens.
+        // Probes on the admin listener, which is where it listens: readiness on /readyz (the
+        // store answers too), startup and liveness on /healthz (a restart mends no store).
         let admin = env(c, "EMAIL_VERDICT_ADMIN_LISTEN").expect("EMAIL_VERDICT_ADMIN_LISTEN")["value"].clone();
         let port = c["ports"].as_array().unwrap().iter().find(|p| p["name"] == "http-admin").expect("http-admin");
         assert_eq!(admin, format!("0.0.0.0:{}", port["containerPort"]), "{overlay}");
-        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
-            assert_eq!(c[probe]["httpGet"]["path"], "/healthz", "{overlay}: {probe}");
+        for (probe, path) in
+            [("startupProbe", "/healthz"), ("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
+        {
+            assert_eq!(c[probe]["httpGet"]["path"], path, "{overlay}: {probe}");
             assert_eq!(c[probe]["httpGet"]["port"], "http-admin", "{overlay}: {probe}");
         }
         assert!(env(c, "EMAIL_VERDICT_ADMIN_TOKEN").is_some_and(|e| e["valueFrom"]["secretKeyRef"].is_object()));

@@ -1,4 +1,5 @@
 //! The admin listener: `GET /healthz` (open, for probes; 200 once both listeners are up),
+//! `GET /readyz` (open; also 503 while the state store cannot answer, `ready.rs`),
 //! `GET /metrics` (open, for Prometheus; no key ids or domains in it) and the admin API under
 //! `/admin/v1/` (keys, reviews, warm-up, lists, the busiest signups, explain; bearer admin token). The server refuses to
 //! listen on a non-loopback address without a token. Errors use the public API's body shape
@@ -10,6 +11,7 @@ mod explain;
 pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod lists;
+mod ready;
 mod reviews;
 mod signups;
 mod warmup;
@@ -99,6 +101,9 @@ impl ServeHttp for AdminApp {
         let path = session.req_header().uri.path().to_owned();
         if path == "/healthz" {
             return self.healthz();
+        }
+        if path == "/readyz" {
+            return self.readyz().await;
         }
         if path == "/metrics" {
             self.review_queue_gauge().await;
@@ -214,6 +219,18 @@ impl AdminApp {
                 }
                 text(StatusCode::SERVICE_UNAVAILABLE, &problem)
             }
+        }
+    }
+
+    /// `/healthz`'s answer, and then 503 while the state store cannot answer a read.
+    async fn readyz(&self) -> Response<Vec<u8>> {
+        let health = self.healthz();
+        if health.status() != StatusCode::OK {
+            return health;
+        }
+        match ready::store_answers(&self.0).await {
+            Ok(()) => text(StatusCode::OK, "ready"),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, &why),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use email_verdict_tests::{Load, Nsd, Outcome, Redis, Server, Sidecar};
+use email_verdict_tests::{Load, Nsd, Outcome, Redis, Request, Server, Sidecar, wait_for};
 
 use super::{PACE, PROGRESS, both_recovered, check_store_fault, lookup, nonempty, usage};
 
@@ -18,6 +18,30 @@ fn redis_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
 #[test]
 fn valkey_killed_under_load_gives_bounded_500s_and_recovers_with_exact_counts() {
     killed_under_load(Server::Valkey);
+}
+
+/// `/readyz` takes a sidecar whose store is gone out of its Service (503 naming the store) and
+/// back once the store answers; `/healthz`, the liveness probe, stays 200 throughout (a restart
+/// would not bring Redis back).
+#[test]
+fn readiness_follows_the_store_and_liveness_does_not() {
+    let mut redis = Redis::start();
+    let sc = Sidecar::builder().state(&redis.url()).keys(&[]).start();
+    let probe = |path: &str| {
+        let r = Request::get(path).send(sc.admin_addr());
+        (r.status, String::from_utf8_lossy(&r.body).into_owned())
+    };
+    assert_eq!(probe("/readyz"), (200, "ready".to_owned()));
+    redis.kill();
+    let (status, why) = wait_for("/readyz to say 503", Duration::from_secs(10), || {
+        Some(probe("/readyz")).filter(|(status, _)| *status == 503)
+    });
+    assert!(why.contains("state store"), "{status} {why}");
+    assert_eq!(probe("/healthz").0, 200, "liveness must not follow the store");
+    redis.restart();
+    wait_for("/readyz to say 200 again", Duration::from_secs(15), || {
+        Some(probe("/readyz")).filter(|(status, _)| *status == 200)
+    });
 }
 
 fn killed_under_load(server: Server) {
