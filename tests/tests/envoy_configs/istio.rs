@@ -117,7 +117,7 @@ fn istio_service_makes_the_callout_cluster() {
     assert!(svc["spec"]["ports"].as_array().expect("ports").iter().any(|p| p["port"] == 8080));
     let dep = istio_doc("sidecar.yaml", "Deployment");
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     let env: Vec<&str> = c["env"].as_array().expect("env").iter().filter_map(|e| e["name"].as_str()).collect();
     for k in ["EMAIL_VERDICT_LISTEN", "EMAIL_VERDICT_ADMIN_LISTEN", "EMAIL_VERDICT_ADMIN_TOKEN", "EMAIL_VERDICT_STATE"]
