@@ -254,7 +254,7 @@ pub fn render(out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
 
 /// [`render`] from another template (`envoy/ext-authz.template.yaml`); `None`: the default one.
 pub fn render_template(template: Option<&Path>, out: &Path, sets: &[(&str, String)], plugin: &Value) -> PathBuf {
-    render_in_tree(&crate::workspace_root(), template, out, sets, plugin)
+    render_in_tree(&crate::workspace_root(), template, out, sets, plugin, &[])
 }
 
 /// [`render_template`] with the renderer of the tree at `root` (`scripts/render-envoy.py`, whose
@@ -265,6 +265,7 @@ pub fn render_in_tree(
     out: &Path,
     sets: &[(&str, String)],
     plugin: &Value,
+    args: &[String],
 ) -> PathBuf {
     let plugin_file = out.with_extension("plugin.json");
     std::fs::write(&plugin_file, serde_json::to_string_pretty(plugin).expect("json")).expect("write plugin config");
@@ -276,7 +277,7 @@ pub fn render_in_tree(
     for (k, v) in sets {
         cmd.arg("--set").arg(format!("{k}={v}"));
     }
-    cmd.arg("--plugin-config").arg(&plugin_file).arg("-o").arg(out);
+    cmd.args(args).arg("--plugin-config").arg(&plugin_file).arg("-o").arg(out);
     let o = run(cmd);
     assert!(o.success(), "scripts/render-envoy.py failed\n{o}");
     out.to_path_buf()
@@ -302,6 +303,9 @@ pub struct EnvoyBuilder {
     env: Vec<(String, String)>,
     /// The filter's artifact (Wasm or dynamic module, as `build` says); `None`: the harness's.
     wasm: Option<PathBuf>,
+    /// More arguments for scripts/render-envoy.py and for Envoy (`tracing`).
+    render_args: Vec<String>,
+    envoy_args: Vec<String>,
 }
 
 impl EnvoyBuilder {
@@ -335,6 +339,8 @@ impl EnvoyBuilder {
             tree: tree.to_path_buf(),
             wasm: None,
             env: Vec::new(),
+            render_args: Vec::new(),
+            envoy_args: Vec::new(),
         }
     }
 
@@ -476,7 +482,7 @@ impl EnvoyBuilder {
         };
         sets.extend(self.sets.iter().cloned());
         let out = dir.join("envoy.yaml");
-        let path = render_in_tree(&self.tree, Some(&template), &out, &sets, &self.plugin);
+        let path = render_in_tree(&self.tree, Some(&template), &out, &sets, &self.plugin, &self.render_args);
         if !self.edits.is_empty() {
             let mut text = std::fs::read_to_string(&path).expect("read the rendered config");
             for (from, to) in &self.edits {
@@ -508,6 +514,7 @@ impl EnvoyBuilder {
             .args(["--base-id", &admin.port().to_string(), "--disable-hot-restart"])
             .args(["--concurrency", &self.concurrency.to_string()])
             .args(["--log-level", "info", "--drain-time-s", "0"])
+            .args(&self.envoy_args)
             .current_dir(dir.path())
             .env_remove("EMAIL_VERDICT_API_KEY")
             .env("EMAIL_VERDICT_MAILBOX_SECRET", crate::TEST_MAILBOX_SECRET);
