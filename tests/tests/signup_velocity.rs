@@ -91,6 +91,30 @@ fn a_block_limit_answers_429_with_retry_after() {
     assert_eq!(g.app.count(), 2, "the refused signup never reaches the app");
 }
 
+/// A signup refused for its domain's mail (`no_mx: block`) is counted like every refused signup,
+/// as the filter counts it: retrying with undeliverable domains does not dodge the client limit.
+#[test]
+fn a_signup_refused_for_no_mail_is_counted() {
+    let dir = TestDir::new("velocity-no-mx");
+    let shipped = email_verdict_tests::workspace_root().join("envoy/ext-authz-config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(shipped).unwrap()).unwrap();
+    config["velocity"] = json!({"client": {"per_hour": 2, "action": "block"}});
+    config["no_mx"] = json!("block");
+    let file = dir.join("ext-authz.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let file = file.display().to_string();
+    let g = gateway_with(
+        |s| s.keys(&["gateway"]).args(&["--ext-authz-config", &file, "--mailbox-secret", SECRET]),
+        |e| e.ext_authz(),
+    );
+    let refused = g.envoy.signup_json("ann@noaddr.example");
+    assert_eq!(refused.status, 400, "{refused}");
+    assert_eq!(refused.json()["error"], "undeliverable_email", "{refused}");
+    assert_eq!(g.envoy.signup_json("a@gmail.com").status, 200);
+    assert_eq!(seen(&g, 1, "x-email-client-signups").as_deref(), Some("2"), "the refused one was counted");
+    assert_eq!(g.envoy.signup_json("b@gmail.com").status, 429, "the third signup of the hour");
+}
+
 #[test]
 fn velocity_without_the_mailbox_secret_is_refused_at_start_naming_the_flag() {
     let dir = TestDir::new("velocity-secret");

@@ -348,39 +348,57 @@ async fn judge_all(
         Settled::Disposable(v) | Settled::Safe(v) => {
             let v = if flag_subaddressed { v.flagged_subaddressed() } else { v };
             let refused = v.disposable && blocks(config);
-            // Every judged signup is counted, a refused one too (as the filter does: repeated
-            // attempts are what the counts are for); a refused one's answer stays the refusal.
-            let counts = match (&whole.primary, &config.velocity, &api.ext_authz_counting) {
-                // Counts are written with the gateway's key only (a caller of /ext_authz with
-                // a customer's key must not flag anyone); no key at all: its error is logged.
-                (Some(_), Some(_), Some(_)) if key.as_ref().is_none_or(|k| k.plan.as_str() != GATEWAY_PLAN) => {
-                    if key.is_some() {
-                        velocity::refused_for_the_plan(api);
-                    }
-                    Vec::new()
-                }
-                (Some(email), Some(limits), Some(counting)) => {
-                    match velocity::count(api, (limits, counting), email, client, &request.id).await {
-                        _ if refused => Vec::new(),
-                        Counted::Pass(headers) => headers,
-                        Counted::Blocked { body, retry_after } => return too_many_signups(body, retry_after),
-                        Counted::Failed(e) => return failed(e, log),
-                    }
-                }
-                _ => Vec::new(),
-            };
-            verdict_answer(config, &v, details.as_ref(), &counts, counted)
+            match count(api, (config, key.as_ref()), whole.primary.as_ref(), (client, &request.id), refused, log).await
+            {
+                Ok(counts) => verdict_answer(config, &v, details.as_ref(), &counts, counted),
+                Err(answer) => answer,
+            }
+        }
+        // Counted like every refused signup (as the filter does), then refused.
+        Settled::Undeliverable(_) => {
+            match count(api, (config, key.as_ref()), whole.primary.as_ref(), (client, &request.id), true, log).await {
+                Ok(_) => refused(&LocalReply::NO_MX),
+                Err(answer) => answer,
+            }
         }
         Settled::Failed(_) => match error {
             Some(e) => failed(e, log),
             None => failed(ApiError::new(email_verdict_core::ErrorCode::InternalError, "no verdict"), log),
         },
         Settled::Invalid => invalid(api, None),
-        // Refused before any count, as `on_subaddressed: deny` is.
-        Settled::Undeliverable(_) => refused(&LocalReply::NO_MX),
         Settled::Bypass(bypass) => {
             Checked { response: bypassed(config, bypass).into(), outcome: CheckOutcome::Bypassed }
         }
+    }
+}
+
+/// Counts a judged signup (`velocity`): every one, a `refused` one too (repeated attempts are
+/// what the counts are for), whose answer then stays the refusal. The count headers for the app,
+/// or the answer that replaces the verdict's (too many signups, a failed count).
+async fn count(
+    api: &Api,
+    (config, key): (&Enforcement, Option<&KeyRecord>),
+    primary: Option<&EmailAddress>,
+    (client, request_id): (Option<IpAddr>, &str),
+    refused: bool,
+    log: &mut LogFields,
+) -> Result<Vec<(String, String)>, Checked> {
+    let (Some(email), Some(limits), Some(counting)) = (primary, &config.velocity, &api.ext_authz_counting) else {
+        return Ok(Vec::new());
+    };
+    // Counts are written with the gateway's key only (a caller of /ext_authz with a customer's
+    // key must not flag anyone); no key at all: its error is logged.
+    if key.is_none_or(|k| k.plan.as_str() != GATEWAY_PLAN) {
+        if key.is_some() {
+            velocity::refused_for_the_plan(api);
+        }
+        return Ok(Vec::new());
+    }
+    match velocity::count(api, (limits, counting), email, client, request_id).await {
+        _ if refused => Ok(Vec::new()),
+        Counted::Pass(headers) => Ok(headers),
+        Counted::Blocked { body, retry_after } => Err(too_many_signups(body, retry_after)),
+        Counted::Failed(e) => Err(failed(e, log)),
     }
 }
 
