@@ -227,9 +227,31 @@ async fn serve_call(
 ) {
     let limit = request.headers().get("grpc-timeout").and_then(|v| grpc_timeout(v.as_bytes()));
     let limit = limit.map_or(CALL_TIME, |t| t.min(CALL_TIME));
-    let answer = tokio::time::timeout(limit, answer(&api, peer, request)).await;
+    let server = crate::telemetry::enabled().then(|| traced_call(request.headers())).flatten();
+    let work = tokio::time::timeout(limit, answer(&api, peer, request));
+    let answer = match &server {
+        Some(server) => server.serve(work).await,
+        None => work.await,
+    };
     let answer = answer.unwrap_or_else(|_| Err(unchecked(Code::DeadlineExceeded, "the check took too long")));
+    if let Some(server) = server {
+        let code = answer.as_ref().err().map_or(0, |f| f.code as i64);
+        let failed = matches!(code, 2 | 4 | 13 | 14);
+        server.finish(failed, vec![crate::telemetry::Attribute::new("rpc.grpc.status_code", code)]);
+    }
     send(&mut respond, answer);
+}
+
+/// The call's server span, continuing the trace of the metadata's `traceparent` (or B3).
+fn traced_call(metadata: &http::HeaderMap) -> Option<crate::telemetry::ServerSpan> {
+    use crate::telemetry::Attribute;
+    let attributes = vec![
+        Attribute::new("rpc.system", "grpc"),
+        Attribute::new("rpc.service", "envoy.service.auth.v3.Authorization"),
+        Attribute::new("rpc.method", "Check"),
+    ];
+    let header = |name: &str| metadata.get(name).and_then(|v| v.to_str().ok());
+    crate::telemetry::ServerSpan::start("envoy.service.auth.v3.Authorization/Check".to_owned(), attributes, header)
 }
 
 /// A call answered without a check (not one it can read, or too slow): the status, and one
@@ -286,7 +308,8 @@ async fn answer(api: &Api, peer: Option<IpAddr>, request: http::Request<RecvStre
     request.method = call.method.clone();
     request.upstream_id =
         call.values("x-request-id").first().and_then(|v| email_verdict_core::signup::plain_request_id(v));
-    let checked = check::check(api, &call, &metadata, &request, &mut log).await;
+    let checking = check::check(api, &call, &metadata, &request, &mut log);
+    let checked = crate::telemetry::span("ext_authz.check", checking, ext_authz::traced).await;
     let protocol = ext_authz::protocol_of(&api.ext_authz.load(), &|name| call.values(name), &call.target);
     finish(api, &request, checked, &protocol, &mut log, started)
 }

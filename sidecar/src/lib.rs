@@ -34,6 +34,7 @@ pub mod review_cmd;
 pub mod server;
 pub mod signups;
 pub mod state;
+pub mod telemetry;
 pub mod validate_cmd;
 pub mod verdicts;
 pub mod warmup;

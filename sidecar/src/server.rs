@@ -57,6 +57,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         )));
     }
     install_sighup_handler().context("cannot install the SIGHUP handler")?;
+    crate::telemetry::init_from_env().map_err(usage_error)?;
     let public_caps = public_caps(&config, raise_open_file_limit());
     let store = state::open_with_capacity(&config.state, config.review_queue_capacity)?;
     let metrics = Arc::new(Metrics::new());
@@ -185,7 +186,10 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         listening.extend(config.ext_authz_grpc_listen);
     }
     announce_ready(&server, listening, &watching, ready);
-    server.run_forever()
+    // `run`, not `run_forever` (which exits inside): the spans of the last requests are sent first.
+    server.run(pingora::server::RunArgs::default());
+    crate::telemetry::shutdown();
+    std::process::exit(0)
 }
 
 fn server_conf(config: &ServeConfig) -> ServerConf {

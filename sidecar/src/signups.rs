@@ -101,6 +101,16 @@ impl Signups {
     /// MX cache knows it) in one store call, and a never-seen domain in its server's wave beside
     /// it; the counts, this signup included.
     pub async fn count(&self, verdicts: &Verdicts, signup: &Signup) -> Result<Counts, StateError> {
+        crate::telemetry::span("store.count", self.count_now(verdicts, signup), |counted| {
+            vec![crate::telemetry::Attribute::new(
+                "email_verdict.outcome",
+                if counted.is_ok() { "ok" } else { "error" },
+            )]
+        })
+        .await
+    }
+
+    async fn count_now(&self, verdicts: &Verdicts, signup: &Signup) -> Result<Counts, StateError> {
         let registrable = signup.domain.registrable().unwrap_or(signup.domain.as_str());
         let server = verdicts.known_mail_server(&signup.domain);
         let counters: Vec<Counter> = [

@@ -104,6 +104,26 @@ struct Decided {
     source: VerdictSource,
 }
 
+/// The `lookup` span's attributes: what decided and how, never the name looked up.
+fn describe(decided: &Result<Decided, LookupError>) -> Vec<crate::telemetry::Attribute> {
+    use crate::telemetry::Attribute;
+    match decided {
+        Ok(d) => vec![
+            Attribute::new(
+                "email_verdict.verdict",
+                match d.result.verdict {
+                    email_verdict_core::api::Verdict::Disposable => "disposable",
+                    email_verdict_core::api::Verdict::Safe => "safe",
+                },
+            ),
+            Attribute::new("email_verdict.source", d.source.as_str()),
+            Attribute::new("email_verdict.cache_hit", d.result.cached),
+            Attribute::new("email_verdict.mx_unavailable", d.mx_unavailable),
+        ],
+        Err(_) => vec![Attribute::new("email_verdict.outcome", "error")],
+    }
+}
+
 /// A verdict, its MX answer, and why (see [`Verdicts::verdict_explained`]).
 pub struct Explained {
     pub result: VerdictResult,
@@ -203,7 +223,8 @@ impl Verdicts {
         decision: Option<Decision>,
         learn: bool,
     ) -> Result<Judged, LookupError> {
-        let d = self.decided(input, decision, Judging { learn, counted: true }).await?;
+        let decided = self.decided(input, decision, Judging { learn, counted: true });
+        let d = crate::telemetry::span("lookup", decided, describe).await?;
         let mail = (!d.mx_unavailable).then(|| d.mx.mail());
         let (result, suggestion, age, mx_unavailable, source) =
             (d.result, d.suggestion, d.age, d.mx_unavailable, d.source);

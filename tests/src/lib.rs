@@ -22,6 +22,7 @@ pub mod http;
 pub mod list_server;
 pub mod load;
 pub mod nsd;
+pub mod otlp;
 pub mod process;
 pub mod protocols;
 pub mod redis;

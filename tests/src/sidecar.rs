@@ -29,7 +29,8 @@ pub fn binary() -> PathBuf {
     path
 }
 
-/// A command on the binary with a clean environment: no `EMAIL_VERDICT_*` from the caller.
+/// A command on the binary with a clean environment: no `EMAIL_VERDICT_*` (nor `OTEL_*`: a
+/// tracing setting of the machine's would change what a test sees) from the caller.
 fn command(cwd: &Path) -> Command {
     command_on(&binary(), cwd)
 }
@@ -38,7 +39,7 @@ fn command(cwd: &Path) -> Command {
 fn command_on(bin: &Path, cwd: &Path) -> Command {
     let mut cmd = Command::new(bin);
     for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("EMAIL_VERDICT_") {
+        if k.to_string_lossy().starts_with("EMAIL_VERDICT_") || k.to_string_lossy().starts_with("OTEL_") {
             cmd.env_remove(k);
         }
     }

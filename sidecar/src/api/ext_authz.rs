@@ -123,7 +123,7 @@ pub async fn handle(
     request: &Request,
     log: &mut LogFields,
 ) -> Response<Vec<u8>> {
-    let checked = check(api, session, request, log).await;
+    let checked = crate::telemetry::span("ext_authz.check", check(api, session, request, log), traced).await;
     api.metrics.ext_authz(checked.outcome);
     log.outcome = Some(checked.outcome.as_str());
     let headers = &session.req_header().headers;
@@ -133,6 +133,11 @@ pub async fn handle(
         &values,
         original_path(&request.path).unwrap_or_default(),
     ))
+}
+
+/// The `ext_authz.check` span's attributes (HTTP and gRPC).
+pub fn traced(checked: &Checked) -> Vec<crate::telemetry::Attribute> {
+    vec![crate::telemetry::Attribute::new("email_verdict.outcome", checked.outcome.as_str())]
 }
 
 /// The protocol a signup's refusal is said in: its headers, and whether its path (`target`,

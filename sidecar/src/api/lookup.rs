@@ -76,7 +76,9 @@ pub(super) async fn judge(
     input: &LookupInput,
     learn: bool,
 ) -> Result<(Judged, Headers), ApiError> {
-    let (admission, decision) = tokio::join!(api.limiter.admit(key, 1), api.verdicts.decision(input.domain()));
+    let admit =
+        crate::telemetry::span("store.admission", api.limiter.admit(key, 1), |r| super::traced::admission(key, r));
+    let (admission, decision) = tokio::join!(admit, api.verdicts.decision(input.domain()));
     let mut grant = admission.map_err(ApiError::from)?;
     let verdict = async {
         let decision = decision.map_err(|e| lookup_error(input, e))?;

@@ -13,6 +13,7 @@ pub mod ext_authz;
 mod lookup;
 mod response;
 mod signups;
+mod traced;
 pub mod velocity;
 
 use std::sync::Arc;
@@ -60,46 +61,54 @@ pub struct ApiApp(pub Arc<Api>);
 #[async_trait]
 impl ServeHttp for ApiApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
-        let started = Instant::now();
-        let request = take_request(session, &self.0.trusted_proxies);
-        let mut log = LogFields::default();
-        if ext_authz::original_path(&request.path).is_some() {
-            let mut response = ext_authz::handle(&self.0, session, &request, &mut log).await;
-            if let Ok(id) = request.id.parse() {
-                response.headers_mut().insert("x-request-id", id);
-            }
-            log_request(&request, "ext_authz", response.status().as_u16(), &log, started);
-            return response;
+        // Tracing off: one branch, no span, no context (crate::telemetry).
+        if !crate::telemetry::enabled() {
+            return self.serve(session, &mut LogFields::default()).await;
         }
-        if request.path == decisions::PATH {
-            let reply = decisions::handle(&self.0, session, &request, &mut log).await;
-            return self.finish(&request, reply, &mut log, started);
-        }
-        if request.path == batch::PATH {
-            let reply = batch::handle(&self.0, session, &request, &mut log).await;
-            return self.finish(&request, reply, &mut log, started);
-        }
-        if request.path == signups::PATH {
-            let reply = signups::handle(&self.0, session, &request, &mut log).await;
-            return self.finish(&request, reply, &mut log, started);
-        }
-        if !matches!(request.method, Method::GET | Method::HEAD) {
-            session.set_keepalive(None); // the body was not read
-        }
-        if let Some(mut page) = crate::pages::serve(&self.0.pages, &self.0.verdicts, &request, &mut log).await {
-            if let Ok(id) = request.id.parse() {
-                page.headers_mut().insert("x-request-id", id);
-            }
-            log_request(&request, "page", page.status().as_u16(), &log, started);
-            self.0.metrics.request(Route::Page, page.status().as_u16(), None);
-            return page;
-        }
-        let reply = route(&self.0, &request, &mut log).await;
-        self.finish(&request, reply, &mut log, started)
+        traced::serve(self, session).await
     }
 }
 
 impl ApiApp {
+    /// Routes a request; `log` gathers what its log line (and its span) says.
+    async fn serve(&self, session: &mut ServerSession, log: &mut LogFields) -> Response<Vec<u8>> {
+        let started = Instant::now();
+        let request = take_request(session, &self.0.trusted_proxies);
+        if ext_authz::original_path(&request.path).is_some() {
+            let mut response = ext_authz::handle(&self.0, session, &request, log).await;
+            if let Ok(id) = request.id.parse() {
+                response.headers_mut().insert("x-request-id", id);
+            }
+            log_request(&request, "ext_authz", response.status().as_u16(), log, started);
+            return response;
+        }
+        if request.path == decisions::PATH {
+            let reply = decisions::handle(&self.0, session, &request, log).await;
+            return self.finish(&request, reply, log, started);
+        }
+        if request.path == batch::PATH {
+            let reply = batch::handle(&self.0, session, &request, log).await;
+            return self.finish(&request, reply, log, started);
+        }
+        if request.path == signups::PATH {
+            let reply = signups::handle(&self.0, session, &request, log).await;
+            return self.finish(&request, reply, log, started);
+        }
+        if !matches!(request.method, Method::GET | Method::HEAD) {
+            session.set_keepalive(None); // the body was not read
+        }
+        if let Some(mut page) = crate::pages::serve(&self.0.pages, &self.0.verdicts, &request, log).await {
+            if let Ok(id) = request.id.parse() {
+                page.headers_mut().insert("x-request-id", id);
+            }
+            log_request(&request, "page", page.status().as_u16(), log, started);
+            self.0.metrics.request(Route::Page, page.status().as_u16(), None);
+            return page;
+        }
+        let reply = route(&self.0, &request, log).await;
+        self.finish(&request, reply, log, started)
+    }
+
     /// Counts and logs an API reply, and makes the response.
     fn finish(&self, request: &Request, reply: Reply, log: &mut LogFields, started: Instant) -> Response<Vec<u8>> {
         let (status, code) = reply.status_and_code();

@@ -138,7 +138,8 @@ impl MxCache {
             self.metrics.cache.joins.inc();
             return flight.clone();
         }
-        let task = tokio::spawn(self.clone().resolve_and_store(domain.clone()));
+        // The resolution runs on a task of its own; it keeps the trace of the lookup that started it.
+        let task = tokio::spawn(crate::telemetry::carry(self.clone().resolve_and_store(domain.clone())));
         let flight =
             async move { task.await.unwrap_or_else(|e| Err(DnsFailure(format!("resolver task failed: {e}")))) }
                 .boxed()

@@ -74,7 +74,11 @@ impl HickoryResolver {
             QueryType::Aaaa => RecordType::AAAA,
             QueryType::Ptr => RecordType::PTR,
         };
-        let result = self.resolver.lookup(name, record_type).await;
+        let lookup = self.resolver.lookup(name, record_type);
+        let result = crate::telemetry::span(dns_span(qtype), lookup, |r| {
+            vec![crate::telemetry::Attribute::new("email_verdict.outcome", if r.is_ok() { "ok" } else { "error" })]
+        })
+        .await;
         counted.finish(result.as_ref().err().and_then(failure_kind));
         result
     }
@@ -267,6 +271,16 @@ fn failure_kind(e: &NetError) -> Option<DnsErrorKind> {
         NetError::Dns(DnsError::ResponseCode(ResponseCode::Refused)) => DnsErrorKind::Refused,
         _ => DnsErrorKind::Other,
     })
+}
+
+/// The span of one query, named by its type (`dns.mx`, `dns.a`, `dns.aaaa`, `dns.ptr`).
+fn dns_span(qtype: QueryType) -> &'static str {
+    match qtype {
+        QueryType::Mx => "dns.mx",
+        QueryType::A => "dns.a",
+        QueryType::Aaaa => "dns.aaaa",
+        QueryType::Ptr => "dns.ptr",
+    }
 }
 
 fn secs(s: u32) -> Duration {

@@ -92,6 +92,8 @@ struct Shared {
 struct Job {
     domain: Box<str>,
     server: Arc<str>,
+    /// The span of the lookup that asked, so the RDAP request shows in its trace.
+    trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 impl DomainAges {
@@ -128,7 +130,10 @@ impl DomainAges {
             Known::Unknown => None,
         };
         if book.claim(name, server, at)
-            && self.jobs.try_send(Job { domain: name.into(), server: server.clone() }).is_err()
+            && self
+                .jobs
+                .try_send(Job { domain: name.into(), server: server.clone(), trace: crate::telemetry::current_span() })
+                .is_err()
         {
             book.unclaim(name);
             self.shared.metrics.rdap_not_queued();
@@ -170,7 +175,10 @@ fn work(shared: &Shared, queue: &Mutex<Receiver<Job>>) {
             continue;
         };
         std::thread::sleep(start.saturating_duration_since(Instant::now()));
-        let outcome = shared.client.fetch(&job.server, &job.domain);
+        let fetch = || shared.client.fetch(&job.server, &job.domain);
+        let outcome = crate::telemetry::span_under("rdap", job.trace.as_ref(), fetch, |o| {
+            vec![crate::telemetry::Attribute::new("email_verdict.outcome", o.label())]
+        });
         shared.lock().settle(&job.domain, &job.server, &outcome, Instant::now());
         shared.freed.notify_all();
         shared.metrics.rdap_request(outcome.label());
