@@ -63,7 +63,7 @@ fn sidecar_roots(spans: &[Span]) -> Vec<&Span> {
 }
 
 /// Envoy's span for the request itself: Envoy's, whose parent is not Envoy's.
-fn envoy_request_span<'a>(spans: &'a [Span]) -> &'a Span {
+fn envoy_request_span(spans: &[Span]) -> &Span {
     let found: Vec<&Span> = spans
         .iter()
         .filter(|s| s.service_name == ENVOY)
