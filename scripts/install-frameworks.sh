@@ -10,7 +10,8 @@
 #               graphql-yoga on graphql 16: `npm ci` from tests/frameworks/node's lockfile
 #   PyPI        Django, FastAPI (Starlette), python-multipart, Flask, and the email validators
 #               email-validator, pydantic, WTForms, marshmallow; grpcio and grpcio-tools (with
-#               protobuf) for the protocol matrix: pinned, in the project's .venv
+#               protobuf) for the protocol matrix, opentelemetry-proto for the OTLP receiver of
+#               tests/traces.rs (tests/otlp/receiver.py): pinned, in the project's .venv
 #   Go          target/frameworks/go-readers, built from tests/frameworks/go (standard library only)
 #   protoc      target/frameworks/acme.binpb: tests/frameworks/proto compiled by grpcio-tools'
 #               protoc into a descriptor set, which the Node protocol app loads (no code generation)
@@ -25,7 +26,7 @@ export DEBIAN_FRONTEND=noninteractive
 # Pinned on PyPI (Werkzeug comes with schemathesis; Flask 3.1 uses it).
 PIP_PINS=("Django==5.2.19" "fastapi==0.165.0" "starlette==1.10.0" "python-multipart==0.0.34" "Flask==3.1.3"
   "email-validator==2.4.0" "pydantic==2.14.4" "idna==3.20" "WTForms==3.3.2" "marshmallow==4.4.0"
-  "grpcio==1.85.1" "grpcio-tools==1.85.1" "protobuf==7.36.2")
+  "grpcio==1.85.1" "grpcio-tools==1.85.1" "protobuf==7.36.2" "opentelemetry-proto==1.45.2")
 
 # Debian packages: command:package (their versions are bookworm's: see the README's table).
 missing=()

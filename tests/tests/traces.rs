@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use email_verdict::grpc_authz::proto::{AttributeContext, CheckRequest, HttpRequest, Request as AttrRequest};
 use email_verdict_tests::otlp::{OtlpReceiver, Span};
-use email_verdict_tests::{Nsd, Request, Sidecar, SidecarBuilder, TestDir, free_port};
+use email_verdict_tests::{ChildProcess, Nsd, Request, Sidecar, SidecarBuilder, TestDir, free_port};
 use prost::Message;
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -256,8 +256,8 @@ fn a_bad_tracing_setting_stops_the_start_with_one_line() {
         ("OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign"),
     ] {
         let (listen, admin) = (free_port(), free_port());
-        let out = Command::new(email_verdict_tests::sidecar::binary())
-            .current_dir(dir.path())
+        let mut cmd = Command::new(email_verdict_tests::sidecar::binary());
+        cmd.env_clear()
             .args([
                 "serve",
                 "--listen",
@@ -267,11 +267,12 @@ fn a_bad_tracing_setting_stops_the_start_with_one_line() {
             ])
             .args(["--state", &format!("sqlite:{}", dir.join("state.db").display())])
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-            .env(name, value)
-            .output()
-            .expect("run serve");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}={value}: {stderr}");
+            .env(name, value);
+        // A build that ignores the setting serves on: stopped after a while rather than awaited.
+        let mut process = ChildProcess::spawn(&format!("serve-{name}"), cmd, dir.path());
+        let status = process.wait_timeout(Duration::from_secs(20));
+        let stderr = process.stderr_text();
+        assert_eq!(status.and_then(|s| s.code()), Some(2), "{name}={value}: {stderr}");
         let said: Vec<&str> = stderr.lines().filter(|l| l.contains(name)).collect();
         assert_eq!(said.len(), 1, "{name}={value}: one line naming it: {stderr}");
         assert!(said[0].starts_with("email-verdict: "), "{stderr}");
