@@ -10,7 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use email_verdict::grpc_authz::proto::{AttributeContext, CheckRequest, HttpRequest, Request as AttrRequest};
 use email_verdict_tests::otlp::{OtlpReceiver, Span};
-use email_verdict_tests::{Nsd, Request, Sidecar, SidecarBuilder, TestDir, free_port};
+use email_verdict_tests::{
+    ChildProcess, ListServer, Nsd, Request, Served, Sidecar, SidecarBuilder, TestDir, free_port,
+};
 use prost::Message;
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -137,6 +139,26 @@ fn a_request_without_trace_context_starts_a_root_trace() {
     assert_eq!(named(&spans, "lookup").parent_span_id, server.span_id);
 }
 
+#[test]
+fn the_rdap_request_joins_the_trace_of_the_lookup_that_queued_it() {
+    let (nsd, receiver, rdap) = (Nsd::start(), OtlpReceiver::start(), ListServer::start());
+    let empty = Served::Reply { status: 404, headers: vec![], body: String::new() };
+    rdap.serve("/rdap/domain/ownmail.example", empty);
+    let bootstrap = serde_json::json!({
+        "description": "test", "publication": "2026-11-25T00:00:00Z", "version": "1.0",
+        "services": [[["example"], [rdap.url("/rdap/")]]],
+    });
+    let dir = TestDir::new("rdap-bootstrap");
+    let file = dir.write("dns.json", &bootstrap.to_string()).display().to_string();
+    let sc = traced(&nsd, &receiver, |b| b.args(&["--rdap", "--rdap-bootstrap", &file, "--allow-private-outbound"]));
+    lookup(&sc, &[("traceparent", &format!("00-{TRACE}-{CLIENT_SPAN}-01"))]);
+    let spans = receiver.wait_for_trace(TRACE, WAIT, |s| has(s, &["lookup", "rdap"]));
+    let rdap_span = named(&spans, "rdap");
+    assert_eq!(rdap_span.parent_span_id, named(&spans, "lookup").span_id, "{spans:#?}");
+    assert_eq!(rdap_span.kind, "CLIENT");
+    assert!(rdap_span.attribute("email_verdict.outcome").is_some(), "{rdap_span:?}");
+}
+
 /// One unary `Check` on a fresh HTTP/2 connection, `metadata` as request headers; the answer's
 /// `grpc-status` (`0` when a `CheckResponse` came back).
 async fn grpc_check(addr: SocketAddr, metadata: &[(&str, &str)], body: &str) -> String {
@@ -216,6 +238,20 @@ fn ext_authz_over_http_and_grpc_continues_the_callers_trace() {
     assert_nothing_secret(&receiver, sc.key());
 }
 
+#[test]
+fn the_last_spans_are_sent_on_sigterm() {
+    let (nsd, receiver) = (Nsd::start(), OtlpReceiver::start());
+    // A batch would leave only after a minute: what arrives was sent by the exit's flush.
+    let mut sc = traced(&nsd, &receiver, |b| b.env("OTEL_BSP_SCHEDULE_DELAY", "60000"));
+    lookup(&sc, &[("traceparent", &format!("00-{TRACE}-{CLIENT_SPAN}-01"))]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(receiver.spans().len(), 0, "nothing sent before the exit");
+    let status = sc.terminate(Duration::from_secs(15)).expect("exits on SIGTERM");
+    assert!(status.success(), "{status:?}\n{}", sc.stderr_text());
+    let spans = receiver.spans();
+    assert!(has(&spans, &["GET /api/v1/domain/{input}", "lookup"]), "{spans:#?}");
+}
+
 /// Waits long enough for a batch to have been sent (the schedule is 100 ms), then asserts none was.
 fn assert_nothing_exported(receiver: &OtlpReceiver) {
     std::thread::sleep(Duration::from_millis(1500));
@@ -256,8 +292,8 @@ fn a_bad_tracing_setting_stops_the_start_with_one_line() {
         ("OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign"),
     ] {
         let (listen, admin) = (free_port(), free_port());
-        let out = Command::new(email_verdict_tests::sidecar::binary())
-            .current_dir(dir.path())
+        let mut cmd = Command::new(email_verdict_tests::sidecar::binary());
+        cmd.env_clear()
             .args([
                 "serve",
                 "--listen",
@@ -267,11 +303,12 @@ fn a_bad_tracing_setting_stops_the_start_with_one_line() {
             ])
             .args(["--state", &format!("sqlite:{}", dir.join("state.db").display())])
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-            .env(name, value)
-            .output()
-            .expect("run serve");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}={value}: {stderr}");
+            .env(name, value);
+        // A build that ignores the setting serves on: stopped after a while rather than awaited.
+        let mut process = ChildProcess::spawn(&format!("serve-{name}"), cmd, dir.path());
+        let status = process.wait_timeout(Duration::from_secs(20));
+        let stderr = process.stderr_text();
+        assert_eq!(status.and_then(|s| s.code()), Some(2), "{name}={value}: {stderr}");
         let said: Vec<&str> = stderr.lines().filter(|l| l.contains(name)).collect();
         assert_eq!(said.len(), 1, "{name}={value}: one line naming it: {stderr}");
         assert!(said[0].starts_with("email-verdict: "), "{stderr}");
