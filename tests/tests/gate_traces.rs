@@ -27,7 +27,9 @@ enum Point {
 
 fn traced_gateway(point: Point, receiver: &OtlpReceiver) -> Gateway {
     let endpoint = receiver.endpoint();
-    let sidecar = move |s: SidecarBuilder| s.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    // Spans sent 100 ms after they end rather than the batch processor's 5 s.
+    let sidecar =
+        move |s: SidecarBuilder| s.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint).env("OTEL_BSP_SCHEDULE_DELAY", "100");
     let collector = receiver.grpc_addr();
     match point {
         Point::Wasm => gateway_with_on(FilterBuild::Wasm, sidecar, |e| e.tracing(collector)),
