@@ -3,81 +3,16 @@
 //! signup's headers, the body from `raw_body` or `body`, the statuses of calls it cannot read,
 //! an oversized message, and a clean exit on SIGTERM.
 
-use bytes::Bytes;
-use email_verdict::grpc_authz::proto::{
-    AttributeContext, CheckRequest, CheckResponse, HttpRequest, Request as AttrRequest,
-};
+use email_verdict::grpc_authz::proto::{AttributeContext, CheckRequest, HttpRequest, Request as AttrRequest};
 use email_verdict_tests::nsd::Nsd;
 use email_verdict_tests::sidecar::Sidecar;
 use email_verdict_tests::{Request, free_port};
-use prost::Message;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-const CHECK: &str = "/envoy.service.auth.v3.Authorization/Check";
-
-/// What a call came to: the response message, or the call's own `grpc-status` and message.
-#[derive(Debug)]
-enum Answer {
-    Message(CheckResponse),
-    Status(u32, String),
-}
-
-/// One unary call on a fresh HTTP/2 connection: `metadata` as request headers, `body` as the
-/// request's DATA (framed by the caller).
-async fn call(addr: SocketAddr, path: &str, metadata: &[(&str, &str)], body: Vec<u8>) -> Answer {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
-    tokio::spawn(connection);
-    let mut client = client.ready().await.expect("ready");
-    let mut request = http::Request::builder()
-        .method("POST")
-        .uri(format!("http://sidecar{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    for (name, value) in metadata {
-        request = request.header(*name, *value);
-    }
-    let (response, mut send) = client.send_request(request.body(()).unwrap(), false).expect("send");
-    send.reserve_capacity(body.len());
-    send.send_data(Bytes::from(body), true).expect("send data");
-    let response = response.await.expect("a response");
-    let (parts, mut body) = response.into_parts();
-    let status_of = |headers: &http::HeaderMap| {
-        headers.get("grpc-status").map(|s| {
-            let message = headers.get("grpc-message").map(|m| m.to_str().unwrap().to_owned()).unwrap_or_default();
-            Answer::Status(s.to_str().unwrap().parse().unwrap(), message)
-        })
-    };
-    if let Some(status) = status_of(&parts.headers) {
-        return status; // trailers-only
-    }
-    let mut data = Vec::new();
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk.expect("data");
-        body.flow_control().release_capacity(chunk.len()).unwrap();
-        data.extend_from_slice(&chunk);
-    }
-    let trailers = body.trailers().await.expect("trailers").expect("trailers present");
-    match status_of(&trailers) {
-        Some(Answer::Status(0, _)) => {
-            assert_eq!(data[0], 0, "not compressed");
-            let length = u32::from_be_bytes(data[1..5].try_into().unwrap()) as usize;
-            assert_eq!(length, data.len() - 5, "one message");
-            Answer::Message(CheckResponse::decode(&data[5..]).expect("a CheckResponse"))
-        }
-        Some(other) => other,
-        None => panic!("no grpc-status"),
-    }
-}
-
-fn framed(message: &impl Message) -> Vec<u8> {
-    let encoded = message.encode_to_vec();
-    let mut out = vec![0];
-    out.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
-    out.extend_from_slice(&encoded);
-    out
-}
+#[path = "common/grpc_check.rs"]
+mod grpc_check;
+use grpc_check::{Answer, CHECK, call, framed};
 
 /// A `CheckRequest` for `POST /signup` with a JSON body (as `raw_body`, or `body` when `string`).
 fn check_request(body: &str, string: bool, headers: &[(&str, &str)]) -> CheckRequest {

@@ -7,13 +7,14 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-use bytes::Bytes;
+#[path = "common/grpc_check.rs"]
+mod grpc_check;
+
 use email_verdict::grpc_authz::proto::{AttributeContext, CheckRequest, HttpRequest, Request as AttrRequest};
 use email_verdict_tests::otlp::{OtlpReceiver, Span};
 use email_verdict_tests::{
     ChildProcess, ListServer, Nsd, Request, Served, Sidecar, SidecarBuilder, TestDir, free_port,
 };
-use prost::Message;
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
@@ -168,33 +169,13 @@ async fn grpc_check(addr: SocketAddr, metadata: &[(&str, &str)], body: &str) -> 
     let check = CheckRequest {
         attributes: Some(AttributeContext { source: None, request: Some(AttrRequest { http: Some(http) }) }),
     };
-    let encoded = check.encode_to_vec();
-    let mut framed = vec![0];
-    framed.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
-    framed.extend_from_slice(&encoded);
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
-    tokio::spawn(connection);
-    let mut client = client.ready().await.expect("ready");
-    let mut request = http::Request::builder()
-        .method("POST")
-        .uri("http://sidecar/envoy.service.auth.v3.Authorization/Check")
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    for (name, value) in metadata {
-        request = request.header(*name, *value);
+    match grpc_check::call(addr, grpc_check::CHECK, metadata, grpc_check::framed(&check)).await {
+        grpc_check::Answer::Message(response) => {
+            assert!(response.status.is_some(), "a CheckResponse without a status: {response:?}");
+            "0".to_owned()
+        }
+        grpc_check::Answer::Status(status, message) => format!("{status} {message}"),
     }
-    let (response, mut send) = client.send_request(request.body(()).unwrap(), false).expect("send");
-    send.send_data(Bytes::from(framed), true).expect("send data");
-    let (parts, mut body) = response.await.expect("a response").into_parts();
-    if let Some(status) = parts.headers.get("grpc-status") {
-        return status.to_str().unwrap().to_owned();
-    }
-    while let Some(chunk) = body.data().await {
-        body.flow_control().release_capacity(chunk.expect("data").len()).unwrap();
-    }
-    let trailers = body.trailers().await.expect("trailers").expect("trailers present");
-    trailers.get("grpc-status").expect("grpc-status").to_str().unwrap().to_owned()
 }
 
 #[test]
