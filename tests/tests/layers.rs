@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["verdicts", "limits", "auth", "review", "warmup", "signups", "explain"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
+    &["telemetry"],
 ];
 
 /// Same-layer edges allowed, in this direction only.
