@@ -104,7 +104,7 @@ impl Held {
     /// Units spent in the last second or so, the current slot left out.
     fn recent(&self, now_ms: i64) -> u64 {
         let slot = now_ms.div_euclid(RATE_SLOT_MS);
-        self.rate.iter().filter(|(s, _)| *s < slot && *s >= slot - RATE_SLOTS as i64 + 1).map(|(_, n)| n).sum()
+        self.rate.iter().filter(|(s, _)| *s < slot && *s > slot - RATE_SLOTS as i64).map(|(_, n)| n).sum()
     }
 
     fn close(&mut self) -> Option<Closing> {
