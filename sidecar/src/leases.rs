@@ -160,7 +160,8 @@ impl Leases {
             let units_min = units.saturating_sub(held.units);
             let ask = LeaseAsk {
                 units_min,
-                units_want: if units_min > 0 { units_min.max(recent) } else { 0 },
+                // An unlimited quota cannot refuse: units are counted as spent, so usage stays exact.
+                units_want: if limits.daily_quota == Limits::UNLIMITED { units_min } else { units_min.max(recent) },
                 places_min: u64::from(need_place),
                 places_want: if need_place { if closing { 1 } else { waiting.max(recent) } } else { 0 },
                 hold_ms: HOLD_MS,

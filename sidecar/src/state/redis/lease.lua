@@ -43,7 +43,7 @@ if burst > 0 and pwant > 0 then
   end
   local free = math.max(burst - taken, 0)
   if free < pmin then
-    return {2, math.max(1, tonumber(blocks[2]) + window - now)}
+    return {2, math.max(1, tonumber(blocks[2] or now) + window - now)}
   end
   places = math.min(math.max(math.min(pwant, math.floor(free / tonumber(ARGV[15]))), pmin), free)
 end

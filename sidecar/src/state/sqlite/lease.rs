@@ -96,3 +96,54 @@ pub(super) fn give_back(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::state::{Closing, KeyStore, LeaseAsk, Leased, Limits, SqliteStore};
+
+    fn ask(units: u64, places: u64) -> LeaseAsk {
+        LeaseAsk { units_min: 1, units_want: units, places_min: 1, places_want: places, hold_ms: 1_000, close: None }
+    }
+
+    #[tokio::test]
+    async fn a_lease_takes_a_share_of_what_is_left_and_the_window_counts_blocks() {
+        let dir = std::env::temp_dir().join(format!("ev-sqlite-lease-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = SqliteStore::open(dir.join("state.db")).unwrap();
+        let t = 1_700_000_000_000;
+        // A free key's 3 a day go one at a time, whatever is asked.
+        let free = Limits { daily_quota: 3, burst_per_second: 1 };
+        let got = store.lease("free", free, &ask(10, 5), t).await.unwrap();
+        assert!(matches!(got, Leased::Granted { units: 1, places: 1, used: 1, .. }), "{got:?}");
+        // Quota 40, burst 20: a quarter of what is left, half of the free places.
+        let tiny = Limits { daily_quota: 40, burst_per_second: 20 };
+        let Leased::Granted { units: 10, places: 10, block, .. } =
+            store.lease("k", tiny, &ask(100, 100), t).await.unwrap()
+        else {
+            panic!("first lease")
+        };
+        let second = store.lease("k", tiny, &ask(100, 100), t + 10).await.unwrap();
+        assert!(matches!(second, Leased::Granted { units: 7, places: 5, used: 17, .. }), "{second:?}");
+        // Closing the first block after 3 places frees its other 7: 20 - 3 - 5 = 12, half of them.
+        let close = Closing { block, spent: 3, last_ms: t + 20 };
+        let third = store.lease("k", tiny, &LeaseAsk { close: Some(close), ..ask(1, 100) }, t + 30).await.unwrap();
+        assert!(matches!(third, Leased::Granted { places: 6, .. }), "{third:?}");
+        // The rest (6 places) goes in halves, then the window is full until the blocks' end + 1 s.
+        let mut rest = 0;
+        for i in 0..10 {
+            match store.lease("k", tiny, &ask(1, 100), t + 40 + i).await.unwrap() {
+                Leased::Granted { places, .. } => rest += places,
+                Leased::RateLimited { .. } => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(rest, 6, "20 places a second, 14 taken");
+        assert!(matches!(store.lease("k", tiny, &ask(1, 1), t + 2_100).await.unwrap(), Leased::Granted { .. }));
+        // Units given back leave the day's count.
+        let day = crate::clock::utc_day(t / 1000);
+        let before = store.usage("k", std::slice::from_ref(&day)).await.unwrap()[0];
+        store.give_back("k", &day, 5, None).await.unwrap();
+        assert_eq!(store.usage("k", &[day]).await.unwrap(), vec![before - 5]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
