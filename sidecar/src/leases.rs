@@ -198,6 +198,15 @@ impl Leases {
         Ok(Outcome::Admitted { used: held.used.saturating_sub(held.units), day })
     }
 
+    /// `units` of `day` were refunded in the store: the count this replica reports drops too.
+    pub async fn refunded(&self, key_id: &str, day: &str, units: u64) {
+        let Some(slot) = self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned() else { return };
+        let mut held = slot.held.lock().await;
+        if held.day == day {
+            held.used = held.used.saturating_sub(units);
+        }
+    }
+
     /// Whether this replica's lease of `key_id` has a unit and a place to spend now.
     pub fn could_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> bool {
         let Some(slot) = self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned() else { return false };

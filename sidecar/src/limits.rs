@@ -202,7 +202,10 @@ impl Limiter {
             return;
         }
         match self.store.refund(&grant.key_id, &grant.day, units, cap).await {
-            Ok(given) => grant.used = grant.used.saturating_sub(given),
+            Ok(given) => {
+                grant.used = grant.used.saturating_sub(given);
+                self.leases.refunded(&grant.key_id, &grant.day, given).await;
+            }
             Err(e) => {
                 self.metrics.store_error();
                 tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup");
