@@ -18,7 +18,7 @@
 //! [`IDLE_MS`] after the key's last request here, at midnight UTC, and at graceful shutdown.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 use crate::clock::{Clock, utc_day};
-use crate::state::{Closing, LeaseAsk, Leased, Limits, StateError, StateStore};
+use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 
 /// How long after its grant a place block may be spent.
 pub const HOLD_MS: i64 = 1_000;
@@ -64,7 +64,20 @@ pub struct Leases {
     keys: Mutex<HashMap<String, Arc<Slot>>>,
     /// Set at graceful shutdown: leases are taken for one request and given back at once.
     closing: AtomicBool,
+    /// Give-backs the store did not confirm, and leases whose answer was lost: sent again every
+    /// sweep until the store confirms (each is applied once) or its day is over.
+    pending: Mutex<Vec<(String, GiveBack)>>,
+    /// This process's prefix of lease and give-back ids, and the counter after it.
+    ids: (u64, AtomicU64),
+    /// When the last "not confirmed" line was logged (one a second at most).
+    warned_ms: AtomicI64,
 }
+
+/// The most give-backs kept for another try; beyond, the oldest is dropped with a log line
+/// (its units stay counted for their day: refused early, never over).
+const MAX_PENDING: usize = 10_000;
+/// The most lease ids a key's lease remembers (older ones end by their record's expiry).
+const MAX_IDS: usize = 16;
 
 struct Slot {
     /// Requests for the key waiting for (or holding) its lease.
@@ -87,6 +100,8 @@ struct Held {
     last_ms: i64,
     /// The day's count the store gave with the last grant.
     used: u64,
+    /// The leases `units` came from (ended at the give-back, or once all is spent).
+    ids: Vec<String>,
     /// Units spent per [`RATE_SLOT_MS`] slot, by slot number modulo [`RATE_SLOTS`].
     rate: [(i64, u64); RATE_SLOTS],
 }
@@ -126,7 +141,27 @@ impl Held {
 
 impl Leases {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock, keys: Mutex::default(), closing: AtomicBool::new(false) }
+        let mut prefix = [0u8; 8];
+        // A clash between two processes' ids needs the same random prefix: without one, a
+        // counter from the clock is as good.
+        let prefix = match getrandom::fill(&mut prefix) {
+            Ok(()) => u64::from_le_bytes(prefix),
+            Err(_) => clock.now_ms() as u64,
+        };
+        Self {
+            store,
+            clock,
+            keys: Mutex::default(),
+            closing: AtomicBool::new(false),
+            pending: Mutex::default(),
+            ids: (prefix, AtomicU64::new(0)),
+            warned_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// A new lease or give-back id, unique across processes.
+    fn new_id(&self) -> String {
+        format!("{:016x}.{:x}", self.ids.0, self.ids.1.fetch_add(1, Ordering::Relaxed))
     }
 
     fn slot(&self, key_id: &str) -> Arc<Slot> {
@@ -147,9 +182,8 @@ impl Leases {
         if held.day != day {
             // Midnight: yesterday's unspent units go back to yesterday.
             let (old, units) = (std::mem::replace(&mut held.day, day.clone()), std::mem::take(&mut held.units));
-            if units > 0 {
-                self.give_back_logged(key_id, &old, units, None).await;
-            }
+            let ended = std::mem::take(&mut held.ids);
+            self.give_back(key_id, GiveBack { day: old, units, ended, ..GiveBack::default() }).await;
             held.used = 0;
         }
         let limited = limits.burst_per_second != Limits::UNLIMITED;
@@ -158,7 +192,10 @@ impl Leases {
             let closing = self.closing.load(Ordering::Relaxed);
             let recent = if closing { 0 } else { held.recent(now_ms) };
             let units_min = units.saturating_sub(held.units);
+            let ended = if held.units == 0 { std::mem::take(&mut held.ids) } else { Vec::new() };
             let ask = LeaseAsk {
+                id: self.new_id(),
+                ended,
                 units_min,
                 // An unlimited quota cannot refuse: units are counted as spent, so usage stays exact.
                 units_want: if limits.daily_quota == Limits::UNLIMITED { units_min } else { units_min.max(recent) },
@@ -167,8 +204,23 @@ impl Leases {
                 hold_ms: HOLD_MS,
                 close: if need_place { held.close() } else { None },
             };
-            match self.store.lease(key_id, limits, &ask, now_ms).await? {
+            let leased = match self.store.lease(key_id, limits, &ask, now_ms).await {
+                Ok(leased) => leased,
+                Err(e) => {
+                    // It may have run: whatever it granted comes back at the next sweep.
+                    let lost = GiveBack { id: self.new_id(), day, lost: vec![ask.id], ..GiveBack::default() };
+                    self.retry_later(key_id, lost);
+                    return Err(e);
+                }
+            };
+            match leased {
                 Leased::Granted { units: got, places, block, used } => {
+                    if got > 0 {
+                        if held.ids.len() == MAX_IDS {
+                            held.ids.remove(0);
+                        }
+                        held.ids.push(ask.id);
+                    }
                     held.units += got;
                     held.used = used;
                     if places > 0 {
@@ -217,6 +269,7 @@ impl Leases {
     /// Ends the leases that are due (all of them when shutting down).
     pub async fn sweep(&self) {
         let now_ms = self.clock.now_ms();
+        self.retry_pending(now_ms).await;
         let closing = self.closing.load(Ordering::Relaxed);
         let slots: Vec<(String, Arc<Slot>)> =
             self.keys.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, s)| (k.clone(), s.clone())).collect();
@@ -228,9 +281,10 @@ impl Leases {
             let units_due = held.units > 0 && (closing || idle || held.day != utc_day(now_ms.div_euclid(1000)));
             if places_due || units_due {
                 let units = if units_due { std::mem::take(&mut held.units) } else { 0 };
+                let ended = if units_due { std::mem::take(&mut held.ids) } else { Vec::new() };
                 let close = if places_due { held.close() } else { None };
-                let day = held.day.clone();
-                self.give_back_logged(&key_id, &day, units, close).await;
+                let back = GiveBack { day: held.day.clone(), units, ended, close, ..GiveBack::default() };
+                self.give_back(&key_id, back).await;
             }
             let forget = held.holds_nothing() && now_ms - held.last_ms >= 2 * RATE_SLOT_MS * RATE_SLOTS as i64;
             drop(held);
@@ -244,11 +298,49 @@ impl Leases {
         }
     }
 
-    /// A give-back that fails leaves the units counted and the places in the window until their
-    /// end: early refusals, never over; logged.
-    async fn give_back_logged(&self, key_id: &str, day: &str, units: u64, close: Option<Closing>) {
-        if let Err(e) = self.store.give_back(key_id, day, units, close).await {
-            tracing::warn!(key_id = %key_id, error = %e, units, "could not give a lease back; it ends by itself");
+    /// Sends `back` (named here); one the store does not confirm is sent again every sweep.
+    async fn give_back(&self, key_id: &str, mut back: GiveBack) {
+        if back.is_empty() {
+            return;
+        }
+        back.id = self.new_id();
+        if self.store.give_back(key_id, &back).await.is_err() {
+            self.retry_later(key_id, back);
+        }
+    }
+
+    fn retry_later(&self, key_id: &str, back: GiveBack) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.len() == MAX_PENDING {
+            pending.remove(0);
+            tracing::warn!(
+                "too many lease give-backs waiting for the store: the oldest dropped (its units stay counted)"
+            );
+        }
+        pending.push((key_id.to_owned(), back));
+    }
+
+    /// The give-backs still owed, sent again (each applied once whatever happened before). One
+    /// whose day is over is dropped: its units no longer admit anything.
+    async fn retry_pending(&self, now_ms: i64) {
+        let owed = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if owed.is_empty() {
+            return;
+        }
+        let today = utc_day(now_ms.div_euclid(1000));
+        let mut owed = owed.into_iter().filter(|(_, back)| back.day >= today);
+        while let Some((key_id, back)) = owed.next() {
+            if let Err(e) = self.store.give_back(&key_id, &back).await {
+                // The store is not answering: the rest waits for the next sweep.
+                let mut failed: Vec<_> = std::iter::once((key_id, back)).chain(owed).collect();
+                if now_ms - self.warned_ms.swap(now_ms, Ordering::Relaxed) >= 1_000 {
+                    tracing::warn!(error = %e, waiting = failed.len(), "lease give-backs not confirmed by the store; trying again");
+                }
+                let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                failed.append(&mut pending);
+                *pending = failed;
+                return;
+            }
         }
     }
 

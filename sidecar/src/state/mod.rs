@@ -118,6 +118,35 @@ pub struct LeaseAsk {
     pub hold_ms: i64,
     /// The place block to close first, if any.
     pub close: Option<Closing>,
+    /// Names the lease in the store ("" for none: [`KeyStore::admit`]). A call repeated with
+    /// the same id (a client's retry) grants nothing more and answers the first grant; a lease
+    /// whose answer was lost is settled by id in a [`GiveBack`].
+    pub id: String,
+    /// Leases of this key all spent: their records can go.
+    pub ended: Vec<String>,
+}
+
+/// What [`KeyStore::give_back`] ends, applied once however often it is sent (by its `id`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GiveBack {
+    pub id: String,
+    /// The UTC day the units count on.
+    pub day: String,
+    /// Units leased on `day` and not spent.
+    pub units: u64,
+    /// Leases whose answer never came (an error or a timeout after the store may have run them):
+    /// whatever each granted comes back whole, and a late run of one grants nothing.
+    pub lost: Vec<String>,
+    /// Leases ended by this give-back: their records can go.
+    pub ended: Vec<String>,
+    pub close: Option<Closing>,
+}
+
+impl GiveBack {
+    /// Nothing to do in the store.
+    pub fn is_empty(&self) -> bool {
+        self.units == 0 && self.lost.is_empty() && self.ended.is_empty() && self.close.is_none()
+    }
 }
 
 /// A place block that ends: how many of its places were spent, and the last of them (ms).
@@ -232,9 +261,10 @@ pub trait KeyStore: Send + Sync + 'static {
     /// is less than [`BURST_WINDOW_MS`] ago, so no second ever holds more than the burst spent.
     /// The close stays done when the grant is refused.
     async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError>;
-    /// Ends a lease: `units` unspent on `day` go back to its count (never below zero, and not
-    /// counted as refunds), and `close` (if any) is closed as [`KeyStore::lease`] does.
-    async fn give_back(&self, key_id: &str, day: &str, units: u64, close: Option<Closing>) -> Result<(), StateError>;
+    /// Ends leases, in one atomic step applied once per `back.id`: `back.units` unspent and what
+    /// each of `back.lost` granted go back to the day's count (never below zero, and not counted
+    /// as refunds), and `back.close` (if any) is closed as [`KeyStore::lease`] does.
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError>;
     /// Gives back `units` admitted on `day` that were not answered (a failure on our side, an
     /// invalid input), in one atomic step: never below zero; with a `cap`, never more than
     /// `cap` units so given back in all on that day (issue 31: refunds of failed lookups must

@@ -24,8 +24,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
 
 use super::{
-    BURST_WINDOW_MS, Closing, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits, PLACES_SHARE,
-    Replication, StateError, UNITS_SHARE,
+    BURST_WINDOW_MS, Closing, GiveBack, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits,
+    PLACES_SHARE, Replication, StateError, UNITS_SHARE,
 };
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
@@ -33,6 +33,10 @@ use crate::keys::KeyHash;
 /// Every store call gives up after this, so a dead Redis costs a bounded wait.
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 const USAGE_TTL_SECS: u64 = 40 * 86_400;
+/// How long a lease's and a give-back's records last: a retry of either, and the settling of a
+/// lease whose answer was lost, come within it (a replica retries every sweep); a lease settled
+/// later than this gives nothing back (its units stay counted: refused early, never over).
+const LEASE_RECORD_TTL_MS: u64 = 10 * 60 * 1000;
 
 mod infra;
 mod recheck;
@@ -45,6 +49,7 @@ pub struct RedisStore {
     /// One multiplexed connection per tokio runtime that uses the store (see [`RedisStore::conn`]).
     conns: Mutex<HashMap<tokio::runtime::Id, Conn>>,
     lease: Script,
+    give_back: Script,
     refund: Script,
     update: Script,
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
@@ -98,6 +103,11 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     (!list.is_empty() && nodes.iter().all(|n| n.len() > "redis://".len())).then_some(nodes)
 }
 
+/// The place block a script closes: its name ("": none), places spent and last spent (ms).
+fn close_args(close: Option<&Closing>) -> (&str, u64, i64) {
+    close.map_or(("", 0, 0), |c| (c.block.as_str(), c.spent, c.last_ms))
+}
+
 fn tag(id: &str) -> String {
     format!("ev:{{{id}}}")
 }
@@ -123,7 +133,8 @@ impl RedisStore {
         Ok(Self {
             target,
             conns: Mutex::default(),
-            lease: Script::new(include_str!("lease.lua")),
+            lease: Script::new(concat!(include_str!("close.lua"), include_str!("lease.lua"))),
+            give_back: Script::new(concat!(include_str!("close.lua"), include_str!("give_back.lua"))),
             // Never below zero, never more than ARGV[2] a day (KEYS[2]: what the day gave back).
             refund: Script::new(include_str!("refund.lua")),
             // Sets fields of an existing key record only; returns 0 when there is none.
@@ -194,23 +205,24 @@ impl RedisStore {
         .await
     }
 
-    /// The lease script (`lease.lua`) on `day`'s counter: a grant, a close, a give-back.
+    /// The lease script (`lease.lua`, after `close.lua`) on `day`'s counter.
     async fn run_lease(
         &self,
         key_id: &str,
         day: &str,
         limits: Limits,
         ask: &LeaseAsk,
-        back: u64,
         now_ms: i64,
     ) -> Result<Vec<Value>, StateError> {
         let t = tag(key_id);
-        let (block, spent, last) = ask.close.as_ref().map_or(("", 0, 0), |c| (c.block.as_str(), c.spent, c.last_ms));
+        let (block, spent, last) = close_args(ask.close.as_ref());
         self.call(async |c| {
-            self.lease
-                .key(format!("{t}:used:{day}"))
-                .key(format!("{t}:burst"))
-                .key(format!("{t}:seq"))
+            let mut invocation = self.lease.key(format!("{t}:used:{day}"));
+            invocation.key(format!("{t}:burst")).key(format!("{t}:seq")).key(format!("{t}:lease:{}", ask.id));
+            for ended in &ask.ended {
+                invocation.key(format!("{t}:lease:{ended}"));
+            }
+            invocation
                 .arg(limits.daily_quota)
                 // 0: unlimited, the script keeps no window.
                 .arg(if limits.burst_per_second == Limits::UNLIMITED { 0 } else { limits.burst_per_second })
@@ -227,7 +239,7 @@ impl RedisStore {
                 .arg(last)
                 .arg(UNITS_SHARE)
                 .arg(PLACES_SHARE)
-                .arg(back)
+                .arg(if ask.id.is_empty() { 0 } else { LEASE_RECORD_TTL_MS })
                 .invoke_async(c)
                 .await
         })
@@ -365,7 +377,7 @@ impl KeyStore for RedisStore {
 
     async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError> {
         let day = utc_day(now_ms.div_euclid(1000));
-        let reply = self.run_lease(key_id, &day, limits, ask, 0, now_ms).await?;
+        let reply = self.run_lease(key_id, &day, limits, ask, now_ms).await?;
         let int = |i: usize| match reply.get(i) {
             Some(Value::Int(n)) => Ok((*n).max(0) as u64),
             _ => Err(StateError::Invalid("redis: unexpected lease reply".into())),
@@ -384,10 +396,28 @@ impl KeyStore for RedisStore {
         })
     }
 
-    async fn give_back(&self, key_id: &str, day: &str, units: u64, close: Option<Closing>) -> Result<(), StateError> {
-        let ask = LeaseAsk { close, ..LeaseAsk::default() };
-        let limits = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: Limits::UNLIMITED };
-        self.run_lease(key_id, day, limits, &ask, units, 0).await.map(drop)
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError> {
+        let t = tag(key_id);
+        let (block, spent, last) = close_args(back.close.as_ref());
+        let _: i64 = self
+            .call(async |c| {
+                let mut invocation = self.give_back.key(format!("{t}:used:{}", back.day));
+                invocation.key(format!("{t}:burst")).key(format!("{t}:seq")).key(format!("{t}:back:{}", back.id));
+                for id in back.lost.iter().chain(&back.ended) {
+                    invocation.key(format!("{t}:lease:{id}"));
+                }
+                invocation
+                    .arg(back.units)
+                    .arg(back.lost.len())
+                    .arg(block)
+                    .arg(spent)
+                    .arg(last)
+                    .arg(LEASE_RECORD_TTL_MS)
+                    .invoke_async(c)
+                    .await
+            })
+            .await?;
+        Ok(())
     }
 
     async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError> {

@@ -4,7 +4,7 @@ use rusqlite::{Connection, params};
 
 use super::used_on;
 use crate::clock::utc_day;
-use crate::state::{BURST_WINDOW_MS, Closing, LeaseAsk, Leased, Limits, places_granted, units_granted};
+use crate::state::{BURST_WINDOW_MS, Closing, GiveBack, LeaseAsk, Leased, Limits, places_granted, units_granted};
 
 /// The lease step (see [`KeyStore::lease`]). It runs inside the group transaction (`BEGIN
 /// IMMEDIATE` took the write lock, so leases from any process are serialized).
@@ -79,30 +79,34 @@ fn close_block(c: &Connection, key_id: &str, close: &Closing) -> rusqlite::Resul
     Ok(())
 }
 
-/// Gives back `units` unspent on `day` (never below zero) and closes `close`.
-pub(super) fn give_back(
-    c: &Connection,
-    key_id: &str,
-    day: &str,
-    units: u64,
-    close: Option<&Closing>,
-) -> rusqlite::Result<()> {
-    if let Some(close) = close {
+/// Gives back `back.units` unspent on `back.day` (never below zero) and closes `back.close`.
+/// Its `lost` leases granted nothing here: a lease call that fails rolled its transaction back,
+/// and one that answered was committed (nothing is lost in between in one process), so the ids
+/// and a repeated give-back need no record.
+pub(super) fn give_back(c: &Connection, key_id: &str, back: &GiveBack) -> rusqlite::Result<()> {
+    if let Some(close) = &back.close {
         close_block(c, key_id, close)?;
     }
-    if units > 0 {
+    if back.units > 0 {
         c.prepare_cached("UPDATE usage SET count = MAX(count - ?3, 0) WHERE key_id = ?1 AND day = ?2")?
-            .execute(params![key_id, day, i64::try_from(units).unwrap_or(i64::MAX)])?;
+            .execute(params![key_id, back.day, i64::try_from(back.units).unwrap_or(i64::MAX)])?;
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::state::{Closing, KeyStore, LeaseAsk, Leased, Limits, SqliteStore};
+    use crate::state::{Closing, GiveBack, KeyStore, LeaseAsk, Leased, Limits, SqliteStore};
 
     fn ask(units: u64, places: u64) -> LeaseAsk {
-        LeaseAsk { units_min: 1, units_want: units, places_min: 1, places_want: places, hold_ms: 1_000, close: None }
+        LeaseAsk {
+            units_min: 1,
+            units_want: units,
+            places_min: 1,
+            places_want: places,
+            hold_ms: 1_000,
+            ..LeaseAsk::default()
+        }
     }
 
     #[tokio::test]
@@ -142,7 +146,7 @@ mod tests {
         // Units given back leave the day's count.
         let day = crate::clock::utc_day(t / 1000);
         let before = store.usage("k", std::slice::from_ref(&day)).await.unwrap()[0];
-        store.give_back("k", &day, 5, None).await.unwrap();
+        store.give_back("k", &GiveBack { day: day.clone(), units: 5, ..GiveBack::default() }).await.unwrap();
         assert_eq!(store.usage("k", &[day]).await.unwrap(), vec![before - 5]);
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    BURST_WINDOW_MS, Closing, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits, Replication,
+    BURST_WINDOW_MS, GiveBack, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits, Replication,
     StateError,
 };
 use crate::clock::utc_day;
@@ -511,9 +511,9 @@ impl KeyStore for SqliteStore {
         self.in_group(move |c| lease::lease(c, &key_id, limits, &ask, now_ms).map_err(unavailable)).await
     }
 
-    async fn give_back(&self, key_id: &str, day: &str, units: u64, close: Option<Closing>) -> Result<(), StateError> {
-        let (key_id, day) = (key_id.to_owned(), day.to_owned());
-        self.in_group(move |c| lease::give_back(c, &key_id, &day, units, close.as_ref()).map_err(unavailable)).await
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError> {
+        let (key_id, back) = (key_id.to_owned(), back.clone());
+        self.in_group(move |c| lease::give_back(c, &key_id, &back).map_err(unavailable)).await
     }
 
     async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError> {
