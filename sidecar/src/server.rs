@@ -105,6 +105,12 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         ext_authz_counting: config.ext_authz_counting.clone(),
     });
     let leases = api.limiter.leases();
+    // What a process that ended held unspent goes back before this one answers.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start a runtime")?
+        .block_on(leases.settle());
     // Bound before Pingora starts: a port in use is the operator's error, said plainly.
     let grpc_authz = match config.ext_authz_grpc_listen {
         Some(addr) => Some(

@@ -221,6 +221,11 @@ pub trait KeyStore: Send + Sync + 'static {
     fn problem(&self) -> Option<String> {
         None
     }
+    /// Where a replica keeps the units it holds from leases, for the next process on this
+    /// store's machine to give back after a crash (`leases::journal`); `None`: not kept.
+    fn lease_journal_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Stores a new key under its hash; the record's id must be unique. Whether it is on a
     /// replica yet: an owner's key lost in a failover answers 401. Revoking, changing and
     /// [`ReviewStore::decide`] wait for a replica the same way (and log when it times out).

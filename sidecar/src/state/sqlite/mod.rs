@@ -428,6 +428,10 @@ fn would_admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rus
 
 #[async_trait]
 impl KeyStore for SqliteStore {
+    fn lease_journal_dir(&self) -> Option<PathBuf> {
+        Some(PathBuf::from(format!("{}-leases", self.file.0.display())))
+    }
+
     fn problem(&self) -> Option<String> {
         let (path, opened) = &self.file;
         let now = file_id(path).ok();

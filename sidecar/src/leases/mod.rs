@@ -26,7 +26,10 @@ use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
+mod journal;
+
 use crate::clock::{Clock, utc_day};
+use journal::Journal;
 use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 
 /// How long after its grant a place block may be spent.
@@ -71,6 +74,8 @@ pub struct Leases {
     ids: (u64, AtomicU64),
     /// When the last "not confirmed" line was logged (one a second at most).
     warned_ms: AtomicI64,
+    /// What this process holds unspent, kept where a restart finds it (SQLite's file's side).
+    journal: Option<Journal>,
 }
 
 /// The most give-backs kept for another try; beyond, the oldest is dropped with a log line
@@ -148,15 +153,45 @@ impl Leases {
             Ok(()) => u64::from_le_bytes(prefix),
             Err(_) => clock.now_ms() as u64,
         };
+        let (journal, owed) = match store.lease_journal_dir().map(|dir| Journal::open(&dir)) {
+            Some(Ok((journal, owed))) => (Some(journal), owed),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "no lease journal: after a crash, the units this process held stay counted for the day");
+                (None, Vec::new())
+            }
+            None => (None, Vec::new()),
+        };
+        if !owed.is_empty() {
+            tracing::info!(keys = owed.len(), "giving back the units a process that ended had leased and not answered");
+        }
         Self {
             store,
             clock,
             keys: Mutex::default(),
             closing: AtomicBool::new(false),
-            pending: Mutex::default(),
+            pending: Mutex::new(owed),
             ids: (prefix, AtomicU64::new(0)),
             warned_ms: AtomicI64::new(0),
+            journal,
         }
+    }
+
+    /// Sends what is owed now (at start, before serving: what an ended process held).
+    pub async fn settle(&self) {
+        self.retry_pending(self.clock.now_ms()).await;
+    }
+
+    /// Records `units` of `key_id` held unspent on `day` in the journal (if any).
+    fn journal(&self, key_id: &str, day: &str, units: u64) {
+        if let Some(journal) = &self.journal {
+            journal.write(key_id, day, units);
+        }
+    }
+
+    /// Whether a crash would give back what `key_id` holds (no journal: the store's side has
+    /// no restart to give back to; a journal with no slot for it: no).
+    fn journaled(&self, key_id: &str) -> bool {
+        self.journal.as_ref().is_none_or(|j| j.covers(key_id))
     }
 
     /// A new lease or give-back id, unique across processes.
@@ -182,6 +217,7 @@ impl Leases {
         if held.day != day {
             // Midnight: yesterday's unspent units go back to yesterday.
             let (old, units) = (std::mem::replace(&mut held.day, day.clone()), std::mem::take(&mut held.units));
+            self.journal(key_id, &old, 0);
             let ended = std::mem::take(&mut held.ids);
             self.give_back(key_id, GiveBack { day: old, units, ended, ..GiveBack::default() }).await;
             held.used = 0;
@@ -198,7 +234,12 @@ impl Leases {
                 ended,
                 units_min,
                 // An unlimited quota cannot refuse: units are counted as spent, so usage stays exact.
-                units_want: if limits.daily_quota == Limits::UNLIMITED { units_min } else { units_min.max(recent) },
+                // An unjournaled key (the journal full) holds nothing it has not answered.
+                units_want: if limits.daily_quota == Limits::UNLIMITED || !self.journaled(key_id) {
+                    units_min
+                } else {
+                    units_min.max(recent)
+                },
                 places_min: u64::from(need_place),
                 places_want: if need_place { if closing { 1 } else { waiting.max(recent) } } else { 0 },
                 hold_ms: HOLD_MS,
@@ -222,6 +263,7 @@ impl Leases {
                         held.ids.push(ask.id);
                     }
                     held.units += got;
+                    self.journal(key_id, &held.day, held.units);
                     held.used = used;
                     if places > 0 {
                         (held.block, held.places, held.spent, held.until_ms) = (block, places, 0, now_ms + HOLD_MS);
@@ -241,6 +283,8 @@ impl Leases {
             return Err(StateError::Invalid("the store granted less than the request needs".into()));
         }
         held.units -= units;
+        // Before the answer: a crash from here on keeps this unit counted.
+        self.journal(key_id, &held.day, held.units);
         if limited {
             held.places -= 1;
             held.spent += 1;
@@ -281,6 +325,10 @@ impl Leases {
             let units_due = held.units > 0 && (closing || idle || held.day != utc_day(now_ms.div_euclid(1000)));
             if places_due || units_due {
                 let units = if units_due { std::mem::take(&mut held.units) } else { 0 };
+                if units_due {
+                    // Zeroed first: a crash before the store has them keeps them counted.
+                    self.journal(&key_id, &held.day, 0);
+                }
                 let ended = if units_due { std::mem::take(&mut held.ids) } else { Vec::new() };
                 let close = if places_due { held.close() } else { None };
                 let back = GiveBack { day: held.day.clone(), units, ended, close, ..GiveBack::default() };
