@@ -1,5 +1,5 @@
 //! Plans applied to requests: the daily quota (402) and the per-second burst (429), spent from
-//! leases taken atomically from the state store (`leases.rs`), so that replicas sharing it never
+//! leases taken atomically from the state store (`leases/`), so that replicas sharing it never
 //! go over: a request may be refused early (while another replica holds units or places it has
 //! not spent, at most [`crate::leases::IDLE_MS`]), never served beyond the plan.
 //!

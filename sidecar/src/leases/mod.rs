@@ -29,8 +29,8 @@ use pingora::services::background::BackgroundService;
 mod journal;
 
 use crate::clock::{Clock, utc_day};
-use journal::Journal;
 use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
+use journal::Journal;
 
 /// How long after its grant a place block may be spent.
 pub const HOLD_MS: i64 = 1_000;
