@@ -41,6 +41,30 @@ impl Clock for SystemClock {
     }
 }
 
+/// Test-only: the server's clock runs this many ms off the system's (the day rolling over
+/// during an end-to-end test). Never set in production; the server logs it when set.
+pub const TEST_OFFSET_ENV: &str = "EMAIL_VERDICT_TEST_CLOCK_OFFSET_MS";
+
+/// The system clock shifted by a fixed offset (see [`TEST_OFFSET_ENV`]).
+pub struct OffsetClock(pub i64);
+
+impl Clock for OffsetClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms().saturating_add(self.0)
+    }
+}
+
+/// The server's clock: the system's, unless [`TEST_OFFSET_ENV`] shifts it.
+pub fn server_clock() -> std::sync::Arc<dyn Clock> {
+    match std::env::var(TEST_OFFSET_ENV).ok().and_then(|v| v.parse::<i64>().ok()) {
+        Some(offset) if offset != 0 => {
+            tracing::warn!(offset_ms = offset, "test-only clock offset in force ({TEST_OFFSET_ENV})");
+            std::sync::Arc::new(OffsetClock(offset))
+        }
+        _ => std::sync::Arc::new(SystemClock),
+    }
+}
+
 /// Unix seconds of the next midnight UTC after `unix`.
 pub fn next_midnight(unix: i64) -> i64 {
     (unix.div_euclid(86_400) + 1) * 86_400

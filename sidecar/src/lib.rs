@@ -20,6 +20,7 @@ pub mod grpc_authz;
 pub mod http_guard;
 pub mod keys;
 pub mod keys_cmd;
+pub mod leases;
 pub mod limits;
 pub mod lists;
 pub mod logging;

@@ -1,5 +1,7 @@
-//! Plans applied to requests: the daily quota (402) and the per-second burst (429), counted
-//! atomically in the state store so that replicas sharing it stay exact.
+//! Plans applied to requests: the daily quota (402) and the per-second burst (429), spent from
+//! leases taken atomically from the state store (`leases/`), so that replicas sharing it never
+//! go over: a request may be refused early (while another replica holds units or places it has
+//! not spent, at most [`crate::leases::IDLE_MS`]), never served beyond the plan.
 //!
 //! What counts: a request is admitted (and counted) after its key is accepted; if it then fails
 //! on our side (DNS or store failure) or on its input (400), its quota unit is given back, up
@@ -14,15 +16,17 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use crate::clock::{Clock, next_midnight, utc_day};
+use crate::leases::{Leases, Outcome};
 use crate::metrics::{Metrics, PlanLimit};
 use crate::plans::PlanBook;
-use crate::state::{Admission, KeyRecord, Limits, StateError, StateStore};
+use crate::state::{KeyRecord, Limits, StateError, StateStore};
 
 pub struct Limiter {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     plans: Arc<PlanBook>,
+    leases: Arc<Leases>,
     /// Keys whose undefined plan was already logged (one line per key and process).
     undefined_logged: Mutex<HashSet<String>>,
 }
@@ -88,7 +92,13 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 impl Limiter {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<PlanBook>) -> Self {
         metrics.plans_known(plans.current().iter().map(|p| p.name.as_str()));
-        Self { store, clock, metrics, plans, undefined_logged: Mutex::default() }
+        let leases = Arc::new(Leases::new(store.clone(), clock.clone()));
+        Self { store, clock, metrics, plans, leases, undefined_logged: Mutex::default() }
+    }
+
+    /// The leases this limiter spends from (for the service that ends them).
+    pub fn leases(&self) -> Arc<Leases> {
+        self.leases.clone()
     }
 
     /// The figures of `key`'s plan; a plan the configuration no longer defines refuses the key
@@ -115,17 +125,14 @@ impl Limiter {
         let limits = self.limits(key)?;
         let now_ms = self.clock.now_ms();
         let reset = next_midnight(now_ms.div_euclid(1000));
-        let admission = self.store.admit(&key.id, limits, units, now_ms).await.map_err(|e| {
+        let admission = self.leases.admit(&key.id, limits, units, now_ms).await.map_err(|e| {
             self.metrics.store_error();
             Refused::Store(e)
         })?;
         let quota = limits.daily_quota;
         match admission {
-            Admission::Admitted { used } => {
-                let day = utc_day(now_ms.div_euclid(1000));
-                Ok(Grant { key_id: key.id.clone(), day, quota, used, reset })
-            }
-            Admission::QuotaExceeded { used } => {
+            Outcome::Admitted { used, day } => Ok(Grant { key_id: key.id.clone(), day, quota, used, reset }),
+            Outcome::QuotaExceeded { used } => {
                 let wait = (reset - now_ms.div_euclid(1000)).max(1) as u64;
                 let left = quota.saturating_sub(used);
                 let message = if units > 1 {
@@ -138,7 +145,7 @@ impl Limiter {
                 self.metrics.plan_rejection(key.plan.as_str(), PlanLimit::Quota);
                 Err(Refused::QuotaExceeded { message, retry_after: wait, headers: rate_headers(quota, left, reset) })
             }
-            Admission::RateLimited { retry_after_ms } => {
+            Outcome::RateLimited { retry_after_ms } => {
                 let (burst, wait) = (limits.burst_per_second, retry_after_ms.div_ceil(1000).max(1));
                 let used = self.store.usage(&key.id, &[utc_day(now_ms.div_euclid(1000))]).await;
                 let used = used.inspect_err(|_| self.metrics.store_error()).ok();
@@ -166,7 +173,11 @@ impl Limiter {
         if limits.daily_quota == Limits::UNLIMITED && limits.burst_per_second == Limits::UNLIMITED {
             return true;
         }
-        match self.store.would_admit(&key.id, limits, self.clock.now_ms()).await {
+        let now_ms = self.clock.now_ms();
+        if self.leases.could_admit(&key.id, limits, now_ms) {
+            return true;
+        }
+        match self.store.would_admit(&key.id, limits, now_ms).await {
             Ok(admit) => admit,
             Err(_) => {
                 self.metrics.store_error();
@@ -191,7 +202,10 @@ impl Limiter {
             return;
         }
         match self.store.refund(&grant.key_id, &grant.day, units, cap).await {
-            Ok(given) => grant.used = grant.used.saturating_sub(given),
+            Ok(given) => {
+                grant.used = grant.used.saturating_sub(given);
+                self.leases.refunded(&grant.key_id, &grant.day, given).await;
+            }
             Err(e) => {
                 self.metrics.store_error();
                 tracing::error!(key_id = %grant.key_id, error = %e, "could not refund a failed lookup");

@@ -19,12 +19,13 @@ use crate::admin::dashboard::Dashboard;
 use crate::admin::{Admin, AdminApp, hash_token};
 use crate::api::{Api, ApiApp};
 use crate::auth::Authenticator;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::config::ServeConfig;
 use crate::config::{ExtAuthzReloader, PlanReloader};
 use crate::dns::{HickoryResolver, MxCache};
 use crate::grpc_authz::GrpcAuthz;
 use crate::http_guard::{ADMIN_CAPS, Capped, ConnectionBudget, ConnectionCaps, Guarded, KEY_HOLDER_SHARE, KeyCheck};
+use crate::leases::LeaseSweeper;
 use crate::limits::Limiter;
 use crate::lists::{ListReloader, Lists, LiveCatalog, install_sighup_handler};
 use crate::metrics::Metrics;
@@ -69,7 +70,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     let resolver =
         Arc::new(HickoryResolver::new(&config.resolver, metrics.clone()).context("cannot set up the DNS resolver")?);
     let mx = MxCache::new(resolver.clone(), config.cache.clone(), metrics.clone());
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let clock: Arc<dyn Clock> = crate::clock::server_clock();
     let warmup = NonZeroU32::new(config.warmup_rate).map(|rate| {
         let (catalog, store, clock, metrics) = (catalog.clone(), store.clone(), clock.clone(), metrics.clone());
         background_service("warmup", Warmup::new(catalog, resolver.clone(), store, clock, metrics, rate))
@@ -103,6 +104,13 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         signups: Signups::new(store.clone(), clock.clone(), metrics.clone()),
         ext_authz_counting: config.ext_authz_counting.clone(),
     });
+    let leases = api.limiter.leases();
+    // What a process that ended held unspent goes back before this one answers.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start a runtime")?
+        .block_on(leases.settle());
     // Bound before Pingora starts: a port in use is the operator's error, said plainly.
     let grpc_authz = match config.ext_authz_grpc_listen {
         Some(addr) => Some(
@@ -167,6 +175,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     );
     admin.threads = Some(1);
     server.add_service(background_service("lists", ListReloader::new(lists)));
+    server.add_service(background_service("leases", LeaseSweeper(leases)));
     if let Some(file) = config.config_file.clone() {
         server.add_service(background_service("plans", PlanReloader { book: plans, file }));
     }

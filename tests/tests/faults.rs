@@ -33,6 +33,9 @@ pub const ANSWER_BOUND: Duration = Duration::from_secs(10);
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Pause after each answer, per worker: about 30 requests a second at most, under the `pro`
 /// burst limit (50/s), so 429s stay out of the picture.
+/// How long after a key's last request every replica has given its leases back.
+pub const LEASES_END: Duration =
+    Duration::from_millis(email_verdict::leases::IDLE_MS as u64 + 3 * email_verdict::leases::SWEEP.as_millis() as u64);
 pub const PACE: Duration = Duration::from_millis(30);
 /// How long the workers may take to make the progress a test waits for (a loaded 2-core box).
 pub const PROGRESS: Duration = Duration::from_secs(20);
@@ -63,8 +66,11 @@ pub fn nonempty<'a>(v: Vec<&'a Outcome>, what: &str) -> Vec<&'a Outcome> {
 }
 
 /// A key's count over today and yesterday (in case the test crosses midnight UTC), from the
-/// admin API.
+/// admin API, once the leases taken during the load have ended: a count includes the units a
+/// replica leased and has not spent until it gives them back, `leases::IDLE_MS` after the key's last
+/// request there (and a sweep). Called right after a load stops.
 pub fn usage(sc: &Sidecar, id: &str) -> u64 {
+    std::thread::sleep(LEASES_END);
     let r = Request::get(&format!("/admin/v1/keys/{id}/usage?days=2")).send(sc.admin_addr());
     assert_eq!(r.status, 200, "usage of {id}\n{r}");
     let days = r.json()["days"].as_array().cloned().unwrap_or_default();

@@ -9,7 +9,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["main", "cli", "config", "server", "keys_cmd", "review_cmd", "check_cmd", "explain_cmd", "validate_cmd"],
     &["api", "pages", "request", "admin", "http_guard", "grpc_authz"],
-    &["verdicts", "limits", "auth", "review", "warmup", "signups", "explain"],
+    &["verdicts", "limits", "leases", "auth", "review", "warmup", "signups", "explain"],
     &["state", "dns", "rdap", "lists", "metrics", "clock", "logging", "client_ip", "outbound"],
     &["plans", "keys"],
     &["telemetry"],
@@ -40,6 +40,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("warmup", "verdicts"),
     ("signups", "verdicts"),
     ("explain", "verdicts"),
+    ("limits", "leases"),
     ("dns", "metrics"),
     ("lists", "metrics"),
     ("lists", "clock"),

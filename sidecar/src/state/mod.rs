@@ -101,6 +101,89 @@ pub enum Admission {
     RateLimited { retry_after_ms: u64 },
 }
 
+/// What a replica asks of [`KeyStore::lease`]: quota units and burst places for one key, and
+/// the end of the place block it holds (closed first, in the same atomic step).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeaseAsk {
+    /// Quota units the waiting request needs (0: none), and how many to take if the store has
+    /// them (the store gives at most a share of what is left, never less than `units_min`).
+    pub units_min: u64,
+    pub units_want: u64,
+    /// Burst places: 1 when a request waits for one, else 0; and how many to take.
+    pub places_min: u64,
+    pub places_want: u64,
+    /// Until when (ms after `now_ms`) the places may be spent: the block occupies the window as
+    /// if spent at the end of that time until it is closed. A block of only the place the asker
+    /// needs is spent at once and ends at `now_ms`.
+    pub hold_ms: i64,
+    /// The place block to close first, if any.
+    pub close: Option<Closing>,
+    /// Names the lease in the store ("" for none: [`KeyStore::admit`]). A call repeated with
+    /// the same id (a client's retry) grants nothing more and answers the first grant; a lease
+    /// whose answer was lost is settled by id in a [`GiveBack`].
+    pub id: String,
+    /// Leases of this key all spent: their records can go.
+    pub ended: Vec<String>,
+}
+
+/// What [`KeyStore::give_back`] ends, applied once however often it is sent (by its `id`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GiveBack {
+    pub id: String,
+    /// The UTC day the units count on.
+    pub day: String,
+    /// Units leased on `day` and not spent.
+    pub units: u64,
+    /// Leases whose answer never came (an error or a timeout after the store may have run them):
+    /// whatever each granted comes back whole, and a late run of one grants nothing.
+    pub lost: Vec<String>,
+    /// Leases ended by this give-back: their records can go.
+    pub ended: Vec<String>,
+    pub close: Option<Closing>,
+}
+
+impl GiveBack {
+    /// Nothing to do in the store.
+    pub fn is_empty(&self) -> bool {
+        self.units == 0 && self.lost.is_empty() && self.ended.is_empty() && self.close.is_none()
+    }
+}
+
+/// A place block that ends: how many of its places were spent, and the last of them (ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closing {
+    pub block: String,
+    pub spent: u64,
+    pub last_ms: i64,
+}
+
+/// The outcome of [`KeyStore::lease`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leased {
+    /// `units` of quota (counted in the day's usage now) and `places` burst places in `block`
+    /// (empty when none); `used`: the day's count, these units included.
+    Granted { units: u64, places: u64, block: String, used: u64 },
+    /// Fewer than `units_min` units are left; nothing granted.
+    QuotaExceeded { used: u64 },
+    /// No burst place is free; the oldest block leaves the window in `retry_after_ms`.
+    RateLimited { retry_after_ms: u64 },
+}
+
+/// The share of what is left that one lease may take: a quarter of the day's remainder (so a
+/// free key's 3 are leased one at a time) and half of the free burst places.
+pub const UNITS_SHARE: u64 = 4;
+pub const PLACES_SHARE: u64 = 2;
+
+/// The units [`KeyStore::lease`] grants from `left`.
+pub fn units_granted(ask: &LeaseAsk, left: u64) -> u64 {
+    ask.units_want.min(left / UNITS_SHARE).max(ask.units_min).min(left)
+}
+
+/// The places [`KeyStore::lease`] grants from `free`.
+pub fn places_granted(ask: &LeaseAsk, free: u64) -> u64 {
+    ask.places_want.min(free / PLACES_SHARE).max(ask.places_min).min(free)
+}
+
 /// Everything the server keeps: keys and their usage, the review queue, the infrastructure
 /// index, the public pages' re-check times, and signup counts.
 pub trait StateStore: KeyStore + ReviewStore + InfraStore + RecheckStore + SignupStore {}
@@ -138,6 +221,11 @@ pub trait KeyStore: Send + Sync + 'static {
     fn problem(&self) -> Option<String> {
         None
     }
+    /// Where a replica keeps the units it holds from leases, for the next process on this
+    /// store's machine to give back after a crash (`leases::journal`); `None`: not kept.
+    fn lease_journal_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Stores a new key under its hash; the record's id must be unique. Whether it is on a
     /// replica yet: an owner's key lost in a failover answers 401. Revoking, changing and
     /// [`ReviewStore::decide`] wait for a replica the same way (and log when it times out).
@@ -152,10 +240,36 @@ pub trait KeyStore: Send + Sync + 'static {
     async fn update_key(&self, id: &str, change: KeyChange) -> Result<Option<KeyRecord>, StateError>;
 
     /// One atomic step: if `key_id` has `units` of quota left on the UTC day of `now_ms` and
-    /// fewer than `burst` requests admitted in the second before `now_ms`, count the request in
-    /// the burst window and its `units` (a lookup: 1; a batch: its valid inputs) in the quota.
-    /// Otherwise nothing is counted.
-    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError>;
+    /// fewer than `burst` places taken in the window before `now_ms`, count one place in the
+    /// burst window and its `units` (a lookup: 1; a batch: its valid inputs) in the quota.
+    /// Otherwise nothing is counted. A lease of exactly one request, held for no time.
+    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
+        let places = u64::from(limits.burst_per_second != Limits::UNLIMITED);
+        let ask = LeaseAsk {
+            units_min: units,
+            units_want: units,
+            places_min: places,
+            places_want: places,
+            ..LeaseAsk::default()
+        };
+        Ok(match self.lease(key_id, limits, &ask, now_ms).await? {
+            Leased::Granted { used, .. } => Admission::Admitted { used },
+            Leased::QuotaExceeded { used } => Admission::QuotaExceeded { used },
+            Leased::RateLimited { retry_after_ms } => Admission::RateLimited { retry_after_ms },
+        })
+    }
+    /// One atomic step: closes `ask.close` (its unspent places leave the window; its spent ones
+    /// stay, as taken at its `last_ms`), then grants quota units on the UTC day of `now_ms` and
+    /// burst places (see [`units_granted`], [`places_granted`]): the units are counted in the
+    /// day's usage and the places in the window (as taken at `now_ms + hold_ms`, until closed)
+    /// before the caller answers any of them. The window counts a block's places while its end
+    /// is less than [`BURST_WINDOW_MS`] ago, so no second ever holds more than the burst spent.
+    /// The close stays done when the grant is refused.
+    async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError>;
+    /// Ends leases, in one atomic step applied once per `back.id`: `back.units` unspent and what
+    /// each of `back.lost` granted go back to the day's count (never below zero, and not counted
+    /// as refunds), and `back.close` (if any) is closed as [`KeyStore::lease`] does.
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError>;
     /// Gives back `units` admitted on `day` that were not answered (a failure on our side, an
     /// invalid input), in one atomic step: never below zero; with a `cap`, never more than
     /// `cap` units so given back in all on that day (issue 31: refunds of failed lookups must
@@ -165,7 +279,7 @@ pub trait KeyStore: Send + Sync + 'static {
     /// Lookups counted for `key_id` on each of `days`.
     async fn usage(&self, key_id: &str, days: &[String]) -> Result<Vec<u64>, StateError>;
     /// Whether [`KeyStore::admit`] would admit one unit for `key_id` at `now_ms` (quota left on
-    /// its UTC day, and fewer than `burst` requests in the window before it), counting nothing.
+    /// its UTC day, and fewer than `burst` places in the window before it), counting nothing.
     async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError>;
 }
 

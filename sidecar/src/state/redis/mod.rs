@@ -6,8 +6,9 @@
 //! ids; per key, all under the hash tag `{<id>}` so its scripts run in one Redis Cluster slot:
 //! `ev:{<id>}:key` (hash of the record), `ev:{<id>}:used:<day>` (counter, kept 40 days),
 //! `ev:{<id>}:refunded:<day>` (units given back that day, kept as long),
-//! `ev:{<id>}:burst` (zset of admission times, ms), `ev:{<id>}:seq`.
-//! Admission and refund are Lua scripts: atomic without MULTI/WATCH retries. Every step that
+//! `ev:{<id>}:burst` (zset of burst place blocks `<seq>:<places>` scored by their end, ms; a
+//! member without `:` is one place), `ev:{<id>}:seq`.
+//! Leases and refunds are Lua scripts: atomic without MULTI/WATCH retries. Every step that
 //! must be atomic touches one slot; the few that span slots (creating a key: record, index,
 //! hash) are ordered so that a step cut short fails closed (see [`RedisStore::insert_key`]).
 //! Requests that read or write several slots at once go out together ([`RedisStore::each`]).
@@ -22,13 +23,20 @@ use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, Replication, StateError};
+use super::{
+    BURST_WINDOW_MS, Closing, GiveBack, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits,
+    PLACES_SHARE, Replication, StateError, UNITS_SHARE,
+};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
 /// Every store call gives up after this, so a dead Redis costs a bounded wait.
 const CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 const USAGE_TTL_SECS: u64 = 40 * 86_400;
+/// How long a lease's and a give-back's records last: a retry of either, and the settling of a
+/// lease whose answer was lost, come within it (a replica retries every sweep); a lease settled
+/// later than this gives nothing back (its units stay counted: refused early, never over).
+const LEASE_RECORD_TTL_MS: u64 = 10 * 60 * 1000;
 
 mod infra;
 mod recheck;
@@ -40,7 +48,8 @@ pub struct RedisStore {
     target: Target,
     /// One multiplexed connection per tokio runtime that uses the store (see [`RedisStore::conn`]).
     conns: Mutex<HashMap<tokio::runtime::Id, Conn>>,
-    admit: Script,
+    lease: Script,
+    give_back: Script,
     refund: Script,
     update: Script,
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
@@ -94,6 +103,11 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     (!list.is_empty() && nodes.iter().all(|n| n.len() > "redis://".len())).then_some(nodes)
 }
 
+/// The place block a script closes: its name ("": none), places spent and last spent (ms).
+fn close_args(close: Option<&Closing>) -> (&str, u64, i64) {
+    close.map_or(("", 0, 0), |c| (c.block.as_str(), c.spent, c.last_ms))
+}
+
 fn tag(id: &str) -> String {
     format!("ev:{{{id}}}")
 }
@@ -119,7 +133,8 @@ impl RedisStore {
         Ok(Self {
             target,
             conns: Mutex::default(),
-            admit: Script::new(include_str!("admit.lua")),
+            lease: Script::new(concat!(include_str!("close.lua"), include_str!("lease.lua"))),
+            give_back: Script::new(concat!(include_str!("close.lua"), include_str!("give_back.lua"))),
             // Never below zero, never more than ARGV[2] a day (KEYS[2]: what the day gave back).
             refund: Script::new(include_str!("refund.lua")),
             // Sets fields of an existing key record only; returns 0 when there is none.
@@ -186,6 +201,47 @@ impl RedisStore {
                 async move { pipe.query_async::<T>(&mut c).await }
             });
             futures::future::try_join_all(requests).await
+        })
+        .await
+    }
+
+    /// The lease script (`lease.lua`, after `close.lua`) on `day`'s counter.
+    async fn run_lease(
+        &self,
+        key_id: &str,
+        day: &str,
+        limits: Limits,
+        ask: &LeaseAsk,
+        now_ms: i64,
+    ) -> Result<Vec<Value>, StateError> {
+        let t = tag(key_id);
+        let (block, spent, last) = close_args(ask.close.as_ref());
+        self.call(async |c| {
+            let mut invocation = self.lease.key(format!("{t}:used:{day}"));
+            invocation.key(format!("{t}:burst")).key(format!("{t}:seq")).key(format!("{t}:lease:{}", ask.id));
+            for ended in &ask.ended {
+                invocation.key(format!("{t}:lease:{ended}"));
+            }
+            invocation
+                .arg(limits.daily_quota)
+                // 0: unlimited, the script keeps no window.
+                .arg(if limits.burst_per_second == Limits::UNLIMITED { 0 } else { limits.burst_per_second })
+                .arg(now_ms)
+                .arg(BURST_WINDOW_MS)
+                .arg(USAGE_TTL_SECS)
+                .arg(ask.units_min)
+                .arg(ask.units_want)
+                .arg(ask.places_min)
+                .arg(ask.places_want)
+                .arg(ask.hold_ms.max(0))
+                .arg(block)
+                .arg(spent)
+                .arg(last)
+                .arg(UNITS_SHARE)
+                .arg(PLACES_SHARE)
+                .arg(if ask.id.is_empty() { 0 } else { LEASE_RECORD_TTL_MS })
+                .invoke_async(c)
+                .await
         })
         .await
     }
@@ -319,32 +375,49 @@ impl KeyStore for RedisStore {
         self.record(id).await
     }
 
-    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
+    async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError> {
         let day = utc_day(now_ms.div_euclid(1000));
+        let reply = self.run_lease(key_id, &day, limits, ask, now_ms).await?;
+        let int = |i: usize| match reply.get(i) {
+            Some(Value::Int(n)) => Ok((*n).max(0) as u64),
+            _ => Err(StateError::Invalid("redis: unexpected lease reply".into())),
+        };
+        Ok(match int(0)? {
+            0 => {
+                let block = match reply.get(4) {
+                    Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                    Some(Value::SimpleString(b)) => b.clone(),
+                    _ => String::new(),
+                };
+                Leased::Granted { units: int(1)?, used: int(2)?, places: int(3)?, block }
+            }
+            1 => Leased::QuotaExceeded { used: int(2)? },
+            _ => Leased::RateLimited { retry_after_ms: int(1)? },
+        })
+    }
+
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError> {
         let t = tag(key_id);
-        let (code, value): (i64, i64) = self
+        let (block, spent, last) = close_args(back.close.as_ref());
+        let _: i64 = self
             .call(async |c| {
-                self.admit
-                    .key(format!("{t}:used:{day}"))
-                    .key(format!("{t}:burst"))
-                    .key(format!("{t}:seq"))
-                    .arg(limits.daily_quota)
-                    // 0: unlimited, the script keeps no window.
-                    .arg(if limits.burst_per_second == Limits::UNLIMITED { 0 } else { limits.burst_per_second })
-                    .arg(now_ms)
-                    .arg(BURST_WINDOW_MS)
-                    .arg(USAGE_TTL_SECS)
-                    .arg(units)
+                let mut invocation = self.give_back.key(format!("{t}:used:{}", back.day));
+                invocation.key(format!("{t}:burst")).key(format!("{t}:seq")).key(format!("{t}:back:{}", back.id));
+                for id in back.lost.iter().chain(&back.ended) {
+                    invocation.key(format!("{t}:lease:{id}"));
+                }
+                invocation
+                    .arg(back.units)
+                    .arg(back.lost.len())
+                    .arg(block)
+                    .arg(spent)
+                    .arg(last)
+                    .arg(LEASE_RECORD_TTL_MS)
                     .invoke_async(c)
                     .await
             })
             .await?;
-        let value = value.max(0) as u64;
-        Ok(match code {
-            0 => Admission::Admitted { used: value },
-            1 => Admission::QuotaExceeded { used: value },
-            _ => Admission::RateLimited { retry_after_ms: value },
-        })
+        Ok(())
     }
 
     async fn refund(&self, key_id: &str, day: &str, units: u64, cap: Option<u64>) -> Result<u64, StateError> {
@@ -360,24 +433,24 @@ impl KeyStore for RedisStore {
         Ok(n.max(0) as u64)
     }
 
-    /// One round trip, one slot: the day's counter and the burst window's entries after
-    /// `now - window` (the script's `ZREMRANGEBYSCORE` leaves no others that count).
+    /// One round trip, one slot: the day's counter and the burst window's blocks that end after
+    /// `now - window` (their places summed).
     async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError> {
         let day = utc_day(now_ms.div_euclid(1000));
         let t = tag(key_id);
         let since = format!("({}", now_ms - BURST_WINDOW_MS);
-        let (used, in_window): (Option<i64>, i64) = self
+        let (used, blocks): (Option<i64>, Vec<String>) = self
             .call(async |c| {
                 redis::pipe()
                     .get(format!("{t}:used:{day}"))
-                    .zcount(format!("{t}:burst"), since.as_str(), "+inf")
+                    .zrangebyscore(format!("{t}:burst"), since.as_str(), "+inf")
                     .query_async(c)
                     .await
             })
             .await?;
+        let taken: u64 = blocks.iter().map(|b| b.split_once(':').map_or(1, |(_, n)| n.parse().unwrap_or(1))).sum();
         let quota_left = (used.unwrap_or(0).max(0) as u64) < limits.daily_quota;
-        let burst_left =
-            limits.burst_per_second == Limits::UNLIMITED || (in_window.max(0) as u64) < limits.burst_per_second;
+        let burst_left = limits.burst_per_second == Limits::UNLIMITED || taken < limits.burst_per_second;
         Ok(quota_left && burst_left)
     }
 

@@ -12,7 +12,10 @@ use std::sync::mpsc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Admission, BURST_WINDOW_MS, KeyChange, KeyListing, KeyRecord, KeyStore, Limits, Replication, StateError};
+use super::{
+    BURST_WINDOW_MS, GiveBack, KeyChange, KeyListing, KeyRecord, KeyStore, LeaseAsk, Leased, Limits, Replication,
+    StateError,
+};
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
@@ -183,12 +186,18 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX signup_board_by_count ON signup_board (board, count);
 ",
+    // Issue 46: a burst row is a block of places leased together (`KeyStore::lease`); `at_ms`
+    // is its end. A row from before is one place.
+    "
+    ALTER TABLE burst ADD COLUMN places INTEGER NOT NULL DEFAULT 1;
+",
 ];
 
 /// The migration that added `review_items.decided`: opening an older file sets it afterwards.
 const DECIDED_MIGRATION: usize = 8;
 
 mod infra;
+mod lease;
 mod recheck;
 mod review;
 mod signups;
@@ -394,39 +403,8 @@ fn read_key(c: &Connection, id: &str) -> Result<Option<KeyRecord>, StateError> {
     row.map(KeyRow::parse).transpose()
 }
 
-/// The admission step. It runs inside the group transaction (`BEGIN IMMEDIATE` took the write
-/// lock, so admissions from any process are serialized); a refusal writes nothing but the
-/// removal of burst entries that have left the window.
-fn admit(c: &Connection, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> rusqlite::Result<Admission> {
-    let day = utc_day(now_ms.div_euclid(1000));
-    let used = used_on(c, key_id, &day)?;
-    if used.saturating_add(units) > limits.daily_quota {
-        return Ok(Admission::QuotaExceeded { used });
-    }
-    // An unlimited burst keeps no window (it would only grow with the load).
-    if limits.burst_per_second != Limits::UNLIMITED {
-        c.prepare_cached("DELETE FROM burst WHERE key_id = ?1 AND at_ms <= ?2")?
-            .execute(params![key_id, now_ms - BURST_WINDOW_MS])?;
-        let (in_window, oldest): (u64, Option<i64>) = c
-            .prepare_cached("SELECT COUNT(*), MIN(at_ms) FROM burst WHERE key_id = ?1")?
-            .query_row([key_id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
-        if in_window >= limits.burst_per_second {
-            let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
-            return Ok(Admission::RateLimited { retry_after_ms });
-        }
-        c.prepare_cached("INSERT INTO burst (key_id, at_ms) VALUES (?1, ?2)")?.execute(params![key_id, now_ms])?;
-    }
-    let used: i64 = c
-        .prepare_cached(
-            "INSERT INTO usage (key_id, day, count) VALUES (?1, ?2, ?3)
-             ON CONFLICT (key_id, day) DO UPDATE SET count = count + ?3 RETURNING count",
-        )?
-        .query_row(params![key_id, day, i64::try_from(units).unwrap_or(i64::MAX)], |r| r.get(0))?;
-    Ok(Admission::Admitted { used: used as u64 })
-}
-
 /// The units `key_id` used on `day` (`YYYY-MM-DD`, UTC).
-fn used_on(c: &Connection, key_id: &str, day: &str) -> rusqlite::Result<u64> {
+pub(super) fn used_on(c: &Connection, key_id: &str, day: &str) -> rusqlite::Result<u64> {
     let used: Option<i64> = c
         .prepare_cached("SELECT count FROM usage WHERE key_id = ?1 AND day = ?2")?
         .query_row(params![key_id, day], |r| r.get(0))
@@ -443,13 +421,17 @@ fn would_admit(c: &Connection, key_id: &str, limits: Limits, now_ms: i64) -> rus
         return Ok(true);
     }
     let in_window: i64 = c
-        .prepare_cached("SELECT COUNT(*) FROM burst WHERE key_id = ?1 AND at_ms > ?2")?
+        .prepare_cached("SELECT COALESCE(SUM(places), 0) FROM burst WHERE key_id = ?1 AND at_ms > ?2")?
         .query_row(params![key_id, now_ms - BURST_WINDOW_MS], |r| r.get(0))?;
     Ok((in_window.max(0) as u64) < limits.burst_per_second)
 }
 
 #[async_trait]
 impl KeyStore for SqliteStore {
+    fn lease_journal_dir(&self) -> Option<PathBuf> {
+        Some(PathBuf::from(format!("{}-leases", self.file.0.display())))
+    }
+
     fn problem(&self) -> Option<String> {
         let (path, opened) = &self.file;
         let now = file_id(path).ok();
@@ -528,9 +510,14 @@ impl KeyStore for SqliteStore {
         .await
     }
 
-    async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Admission, StateError> {
-        let key_id = key_id.to_owned();
-        self.in_group(move |c| admit(c, &key_id, limits, units, now_ms).map_err(unavailable)).await
+    async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError> {
+        let (key_id, ask) = (key_id.to_owned(), ask.clone());
+        self.in_group(move |c| lease::lease(c, &key_id, limits, &ask, now_ms).map_err(unavailable)).await
+    }
+
+    async fn give_back(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError> {
+        let (key_id, back) = (key_id.to_owned(), back.clone());
+        self.in_group(move |c| lease::give_back(c, &key_id, &back).map_err(unavailable)).await
     }
 
     async fn would_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> Result<bool, StateError> {
@@ -584,6 +571,7 @@ impl KeyStore for SqliteStore {
 mod tests {
     use super::*;
     use crate::keys::ApiKey;
+    use crate::state::Admission;
     fn record(id: &str) -> KeyRecord {
         KeyRecord {
             id: id.into(),

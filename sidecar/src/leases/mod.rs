@@ -1,0 +1,422 @@
+//! Admission from leased quota (issue 46): each replica takes a key's daily quota units and its
+//! burst places from the shared store in blocks ([`KeyStore::lease`]), spends them in memory,
+//! and gives back what it did not spend when the lease ends.
+//!
+//! Never over a limit: a block is counted in the store (units in the day's usage, places in the
+//! burst window as taken at the end of their hold) before any of it is answered, and a replica
+//! spends a place only before that end. A crash loses only what was leased and not answered:
+//! the units stay counted for the day, the places occupy the window until their hold ends and
+//! one window more. The burst window counts a block's places while its end is less than a
+//! window ago; a block closes at the last place spent (unspent places leave the window), so any
+//! second holds at most the burst spent, across every replica.
+//!
+//! Block sizes: what this replica spent of the key in about the last second (so a key under
+//! load touches the store about once a second per replica), or the requests waiting for the key
+//! now if more; the store grants at most a quarter of the day's remainder and half the free
+//! places (never less than the request needs), so a free key's 3 a day go one at a time.
+//! Leases end: places when spent, [`HOLD_MS`] after their grant, or [`IDLE_MS`] unused; units
+//! [`IDLE_MS`] after the key's last request here, at midnight UTC, and at graceful shutdown.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+
+mod journal;
+
+use crate::clock::{Clock, utc_day};
+use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
+use journal::Journal;
+
+/// How long after its grant a place block may be spent.
+pub const HOLD_MS: i64 = 1_000;
+/// A lease unused this long ends: its unspent units and places go back.
+pub const IDLE_MS: i64 = 1_000;
+/// How often leases are looked at for their end.
+pub const SWEEP: Duration = Duration::from_millis(100);
+/// Spending is measured in slots of this many ms; a block covers the last [`RATE_SLOTS`] - 1
+/// (the current one is left out, so the requests of a burst that is going on do not size it).
+const RATE_SLOT_MS: i64 = 200;
+const RATE_SLOTS: usize = 6;
+
+/// The outcome of [`Leases::admit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Spent from a lease; `used`: the day's count as this replica knows it (units leased by
+    /// others included), `day` the UTC day its units count on.
+    Admitted {
+        used: u64,
+        day: String,
+    },
+    QuotaExceeded {
+        used: u64,
+    },
+    RateLimited {
+        retry_after_ms: u64,
+    },
+}
+
+/// Every key's lease held by this replica.
+pub struct Leases {
+    store: Arc<dyn StateStore>,
+    clock: Arc<dyn Clock>,
+    keys: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Set at graceful shutdown: leases are taken for one request and given back at once.
+    closing: AtomicBool,
+    /// Give-backs the store did not confirm, and leases whose answer was lost: sent again every
+    /// sweep until the store confirms (each is applied once) or its day is over.
+    pending: Mutex<Vec<(String, GiveBack)>>,
+    /// This process's prefix of lease and give-back ids, and the counter after it.
+    ids: (u64, AtomicU64),
+    /// When the last "not confirmed" line was logged (one a second at most).
+    warned_ms: AtomicI64,
+    /// What this process holds unspent, kept where a restart finds it (SQLite's file's side).
+    journal: Option<Journal>,
+}
+
+/// The most give-backs kept for another try; beyond, the oldest is dropped with a log line
+/// (its units stay counted for their day: refused early, never over).
+const MAX_PENDING: usize = 10_000;
+/// The most lease ids a key's lease remembers (older ones end by their record's expiry).
+const MAX_IDS: usize = 16;
+
+struct Slot {
+    /// Requests for the key waiting for (or holding) its lease.
+    waiting: AtomicU64,
+    held: tokio::sync::Mutex<Held>,
+}
+
+/// One key's lease on this replica.
+#[derive(Default)]
+struct Held {
+    /// The UTC day `units` count on.
+    day: String,
+    units: u64,
+    /// The place block ("" none), its unspent and spent places, and when it must stop.
+    block: String,
+    places: u64,
+    spent: u64,
+    until_ms: i64,
+    /// The last request admitted (ms).
+    last_ms: i64,
+    /// The day's count the store gave with the last grant.
+    used: u64,
+    /// The leases `units` came from (ended at the give-back, or once all is spent).
+    ids: Vec<String>,
+    /// Units spent per [`RATE_SLOT_MS`] slot, by slot number modulo [`RATE_SLOTS`].
+    rate: [(i64, u64); RATE_SLOTS],
+}
+
+impl Held {
+    fn note(&mut self, now_ms: i64, units: u64) {
+        let slot = now_ms.div_euclid(RATE_SLOT_MS);
+        let cell = &mut self.rate[slot.rem_euclid(RATE_SLOTS as i64) as usize];
+        if cell.0 != slot {
+            *cell = (slot, 0);
+        }
+        cell.1 += units;
+    }
+
+    /// Units spent in the last second or so, the current slot left out.
+    fn recent(&self, now_ms: i64) -> u64 {
+        let slot = now_ms.div_euclid(RATE_SLOT_MS);
+        self.rate.iter().filter(|(s, _)| *s < slot && *s > slot - RATE_SLOTS as i64).map(|(_, n)| n).sum()
+    }
+
+    fn close(&mut self) -> Option<Closing> {
+        if self.block.is_empty() {
+            return None;
+        }
+        self.places = 0;
+        Some(Closing {
+            block: std::mem::take(&mut self.block),
+            spent: std::mem::take(&mut self.spent),
+            last_ms: self.last_ms,
+        })
+    }
+
+    fn holds_nothing(&self) -> bool {
+        self.units == 0 && self.block.is_empty()
+    }
+}
+
+impl Leases {
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
+        let mut prefix = [0u8; 8];
+        // A clash between two processes' ids needs the same random prefix: without one, a
+        // counter from the clock is as good.
+        let prefix = match getrandom::fill(&mut prefix) {
+            Ok(()) => u64::from_le_bytes(prefix),
+            Err(_) => clock.now_ms() as u64,
+        };
+        let (journal, owed) = match store.lease_journal_dir().map(|dir| Journal::open(&dir)) {
+            Some(Ok((journal, owed))) => (Some(journal), owed),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "no lease journal: after a crash, the units this process held stay counted for the day");
+                (None, Vec::new())
+            }
+            None => (None, Vec::new()),
+        };
+        if !owed.is_empty() {
+            tracing::info!(keys = owed.len(), "giving back the units a process that ended had leased and not answered");
+        }
+        Self {
+            store,
+            clock,
+            keys: Mutex::default(),
+            closing: AtomicBool::new(false),
+            pending: Mutex::new(owed),
+            ids: (prefix, AtomicU64::new(0)),
+            warned_ms: AtomicI64::new(0),
+            journal,
+        }
+    }
+
+    /// Sends what is owed now (at start, before serving: what an ended process held).
+    pub async fn settle(&self) {
+        self.retry_pending(self.clock.now_ms()).await;
+    }
+
+    /// Records `units` of `key_id` held unspent on `day` in the journal (if any).
+    fn journal(&self, key_id: &str, day: &str, units: u64) {
+        if let Some(journal) = &self.journal {
+            journal.write(key_id, day, units);
+        }
+    }
+
+    /// Whether a crash would give back what `key_id` holds (no journal: the store's side has
+    /// no restart to give back to; a journal with no slot for it: no).
+    fn journaled(&self, key_id: &str) -> bool {
+        self.journal.as_ref().is_none_or(|j| j.covers(key_id))
+    }
+
+    /// A new lease or give-back id, unique across processes.
+    fn new_id(&self) -> String {
+        format!("{:016x}.{:x}", self.ids.0, self.ids.1.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn slot(&self, key_id: &str) -> Arc<Slot> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        keys.entry(key_id.to_owned())
+            .or_insert_with(|| Arc::new(Slot { waiting: AtomicU64::new(0), held: Default::default() }))
+            .clone()
+    }
+
+    /// Admits one request worth `units` of `key_id`'s quota and one burst place (none when the
+    /// burst is unlimited) at `now_ms`, from the lease or from a new one.
+    pub async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Outcome, StateError> {
+        let slot = self.slot(key_id);
+        slot.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut held = slot.held.lock().await;
+        let waiting = slot.waiting.fetch_sub(1, Ordering::SeqCst).max(1);
+        let day = utc_day(now_ms.div_euclid(1000));
+        if held.day != day {
+            // Midnight: yesterday's unspent units go back to yesterday.
+            let (old, units) = (std::mem::replace(&mut held.day, day.clone()), std::mem::take(&mut held.units));
+            self.journal(key_id, &old, 0);
+            let ended = std::mem::take(&mut held.ids);
+            self.give_back(key_id, GiveBack { day: old, units, ended, ..GiveBack::default() }).await;
+            held.used = 0;
+        }
+        let limited = limits.burst_per_second != Limits::UNLIMITED;
+        let need_place = limited && (held.places == 0 || now_ms >= held.until_ms);
+        if held.units < units || need_place {
+            let closing = self.closing.load(Ordering::Relaxed);
+            let recent = if closing { 0 } else { held.recent(now_ms) };
+            let units_min = units.saturating_sub(held.units);
+            let ended = if held.units == 0 { std::mem::take(&mut held.ids) } else { Vec::new() };
+            let ask = LeaseAsk {
+                id: self.new_id(),
+                ended,
+                units_min,
+                // An unlimited quota cannot refuse: units are counted as spent, so usage stays exact.
+                // An unjournaled key (the journal full) holds nothing it has not answered.
+                units_want: if limits.daily_quota == Limits::UNLIMITED || !self.journaled(key_id) {
+                    units_min
+                } else {
+                    units_min.max(recent)
+                },
+                places_min: u64::from(need_place),
+                places_want: if need_place { if closing { 1 } else { waiting.max(recent) } } else { 0 },
+                hold_ms: HOLD_MS,
+                close: if need_place { held.close() } else { None },
+            };
+            let leased = match self.store.lease(key_id, limits, &ask, now_ms).await {
+                Ok(leased) => leased,
+                Err(e) => {
+                    // It may have run: whatever it granted comes back at the next sweep.
+                    let lost = GiveBack { id: self.new_id(), day, lost: vec![ask.id], ..GiveBack::default() };
+                    self.retry_later(key_id, lost);
+                    return Err(e);
+                }
+            };
+            match leased {
+                Leased::Granted { units: got, places, block, used } => {
+                    if got > 0 {
+                        if held.ids.len() == MAX_IDS {
+                            held.ids.remove(0);
+                        }
+                        held.ids.push(ask.id);
+                    }
+                    held.units += got;
+                    self.journal(key_id, &held.day, held.units);
+                    held.used = used;
+                    if places > 0 {
+                        (held.block, held.places, held.spent, held.until_ms) = (block, places, 0, now_ms + HOLD_MS);
+                    }
+                    if places == 1 {
+                        // Spent now by this request, and already ended in the store.
+                        (held.block, held.until_ms) = (String::new(), now_ms);
+                    }
+                }
+                Leased::QuotaExceeded { used } => {
+                    return Ok(Outcome::QuotaExceeded { used: used.saturating_sub(held.units) });
+                }
+                Leased::RateLimited { retry_after_ms } => return Ok(Outcome::RateLimited { retry_after_ms }),
+            }
+        }
+        if held.units < units || (limited && held.places == 0) {
+            return Err(StateError::Invalid("the store granted less than the request needs".into()));
+        }
+        held.units -= units;
+        // Before the answer: a crash from here on keeps this unit counted.
+        self.journal(key_id, &held.day, held.units);
+        if limited {
+            held.places -= 1;
+            held.spent += 1;
+        }
+        held.last_ms = now_ms;
+        held.note(now_ms, units);
+        Ok(Outcome::Admitted { used: held.used.saturating_sub(held.units), day })
+    }
+
+    /// `units` of `day` were refunded in the store: the count this replica reports drops too.
+    pub async fn refunded(&self, key_id: &str, day: &str, units: u64) {
+        let Some(slot) = self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned() else { return };
+        let mut held = slot.held.lock().await;
+        if held.day == day {
+            held.used = held.used.saturating_sub(units);
+        }
+    }
+
+    /// Whether this replica's lease of `key_id` has a unit and a place to spend now.
+    pub fn could_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> bool {
+        let Some(slot) = self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned() else { return false };
+        let Ok(held) = slot.held.try_lock() else { return false };
+        held.units > 0 && (limits.burst_per_second == Limits::UNLIMITED || (held.places > 0 && now_ms < held.until_ms))
+    }
+
+    /// Ends the leases that are due (all of them when shutting down).
+    pub async fn sweep(&self) {
+        let now_ms = self.clock.now_ms();
+        self.retry_pending(now_ms).await;
+        let closing = self.closing.load(Ordering::Relaxed);
+        let slots: Vec<(String, Arc<Slot>)> =
+            self.keys.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, s)| (k.clone(), s.clone())).collect();
+        for (key_id, slot) in slots {
+            // A key being admitted now is not due.
+            let Ok(mut held) = slot.held.try_lock() else { continue };
+            let idle = now_ms - held.last_ms >= IDLE_MS;
+            let places_due = !held.block.is_empty() && (closing || idle || held.places == 0 || now_ms >= held.until_ms);
+            let units_due = held.units > 0 && (closing || idle || held.day != utc_day(now_ms.div_euclid(1000)));
+            if places_due || units_due {
+                let units = if units_due { std::mem::take(&mut held.units) } else { 0 };
+                if units_due {
+                    // Zeroed first: a crash before the store has them keeps them counted.
+                    self.journal(&key_id, &held.day, 0);
+                }
+                let ended = if units_due { std::mem::take(&mut held.ids) } else { Vec::new() };
+                let close = if places_due { held.close() } else { None };
+                let back = GiveBack { day: held.day.clone(), units, ended, close, ..GiveBack::default() };
+                self.give_back(&key_id, back).await;
+            }
+            let forget = held.holds_nothing() && now_ms - held.last_ms >= 2 * RATE_SLOT_MS * RATE_SLOTS as i64;
+            drop(held);
+            if forget && slot.waiting.load(Ordering::SeqCst) == 0 {
+                let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+                // Only when no request took the slot meanwhile (it holds the Arc while waiting).
+                if keys.get(&key_id).is_some_and(|s| Arc::ptr_eq(s, &slot) && Arc::strong_count(s) == 2) {
+                    keys.remove(&key_id);
+                }
+            }
+        }
+    }
+
+    /// Sends `back` (named here); one the store does not confirm is sent again every sweep.
+    async fn give_back(&self, key_id: &str, mut back: GiveBack) {
+        if back.is_empty() {
+            return;
+        }
+        back.id = self.new_id();
+        if self.store.give_back(key_id, &back).await.is_err() {
+            self.retry_later(key_id, back);
+        }
+    }
+
+    fn retry_later(&self, key_id: &str, back: GiveBack) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.len() == MAX_PENDING {
+            pending.remove(0);
+            tracing::warn!(
+                "too many lease give-backs waiting for the store: the oldest dropped (its units stay counted)"
+            );
+        }
+        pending.push((key_id.to_owned(), back));
+    }
+
+    /// The give-backs still owed, sent again (each applied once whatever happened before). One
+    /// whose day is over is dropped: its units no longer admit anything.
+    async fn retry_pending(&self, now_ms: i64) {
+        let owed = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if owed.is_empty() {
+            return;
+        }
+        let today = utc_day(now_ms.div_euclid(1000));
+        let mut owed = owed.into_iter().filter(|(_, back)| back.day >= today);
+        while let Some((key_id, back)) = owed.next() {
+            if let Err(e) = self.store.give_back(&key_id, &back).await {
+                // The store is not answering: the rest waits for the next sweep.
+                let mut failed: Vec<_> = std::iter::once((key_id, back)).chain(owed).collect();
+                if now_ms - self.warned_ms.swap(now_ms, Ordering::Relaxed) >= 1_000 {
+                    tracing::warn!(error = %e, waiting = failed.len(), "lease give-backs not confirmed by the store; trying again");
+                }
+                let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                failed.append(&mut pending);
+                *pending = failed;
+                return;
+            }
+        }
+    }
+
+    /// From now on leases are taken for one request and given back at the next sweep.
+    pub fn start_closing(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The background service that ends leases: every [`SWEEP`], and all of them at shutdown.
+pub struct LeaseSweeper(pub Arc<Leases>);
+
+#[async_trait]
+impl BackgroundService for LeaseSweeper {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut tick = tokio::time::interval(SWEEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed(), if !stopping => {
+                    stopping = true;
+                    self.0.start_closing();
+                }
+            }
+            // While the grace period lasts, requests may still come: keep giving back.
+            self.0.sweep().await;
+        }
+    }
+}
