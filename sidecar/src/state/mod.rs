@@ -3,6 +3,7 @@
 //! One interface, chosen by `--state URL`. Every operation is one atomic step in the backend,
 //! so the CLI and any number of servers can share a store.
 
+mod decision_cache;
 mod infra;
 pub mod queue;
 mod redis;
@@ -19,6 +20,7 @@ use email_verdict_core::Decision;
 use crate::keys::KeyHash;
 pub use crate::plans::Limits;
 use crate::plans::PlanName;
+pub use decision_cache::CHECK_MS as DECISION_CHECK_MS;
 
 pub use infra::{
     InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, Teacher,
@@ -470,6 +472,9 @@ pub trait ReviewStore: Send + Sync + 'static {
     /// most specific first, so a decision on a subdomain wins over its parent's), in one
     /// round trip to the store.
     async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError>;
+    /// A number every decision moves (on any replica or process on this store): what
+    /// `decision_cache.rs` tags what it read with.
+    async fn decisions_version(&self) -> Result<u64, StateError>;
     /// Every decision about `domain`, oldest first.
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError>;
     /// Every decision in force (withdrawn ones left out), by name, at most `limit` of them:

@@ -1,9 +1,13 @@
 //! The review queue, decisions and their cover, the queue's bound, the warm-up's progress.
 
 use super::*;
+use email_verdict::state::DECISION_CHECK_MS;
 
-/// The decision in force for `domain` (through its covering names), as (decision, made on).
+/// The decision in force for `domain` (through its covering names), as (decision, made on), as
+/// `store` applies it once a decision made elsewhere has reached it (a replica reads the
+/// store's decision version again at most every `DECISION_CHECK_MS`).
 async fn applied(store: &dyn StateStore, domain: &str) -> Option<(Decision, String)> {
+    tokio::time::sleep(std::time::Duration::from_millis(DECISION_CHECK_MS + 2)).await;
     store.decision(&covering_names(domain)).await.unwrap().map(|AppliedDecision { decision, on }| (decision, on))
 }
 

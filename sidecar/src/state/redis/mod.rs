@@ -54,6 +54,7 @@ pub struct RedisStore {
     update: Script,
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
     queue_capacity: usize,
+    decisions: super::decision_cache::DecisionCache,
 }
 
 enum Target {
@@ -144,6 +145,7 @@ impl RedisStore {
                  return 1",
             ),
             queue_capacity: super::queue::QUEUE_CAPACITY,
+            decisions: Default::default(),
         })
     }
 

@@ -27,6 +27,8 @@ use crate::state::{
 };
 
 const DECIDED: &str = "ev:review:decided";
+/// Moved by every decision, after it is in force (`decision_cache.rs`).
+const DECISIONS_VERSION: &str = "ev:review:decided:version";
 const WARMUP: &str = "ev:warmup";
 
 /// The queue's keys, in the order the scripts take them.
@@ -92,6 +94,18 @@ impl RedisStore {
         call.key(&QUEUE_KEYS[..6]).arg(domain).arg(if decided { "1" } else { "0" });
         let _: i64 = self.call(async |c| call.invoke_async(c).await).await?;
         Ok(())
+    }
+
+    /// The decision in force for the first of `names`, read from the store.
+    async fn read_decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
+        // Each name's key is in its own slot: one request each, all sent together.
+        let requests = names.iter().map(|name| redis::pipe().cmd("GET").arg(review_key(name, "current")).clone());
+        let current: Vec<(Option<String>,)> = self.each(requests.collect()).await?;
+        let current = current.into_iter().map(|(c,)| c);
+        Ok(names.iter().zip(current).find_map(|(name, current)| {
+            let decision = current.as_deref().and_then(parse_decision).flatten()?;
+            Some(AppliedDecision { decision, on: name.clone() })
+        }))
     }
 }
 
@@ -215,6 +229,8 @@ impl ReviewStore for RedisStore {
         // Another slot than the decision's own keys: a separate write, after the decision (a
         // name in the index without a current decision is skipped when listed).
         self.call(async |c| redis::cmd("SADD").arg(DECIDED).arg(&record.domain).exec_async(c).await).await?;
+        self.decisions.invalidate();
+        self.call(async |c| redis::cmd("INCR").arg(DECISIONS_VERSION).exec_async(c).await).await?;
         // The queued entries it may cover: the name and its subdomains.
         for domain in self.queued_under(&record.domain).await? {
             self.settle(&domain).await?;
@@ -240,14 +256,14 @@ impl ReviewStore for RedisStore {
         if names.is_empty() {
             return Ok(None);
         }
-        // Each name's key is in its own slot: one request each, all sent together.
-        let requests = names.iter().map(|name| redis::pipe().cmd("GET").arg(review_key(name, "current")).clone());
-        let current: Vec<(Option<String>,)> = self.each(requests.collect()).await?;
-        let current = current.into_iter().map(|(c,)| c);
-        Ok(names.iter().zip(current).find_map(|(name, current)| {
-            let decision = current.as_deref().and_then(parse_decision).flatten()?;
-            Some(AppliedDecision { decision, on: name.clone() })
-        }))
+        self.decisions
+            .get(names, async || self.decisions_version().await, async || self.read_decision(names).await)
+            .await
+    }
+
+    async fn decisions_version(&self) -> Result<u64, StateError> {
+        let v: Option<u64> = self.call(async |c| redis::cmd("GET").arg(DECISIONS_VERSION).query_async(c).await).await?;
+        Ok(v.unwrap_or(0))
     }
 
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError> {

@@ -214,6 +214,7 @@ pub struct SqliteStore {
     file: (PathBuf, Option<FileId>),
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
     queue_capacity: usize,
+    decisions: super::decision_cache::DecisionCache,
 }
 
 /// Device and inode: what a path names, independent of its name.
@@ -254,7 +255,12 @@ impl SqliteStore {
             .name("sqlite-state".into())
             .spawn(move || worker::serve(&conn, &queue))
             .map_err(unavailable)?;
-        Ok(Self { jobs, file: (path.to_path_buf(), file_id(path).ok()), queue_capacity: super::queue::QUEUE_CAPACITY })
+        Ok(Self {
+            jobs,
+            file: (path.to_path_buf(), file_id(path).ok()),
+            queue_capacity: super::queue::QUEUE_CAPACITY,
+            decisions: Default::default(),
+        })
     }
 
     /// The same store with a review queue bounded at `capacity` entries (tests use a few).

@@ -150,12 +150,28 @@ impl ReviewStore for SqliteStore {
             tx.commit().map_err(unavailable)?;
             Ok(())
         })
-        .await
+        .await?;
+        self.decisions.invalidate();
+        Ok(())
     }
 
     async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError> {
-        let names = names.to_vec();
-        self.in_group(move |c| applied(c, &names)).await
+        let read = async || {
+            let names = names.to_vec();
+            self.in_group(move |c| applied(c, &names)).await
+        };
+        self.decisions.get(names, async || self.decisions_version().await, read).await
+    }
+
+    async fn decisions_version(&self) -> Result<u64, StateError> {
+        // The history is append-only: its last row moves with every decision of any process.
+        self.with_conn(|c| {
+            c.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM review_decisions")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .map(|v| v.max(0) as u64)
+                .map_err(unavailable)
+        })
+        .await
     }
 
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError> {
