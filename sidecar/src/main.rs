@@ -6,6 +6,12 @@ use clap::Parser;
 use email_verdict::cli::{Cli, Command};
 use email_verdict::{UsageError, check_cmd, explain_cmd, keys_cmd, logging, review_cmd, server, validate_cmd};
 
+/// A cached lookup makes a few dozen small allocations across two server threads; glibc's
+/// malloc was about 6 % of their time (BENCHMARKS.md, section 2). The binary only: the library
+/// and its tests keep the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
