@@ -2,12 +2,13 @@
 //! hammered at several times a key's limits never answer more than its plan: not in a day, not
 //! in any second (the burst), not with a replica killed with `kill -9` and restarted mid-run,
 //! not across midnight; and once the hammering stops, the leases end and what is left of the
-//! quota is usable again. Each test fails if a single unit goes over.
+//! quota is usable again; and the same hammering on a Redis Cluster. Each test fails if a
+//! single unit goes over.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use email_verdict_tests::{Nsd, Redis, Request, Sidecar, api_target};
+use email_verdict_tests::{Nsd, Redis, RedisCluster, Request, Sidecar, api_target};
 
 /// One answer: when its request was sent and answered (its admission lies between), its status
 /// and the day its units counted on (`X-RateLimit-Reset`: the midnight after it).
@@ -21,10 +22,10 @@ struct Answer {
 /// A plan small enough to spend in a test: quota 40, burst 20 (and the built-in four).
 const TINY: &str = "[plans.tiny]\ndaily-quota = 40\nburst-per-second = 20\n";
 
-fn replicas(redis: &Redis, nsd: &Nsd, plans: &[&str], env: &[(&str, &str)]) -> Vec<Sidecar> {
+fn replicas(state: &str, nsd: &Nsd, plans: &[&str], env: &[(&str, &str)]) -> Vec<Sidecar> {
     (0..3)
         .map(|i| {
-            let mut b = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).settings(TINY);
+            let mut b = Sidecar::builder().dns(nsd.addr()).state(state).settings(TINY);
             b = b.keys(if i == 0 { plans } else { &[] });
             for (k, v) in env {
                 b = b.env(k, v);
@@ -91,8 +92,20 @@ fn assert_no_second_over(answers: &[Answer], burst: usize, what: &str) {
 #[test]
 fn three_replicas_hammered_never_answer_more_than_a_free_or_basic_plan() {
     let redis = Redis::start();
+    hammered_free_and_basic(&redis.url());
+}
+
+/// The same on a Redis Cluster (three primaries, three replicas): a key's lease script, its
+/// records and its window live in the key's one slot.
+#[test]
+fn three_replicas_on_a_cluster_never_answer_more_than_a_free_or_basic_plan() {
+    let cluster = RedisCluster::start(3);
+    hammered_free_and_basic(&cluster.url());
+}
+
+fn hammered_free_and_basic(state: &str) {
     let nsd = Nsd::start();
-    let sc = replicas(&redis, &nsd, &["free", "basic"], &[]);
+    let sc = replicas(state, &nsd, &["free", "basic"], &[]);
     let addrs: Vec<SocketAddr> = sc.iter().map(Sidecar::addr).collect();
     let (free, basic) = (sc[0].keys()[0].clone(), sc[0].keys()[1].clone());
     let until = Instant::now() + Duration::from_secs(4);
@@ -112,7 +125,7 @@ fn three_replicas_hammered_never_answer_more_than_a_free_or_basic_plan() {
 fn a_replica_killed_with_sigkill_mid_run_never_lets_a_key_over() {
     let redis = Redis::start();
     let nsd = Nsd::start();
-    let mut sc = replicas(&redis, &nsd, &["tiny", "free"], &[]);
+    let mut sc = replicas(&redis.url(), &nsd, &["tiny", "free"], &[]);
     let addrs: Vec<SocketAddr> = sc.iter().map(Sidecar::addr).collect();
     let (tiny, free) = (sc[0].keys()[0].clone(), sc[0].keys()[1].clone());
     let until = Instant::now() + Duration::from_secs(5);
@@ -141,7 +154,7 @@ fn the_day_rolling_over_mid_run_gives_a_new_quota_and_never_more() {
     let midnight = (now_ms / 86_400_000 + 1) * 86_400_000;
     // Replicas take a while to start: aim at the run, which starts after them.
     let offset = (midnight - 2_500 - now_ms - 4_000).to_string();
-    let sc = replicas(&redis, &nsd, &["tiny", "free"], &[("EMAIL_VERDICT_TEST_CLOCK_OFFSET_MS", &offset)]);
+    let sc = replicas(&redis.url(), &nsd, &["tiny", "free"], &[("EMAIL_VERDICT_TEST_CLOCK_OFFSET_MS", &offset)]);
     let addrs: Vec<SocketAddr> = sc.iter().map(Sidecar::addr).collect();
     let (tiny, free) = (sc[0].keys()[0].clone(), sc[0].keys()[1].clone());
     let until = Instant::now() + Duration::from_secs(7);
@@ -164,7 +177,7 @@ fn the_day_rolling_over_mid_run_gives_a_new_quota_and_never_more() {
 fn refusals_stop_being_early_once_the_hammering_stops() {
     let redis = Redis::start();
     let nsd = Nsd::start();
-    let sc = replicas(&redis, &nsd, &["tiny"], &[]);
+    let sc = replicas(&redis.url(), &nsd, &["tiny"], &[]);
     let addrs: Vec<SocketAddr> = sc.iter().map(Sidecar::addr).collect();
     let tiny = sc[0].keys()[0].clone();
     // Long enough for the replicas to take blocks, not for the quota of 40 (20 a second at most).
