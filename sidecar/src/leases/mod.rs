@@ -29,7 +29,7 @@ use pingora::services::background::BackgroundService;
 mod journal;
 
 use crate::clock::{Clock, utc_day};
-use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
+use crate::state::{Admission, Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 use journal::Journal;
 
 /// How long after its grant a place block may be spent.
@@ -209,6 +209,9 @@ impl Leases {
     /// Admits one request worth `units` of `key_id`'s quota and one burst place (none when the
     /// burst is unlimited) at `now_ms`, from the lease or from a new one.
     pub async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Outcome, StateError> {
+        if limits.daily_quota == Limits::UNLIMITED {
+            return self.admit_exactly(key_id, limits, units, now_ms).await;
+        }
         let slot = self.slot(key_id);
         slot.waiting.fetch_add(1, Ordering::SeqCst);
         let mut held = slot.held.lock().await;
@@ -233,13 +236,8 @@ impl Leases {
                 id: self.new_id(),
                 ended,
                 units_min,
-                // An unlimited quota cannot refuse: units are counted as spent, so usage stays exact.
                 // An unjournaled key (the journal full) holds nothing it has not answered.
-                units_want: if limits.daily_quota == Limits::UNLIMITED || !self.journaled(key_id) {
-                    units_min
-                } else {
-                    units_min.max(recent)
-                },
+                units_want: if self.journaled(key_id) { units_min.max(recent) } else { units_min },
                 places_min: u64::from(need_place),
                 places_want: if need_place { if closing { 1 } else { waiting.max(recent) } } else { 0 },
                 hold_ms: HOLD_MS,
@@ -292,6 +290,18 @@ impl Leases {
         held.last_ms = now_ms;
         held.note(now_ms, units);
         Ok(Outcome::Admitted { used: held.used.saturating_sub(held.units), day })
+    }
+
+    /// A key with an unlimited quota (a gateway's, which carries every signup) is counted per
+    /// request, exactly, and without the key's lock: a lock held across a store call would
+    /// queue all its requests behind one another, and lose the store's group commit.
+    async fn admit_exactly(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Outcome, StateError> {
+        let day = utc_day(now_ms.div_euclid(1000));
+        Ok(match self.store.admit(key_id, limits, units, now_ms).await? {
+            Admission::Admitted { used } => Outcome::Admitted { used, day },
+            Admission::QuotaExceeded { used } => Outcome::QuotaExceeded { used },
+            Admission::RateLimited { retry_after_ms } => Outcome::RateLimited { retry_after_ms },
+        })
     }
 
     /// `units` of `day` were refunded in the store: the count this replica reports drops too.
