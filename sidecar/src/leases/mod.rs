@@ -295,7 +295,13 @@ impl Leases {
     /// A key with an unlimited quota (a gateway's, which carries every signup) is counted per
     /// request, exactly, and without the key's lock: a lock held across a store call would
     /// queue all its requests behind one another, and lose the store's group commit.
-    async fn admit_exactly(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Outcome, StateError> {
+    async fn admit_exactly(
+        &self,
+        key_id: &str,
+        limits: Limits,
+        units: u64,
+        now_ms: i64,
+    ) -> Result<Outcome, StateError> {
         let day = utc_day(now_ms.div_euclid(1000));
         Ok(match self.store.admit(key_id, limits, units, now_ms).await? {
             Admission::Admitted { used } => Outcome::Admitted { used, day },
