@@ -98,12 +98,23 @@ fn state_never_holds_the_plaintext_key() {
     for key in sc.keys() {
         assert_eq!(sc.lookup_with_key("ownmail.example", key).status, 200);
     }
-    // the database and its journal/WAL side files
-    let files: Vec<_> = std::fs::read_dir(sc.dir())
+    // the database, its journal/WAL side files and the lease journals (`state.db-leases/`)
+    let side: Vec<_> = std::fs::read_dir(sc.dir())
         .expect("read state dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("state.db")))
         .collect();
+    let mut files = Vec::new();
+    for path in side {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path).expect("read a side directory").filter_map(|e| e.ok().map(|e| e.path())),
+            );
+        } else {
+            files.push(path);
+        }
+    }
+    assert!(files.iter().any(|f| f.extension().is_some_and(|e| e == "journal")), "no lease journal: {files:?}");
     assert!(!files.is_empty(), "no state.db* file in {}", sc.dir().display());
     for f in files {
         let bytes = std::fs::read(&f).expect("read state file");
