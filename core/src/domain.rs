@@ -22,6 +22,17 @@ impl Domain {
     /// Normalizes and validates: one trailing dot stripped, IDNA UTS-46 to ASCII with STD3
     /// rules and hyphen checks, lowercase, then the length and label rules.
     pub fn parse(input: &str) -> Result<Self, InputError> {
+        // Most names come already normalized (MX host names from DNS, list entries, cached
+        // answers): UTS-46 would return them as they are, so only the shape is checked.
+        if is_normalized_ascii(input) {
+            check_shape(input)?;
+            return Ok(Self(input.into()));
+        }
+        Self::parse_uts46(input)
+    }
+
+    /// [`parse`](Self::parse) without its shortcut for already normalized names.
+    fn parse_uts46(input: &str) -> Result<Self, InputError> {
         let ascii = to_ascii(input)?;
         check_shape(&ascii)?;
         Ok(Self(ascii.into_boxed_str()))
@@ -110,6 +121,19 @@ fn to_ascii(input: &str) -> Result<String, InputError> {
         .map_err(|_| InputError::DisallowedCharacter)
 }
 
+/// Whether UTS-46 (STD3, hyphen checks) maps `input` to itself without error: lowercase
+/// letters, digits and hyphens in non-empty dot-separated labels, none starting or ending with
+/// a hyphen or with `--` in third and fourth place (`xn--` labels need their punycode checked).
+fn is_normalized_ascii(input: &str) -> bool {
+    input.split('.').all(|label| {
+        let b = label.as_bytes();
+        b.first().is_some_and(|c| *c != b'-')
+            && b.last().is_some_and(|c| *c != b'-')
+            && b.get(2..4) != Some(b"--".as_slice())
+            && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    })
+}
+
 fn check_shape(ascii: &str) -> Result<(), InputError> {
     let labels: Vec<&str> = ascii.split('.').collect();
     if labels.iter().any(|l| l.is_empty()) {
@@ -188,6 +212,43 @@ mod tests {
         check("a\u{fffd}b.example", Err(DisallowedCharacter));
         check("a\u{e000}b.example", Err(DisallowedCharacter)); // private use
         check("xn--zz.example", Err(DisallowedCharacter)); // invalid punycode
+    }
+
+    #[test]
+    fn shortcut_agrees_with_uts46() {
+        let long = format!("{}.example", "a".repeat(64));
+        let names = [
+            "example.com",
+            "a-b.example",
+            "a--b.example",
+            "ab--c.example",
+            "xn--bcher-kva.example",
+            "xn--zz.example",
+            "-a.example",
+            "a-.example",
+            "a.-b.example",
+            "1.2.3",
+            "192.0.2.1",
+            "123.example",
+            "example.123",
+            "localhost",
+            "a..b",
+            ".a.b",
+            "a.b.",
+            "a",
+            "",
+            "mx1.mail.co.uk",
+            "0-0.example",
+            "a.b-c-d.e",
+            &long,
+        ];
+        for name in names {
+            let fast = is_normalized_ascii(name);
+            assert_eq!(Domain::parse(name), Domain::parse_uts46(name), "{name:?} (shortcut: {fast})");
+            if let Ok(d) = Domain::parse_uts46(name) {
+                assert_eq!(fast, d.as_str() == name && !name.contains("xn--"), "{name:?}");
+            }
+        }
     }
 
     #[test]

@@ -53,15 +53,20 @@ impl OwnInfra {
         let mut own = Self::default();
         for host in mx.hosts() {
             let name = host.name.trim_end_matches('.').to_ascii_lowercase();
-            if name.is_empty() || catalog.shared_mx_host(&name).is_some() {
+            // One parse for both questions (`shared_mx_host` and `owner_of` would each parse).
+            let parsed = Domain::parse(&name).ok();
+            let shared = parsed.as_ref().is_some_and(|d| catalog.shared_mx.find(d).is_some());
+            if name.is_empty() || shared {
                 continue;
             }
-            let owner = owner_of(&name);
-            own.host_ips.push((name.clone(), host.ips.iter().map(ToString::to_string).collect()));
-            for ip in &host.ips {
-                own.ips.push(ip.to_string());
-                own.facts.push(ServerFact { server: MailServer::address(ip.to_string()), via: owner.clone() });
+            let owner = parsed.as_ref().and_then(Domain::registrable).map_or_else(|| name.clone(), str::to_owned);
+            // Each address formatted once: the three uses below share its text.
+            let ips: Vec<String> = host.ips.iter().map(ToString::to_string).collect();
+            for ip in &ips {
+                own.ips.push(ip.clone());
+                own.facts.push(ServerFact { server: MailServer::address(ip.clone()), via: owner.clone() });
             }
+            own.host_ips.push((name.clone(), ips));
             own.facts.push(ServerFact { server: MailServer::host(&name), via: owner });
             if !own.hosts.contains(&name) {
                 own.hosts.push(name);
