@@ -21,9 +21,10 @@ mkdir -p "$out" "$root/target-variants" "$root/target-variants-wasm"
 cp -f target/email_verdict_filter.wasm "$out/shipped.wasm"
 
 # The variants build in a worktree of HEAD whose build directories are shared between them.
-wt=$(mktemp -d)/worktree
+tmp=$(mktemp -d)
+wt=$tmp/worktree
 git worktree add -q --detach "$wt" HEAD
-trap 'git worktree remove --force "$wt"' EXIT
+trap 'git worktree remove --force "$wt"; rm -rf "$tmp"' EXIT
 ln -s "$root/target-variants" "$wt/target"
 ln -s "$root/target-variants-wasm" "$wt/target-wasm"
 for patch in bench/filter-variants/*.patch; do

@@ -103,10 +103,15 @@ fn assert_shape(point: Point, spans: &[Span], parent: &str) {
     }
 }
 
-/// The whole trace once Envoy's request span and a span of the sidecar's are in.
+/// The whole trace once Envoy's request span and a span of the sidecar's are in, and every span's
+/// parent is too (a parent ends after its children, so it may arrive in a later export batch).
 fn trace(receiver: &OtlpReceiver, trace_id: &str) -> Vec<Span> {
     receiver.wait_for_trace(trace_id, WAIT, |spans| {
-        spans.iter().any(|s| s.service_name == SIDECAR)
+        let closed = spans.iter().all(|s| {
+            s.parent_span_id.is_empty() || s.parent_span_id == CLIENT_SPAN || by_id(spans, &s.parent_span_id).is_some()
+        });
+        closed
+            && spans.iter().any(|s| s.service_name == SIDECAR)
             && spans
                 .iter()
                 .any(|s| s.service_name == ENVOY && (s.parent_span_id.is_empty() || s.parent_span_id == CLIENT_SPAN))
