@@ -1,23 +1,14 @@
-//! Who is calling: the API key from the request, checked against the state store.
-//!
-//! Known and unknown keys are remembered for [`FRESHNESS`], so a burst of requests costs one
-//! store read, and a key created or revoked elsewhere is honoured within that time.
+//! Who is calling: the API key from the request, checked against the state store (whose key
+//! cache, `state/versioned_cache.rs`, answers from memory until a key changes anywhere: a key
+//! created, revoked or changed elsewhere is honoured within about 10 ms).
 
 use std::net::IpAddr;
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use lru::LruCache;
 use percent_encoding::percent_decode_str;
-use tokio::time::Instant;
 
-use crate::keys::{ApiKey, KeyHash};
+use crate::keys::ApiKey;
 use crate::state::{KeyRecord, StateError, StateStore};
-
-/// How long a key lookup is reused. Bounds how late a revocation takes effect.
-pub const FRESHNESS: Duration = Duration::from_millis(500);
-const CACHED_KEYS: usize = 10_000;
 
 /// Why a request has no usable key. The messages tell a caller which case it is without telling
 /// anyone which keys exist: an unknown and a revoked key read alike.
@@ -81,38 +72,21 @@ pub fn redact_query(query: &str) -> String {
 
 pub struct Authenticator {
     store: Arc<dyn StateStore>,
-    cache: Mutex<LruCache<KeyHash, (Option<KeyRecord>, Instant)>>,
 }
 
 impl Authenticator {
     pub fn new(store: Arc<dyn StateStore>) -> Self {
-        let cache = Mutex::new(LruCache::new(NonZeroUsize::new(CACHED_KEYS).unwrap_or(NonZeroUsize::MIN)));
-        Self { store, cache }
+        Self { store }
     }
 
     /// The active key record for `presented`, if it may be used from `peer`.
     pub async fn authenticate(&self, presented: Option<&str>, peer: Option<IpAddr>) -> Result<KeyRecord, AuthError> {
         let key = ApiKey::parse(presented.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
-        let record = self.record(&key.hash()).await?.filter(|r| !r.revoked).ok_or(AuthError::Unknown)?;
+        let record = self.store.key_by_hash(&key.hash()).await?.filter(|r| !r.revoked).ok_or(AuthError::Unknown)?;
         if !allowed_from(&record, peer) {
             return Err(AuthError::NotFromHere);
         }
         Ok(record)
-    }
-
-    async fn record(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
-        if let Some((record, at)) = self.lock().get(hash)
-            && at.elapsed() < FRESHNESS
-        {
-            return Ok(record.clone());
-        }
-        let record = self.store.key_by_hash(hash).await?;
-        self.lock().put(hash.clone(), (record.clone(), Instant::now()));
-        Ok(record)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<KeyHash, (Option<KeyRecord>, Instant)>> {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

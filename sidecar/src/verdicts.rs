@@ -198,7 +198,7 @@ impl Verdicts {
     /// The reviewer's decision in force for `domain` (made on it or on a parent up to its
     /// registrable domain; the most specific wins): one store round trip, or none when the
     /// store's decision cache has it (a decision reaches every replica within about 10 ms,
-    /// `state/decision_cache.rs`). The API reads it beside the admission.
+    /// `state/versioned_cache.rs`). The API reads it beside the admission.
     pub async fn decision(&self, domain: &Domain) -> Result<Option<Decision>, LookupError> {
         Ok(self.applied_decision(domain).await?.map(|a| a.decision))
     }

@@ -3,12 +3,12 @@
 //! One interface, chosen by `--state URL`. Every operation is one atomic step in the backend,
 //! so the CLI and any number of servers can share a store.
 
-mod decision_cache;
 mod infra;
 pub mod queue;
 mod redis;
 pub mod signups;
 mod sqlite;
+mod versioned_cache;
 
 use std::sync::Arc;
 
@@ -20,7 +20,8 @@ use email_verdict_core::Decision;
 use crate::keys::KeyHash;
 pub use crate::plans::Limits;
 use crate::plans::PlanName;
-pub use decision_cache::CHECK_MS as DECISION_CHECK_MS;
+pub use versioned_cache::CHECK_MS as DECISION_CHECK_MS;
+pub use versioned_cache::{CHECK_MS as KEY_CHECK_MS, KEY_KEEP_MS};
 
 pub use infra::{
     InfraStore, LearnedServer, MailServer, ServerEvidence, ServerFact, ServerKind, ServerMark, ServerPage, Teacher,
@@ -473,7 +474,7 @@ pub trait ReviewStore: Send + Sync + 'static {
     /// round trip to the store.
     async fn decision(&self, names: &[String]) -> Result<Option<AppliedDecision>, StateError>;
     /// A number every decision moves (on any replica or process on this store): what
-    /// `decision_cache.rs` tags what it read with.
+    /// `versioned_cache.rs` tags what it read with.
     async fn decisions_version(&self) -> Result<u64, StateError>;
     /// Every decision about `domain`, oldest first.
     async fn decision_history(&self, domain: &str) -> Result<Vec<DecisionRecord>, StateError>;

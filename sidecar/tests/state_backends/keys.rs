@@ -25,6 +25,41 @@ async fn keys_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
 }
 with_all_backends!(keys, keys_round_trip);
 
+/// A key's record as a replica that already read it (and keeps it in memory) reads it again
+/// once its version check is due.
+async fn read_after_a_check(replica: &dyn StateStore, secret: &ApiKey) -> Option<KeyRecord> {
+    tokio::time::sleep(Duration::from_millis(email_verdict::state::KEY_CHECK_MS * 3)).await;
+    replica.key_by_hash(&secret.hash()).await.unwrap()
+}
+
+/// Issue 46: key records are served from memory, and a change made through another handle (a
+/// replica, the CLI) reaches this one at its next version check, not after a fixed time.
+async fn a_key_change_reaches_a_replica_that_holds_it_in_memory(open: impl Fn() -> Arc<dyn StateStore>) {
+    let (store, replica) = (open(), open());
+    let (key, secret) = new_key(&*store, plan("free")).await;
+    assert_eq!(replica.key_by_hash(&secret.hash()).await.unwrap().map(|k| k.plan), Some(plan("free")));
+    let change = KeyChange { plan: Some(plan("pro")), ..KeyChange::default() };
+    store.update_key(&key.id, change).await.unwrap().unwrap();
+    assert_eq!(read_after_a_check(&*replica, &secret).await.map(|k| k.plan), Some(plan("pro")), "plan change");
+    assert!(store.revoke_key(&key.id).await.unwrap());
+    assert!(read_after_a_check(&*replica, &secret).await.is_some_and(|k| k.revoked), "revocation");
+    // A key the replica was shown before it existed (remembered as unknown), then created.
+    let (later, later_secret) = (ApiKey::generate().unwrap(), ApiKey::generate().unwrap());
+    assert_eq!(replica.key_by_hash(&later_secret.hash()).await.unwrap(), None);
+    let record = KeyRecord {
+        id: email_verdict::keys::new_key_id().unwrap(),
+        name: "late".into(),
+        plan: plan("basic"),
+        allow_ips: vec![],
+        created_at: 2,
+        revoked: false,
+    };
+    store.insert_key(record.clone(), later_secret.hash()).await.unwrap();
+    assert_eq!(read_after_a_check(&*replica, &later_secret).await, Some(record), "a key created");
+    assert_eq!(replica.key_by_hash(&later.hash()).await.unwrap(), None);
+}
+with_all_backends!(key_changes, a_key_change_reaches_a_replica_that_holds_it_in_memory);
+
 async fn quota_is_exact_and_resets_at_midnight(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
     let (key, _) = new_key(&*store, plan("free")).await;

@@ -54,7 +54,8 @@ pub struct RedisStore {
     update: Script,
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
     queue_capacity: usize,
-    decisions: super::decision_cache::DecisionCache,
+    decisions: super::versioned_cache::DecisionCache,
+    keys: super::versioned_cache::KeyCache,
 }
 
 enum Target {
@@ -117,7 +118,23 @@ fn unavailable(e: impl std::fmt::Display) -> StateError {
     StateError::Unavailable(format!("redis: {e}"))
 }
 
+/// Moved after every change of a key (`versioned_cache.rs`); its own slot, so a separate step.
+const KEYS_VERSION: &str = "ev:keys:version";
+
 impl RedisStore {
+    /// Tells every replica's key cache that a key changed. When this fails the change is made
+    /// but the caller gets the error: replicas may use the old record for up to
+    /// `KEY_KEEP_MS`, and running the change again moves the version.
+    async fn keys_changed(&self) -> Result<(), StateError> {
+        self.keys.invalidate();
+        self.call(async |c| redis::cmd("INCR").arg(KEYS_VERSION).exec_async(c).await).await
+    }
+
+    async fn keys_version(&self) -> Result<u64, StateError> {
+        let v: Option<u64> = self.call(async |c| redis::cmd("GET").arg(KEYS_VERSION).query_async(c).await).await?;
+        Ok(v.unwrap_or(0))
+    }
+
     /// A store on `redis://...` or `redis+cluster://...`; nothing is connected yet.
     pub fn open(url: &str) -> Result<Self, StateError> {
         let target = match cluster_nodes(url) {
@@ -145,7 +162,8 @@ impl RedisStore {
                  return 1",
             ),
             queue_capacity: super::queue::QUEUE_CAPACITY,
-            decisions: Default::default(),
+            decisions: super::versioned_cache::DecisionCache::for_decisions(),
+            keys: super::versioned_cache::KeyCache::for_keys(),
         })
     }
 
@@ -311,16 +329,21 @@ impl KeyStore for RedisStore {
             self.revoke_key(&key.id).await?;
             return Err(StateError::Invalid("a key with this hash exists".into()));
         }
+        self.keys_changed().await?;
         Ok(self.replicate("key created", &[record, "ev:keys".to_owned(), by_hash]).await)
     }
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
-        let id: Option<String> =
-            self.call(async |c| redis::cmd("GET").arg(format!("ev:keyhash:{}", hash.0)).query_async(c).await).await?;
-        match id {
-            Some(id) => self.record(&id).await,
-            None => Ok(None),
-        }
+        let read = async || {
+            let id: Option<String> = self
+                .call(async |c| redis::cmd("GET").arg(format!("ev:keyhash:{}", hash.0)).query_async(c).await)
+                .await?;
+            match id {
+                Some(id) => self.record(&id).await,
+                None => Ok(None),
+            }
+        };
+        self.keys.get(hash, async || self.keys_version().await, read).await
     }
 
     async fn key_by_id(&self, id: &str) -> Result<Option<KeyRecord>, StateError> {
@@ -344,6 +367,7 @@ impl KeyStore for RedisStore {
         let done: i64 =
             self.call(async |c| self.update.key(&record).arg("revoked").arg("1").invoke_async(c).await).await?;
         if done == 1 {
+            self.keys_changed().await?;
             self.replicate("key revoked", &[record]).await;
         }
         Ok(done == 1)
@@ -373,6 +397,7 @@ impl KeyStore for RedisStore {
         if done != 1 {
             return Ok(None);
         }
+        self.keys_changed().await?;
         self.replicate("key changed", std::slice::from_ref(&record)).await;
         self.record(id).await
     }

@@ -27,7 +27,7 @@ use crate::state::{
 };
 
 const DECIDED: &str = "ev:review:decided";
-/// Moved by every decision, after it is in force (`decision_cache.rs`).
+/// Moved by every decision, after it is in force (`versioned_cache.rs`).
 const DECISIONS_VERSION: &str = "ev:review:decided:version";
 const WARMUP: &str = "ev:warmup";
 

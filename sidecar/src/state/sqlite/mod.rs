@@ -19,180 +19,6 @@ use super::{
 use crate::clock::utc_day;
 use crate::keys::KeyHash;
 
-/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[
-    "
-    CREATE TABLE api_keys (
-        id          TEXT PRIMARY KEY,
-        key_hash    TEXT NOT NULL UNIQUE,
-        name        TEXT NOT NULL,
-        plan        TEXT NOT NULL,
-        allow_ips   TEXT NOT NULL,
-        created_at  INTEGER NOT NULL,
-        revoked_at  INTEGER
-    );
-    CREATE TABLE usage (
-        key_id  TEXT NOT NULL,
-        day     TEXT NOT NULL,
-        count   INTEGER NOT NULL,
-        PRIMARY KEY (key_id, day)
-    );
-",
-    "
-    CREATE TABLE burst (
-        key_id  TEXT NOT NULL,
-        at_ms   INTEGER NOT NULL
-    );
-    CREATE INDEX burst_by_key ON burst (key_id, at_ms);
-",
-    "
-    CREATE TABLE review_items (
-        domain      TEXT PRIMARY KEY,
-        reason      TEXT NOT NULL,
-        first_seen  INTEGER NOT NULL,
-        last_seen   INTEGER NOT NULL,
-        lookups     INTEGER NOT NULL
-    );
-    CREATE TABLE review_decisions (
-        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-        domain    TEXT NOT NULL,
-        decision  TEXT NOT NULL,
-        reviewer  TEXT NOT NULL,
-        note      TEXT NOT NULL,
-        at        INTEGER NOT NULL
-    );
-    CREATE INDEX review_decisions_by_domain ON review_decisions (domain, seq);
-    CREATE TABLE infra (
-        kind        TEXT NOT NULL,
-        value       TEXT NOT NULL,
-        domain      TEXT NOT NULL,
-        disposable  INTEGER NOT NULL,
-        PRIMARY KEY (kind, value, domain)
-    );
-",
-    "
-    CREATE TABLE rechecks (
-        domain   TEXT PRIMARY KEY,
-        last_at  INTEGER NOT NULL
-    );
-",
-    "
-    ALTER TABLE review_items ADD COLUMN sources TEXT NOT NULL DEFAULT '';
-    ALTER TABLE review_items ADD COLUMN listed_as TEXT NOT NULL DEFAULT '';
-",
-    "
-    CREATE TABLE warmup (
-        id          INTEGER PRIMARY KEY CHECK (id = 1),
-        cursor      TEXT NOT NULL,
-        resolved    INTEGER NOT NULL,
-        learned     INTEGER NOT NULL,
-        failed      INTEGER NOT NULL,
-        updated_at  INTEGER NOT NULL
-    );
-",
-    // Issue 24: facts with the owner of the host they came through and when they were seen
-    // (the old ones count as seen now, through an unknown owner); reviewers' marks on servers.
-    "
-    CREATE TABLE infra_facts (
-        kind        TEXT NOT NULL,
-        value       TEXT NOT NULL,
-        domain      TEXT NOT NULL,
-        via         TEXT NOT NULL,
-        disposable  INTEGER NOT NULL,
-        seen        INTEGER NOT NULL,
-        PRIMARY KEY (kind, value, domain, via)
-    );
-    CREATE INDEX infra_facts_by_domain ON infra_facts (domain);
-    INSERT INTO infra_facts (kind, value, domain, via, disposable, seen)
-        SELECT kind, value, domain, '', disposable, CAST(strftime('%s', 'now') AS INTEGER) FROM infra;
-    DROP TABLE infra;
-    CREATE TABLE infra_marks (
-        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-        kind      TEXT NOT NULL,
-        value     TEXT NOT NULL,
-        decision  TEXT NOT NULL,
-        reviewer  TEXT NOT NULL,
-        note      TEXT NOT NULL,
-        at        INTEGER NOT NULL
-    );
-    CREATE INDEX infra_marks_by_server ON infra_marks (kind, value, seq);
-",
-    // Issue 24: the queue ordered and bounded (`state/queue.rs`); `decided` is kept by
-    // `decide` (set for the entries a decision covers; the fix-up below sets it for the
-    // decisions made before).
-    "
-    ALTER TABLE review_items ADD COLUMN likelihood INTEGER NOT NULL DEFAULT 100;
-    ALTER TABLE review_items ADD COLUMN priority INTEGER NOT NULL DEFAULT 100;
-    ALTER TABLE review_items ADD COLUMN servers TEXT NOT NULL DEFAULT '';
-    ALTER TABLE review_items ADD COLUMN decided INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX review_items_by_rank ON review_items (decided, priority, last_seen);
-    CREATE TABLE review_dropped (
-        reason  TEXT PRIMARY KEY,
-        count   INTEGER NOT NULL
-    );
-",
-    // Issue 31: the bound kept without scanning the queue. Its size is kept by triggers (every
-    // insert and delete, from any process), and the eviction order has an index of its own, so
-    // a new entry past the bound costs one indexed read and one delete, whatever the queue holds.
-    "
-    DROP INDEX review_items_by_rank;
-    CREATE INDEX review_items_by_eviction ON review_items (decided DESC, priority, last_seen, domain);
-    CREATE TABLE review_size (
-        id  INTEGER PRIMARY KEY CHECK (id = 1),
-        n   INTEGER NOT NULL
-    );
-    INSERT INTO review_size (id, n) SELECT 1, COUNT(*) FROM review_items;
-    CREATE TRIGGER review_items_added AFTER INSERT ON review_items
-        BEGIN UPDATE review_size SET n = n + 1 WHERE id = 1; END;
-    CREATE TRIGGER review_items_removed AFTER DELETE ON review_items
-        BEGIN UPDATE review_size SET n = n - 1 WHERE id = 1; END;
-",
-    // Issue 31: the units given back to a key in a day under the cap (`StateStore::refund`).
-    "
-    ALTER TABLE usage ADD COLUMN refunded INTEGER NOT NULL DEFAULT 0;
-",
-    // Issue 32: signup counts (`state/signups.rs`): per counter (`<scope>:<sha256>`), a ring of
-    // 12 five-minute buckets (slots 0..11) and 24 one-hour buckets (12..35); `expires`: when the
-    // bucket has left its window, for the bounded clean-up on each count.
-    "
-    CREATE TABLE signup_buckets (
-        counter  TEXT NOT NULL,
-        slot     INTEGER NOT NULL,
-        bucket   INTEGER NOT NULL,
-        count    INTEGER NOT NULL,
-        expires  INTEGER NOT NULL,
-        PRIMARY KEY (counter, slot)
-    );
-    CREATE INDEX signup_buckets_by_expiry ON signup_buckets (expires);
-",
-    // Issue 32, item 4: waves and the busiest (`state/signups.rs`). `signup_new_domains`: per
-    // server (`new:<sha256>`), the hashes of the never-seen domains signed up on it and when
-    // last; `signup_board`: per board, at most `BOARD_KEPT` values with their count and when.
-    "
-    CREATE TABLE signup_new_domains (
-        server  TEXT NOT NULL,
-        domain  TEXT NOT NULL,
-        seen    INTEGER NOT NULL,
-        PRIMARY KEY (server, domain)
-    );
-    CREATE INDEX signup_new_domains_by_server ON signup_new_domains (server, seen);
-    CREATE INDEX signup_new_domains_by_age ON signup_new_domains (seen);
-    CREATE TABLE signup_board (
-        board  TEXT NOT NULL,
-        value  TEXT NOT NULL,
-        count  INTEGER NOT NULL,
-        at     INTEGER NOT NULL,
-        PRIMARY KEY (board, value)
-    );
-    CREATE INDEX signup_board_by_count ON signup_board (board, count);
-",
-    // Issue 46: a burst row is a block of places leased together (`KeyStore::lease`); `at_ms`
-    // is its end. A row from before is one place.
-    "
-    ALTER TABLE burst ADD COLUMN places INTEGER NOT NULL DEFAULT 1;
-",
-];
-
 /// The migration that added `review_items.decided`: opening an older file sets it afterwards.
 const DECIDED_MIGRATION: usize = 8;
 
@@ -200,9 +26,11 @@ mod infra;
 mod lease;
 mod recheck;
 mod review;
+mod schema;
 mod signups;
 mod worker;
 
+use schema::MIGRATIONS;
 use worker::{Job, Pending, guarded};
 
 /// Statements kept prepared (the lookup path uses a handful; the rest are admin calls).
@@ -214,7 +42,8 @@ pub struct SqliteStore {
     file: (PathBuf, Option<FileId>),
     /// Entries the review queue keeps ([`super::queue::QUEUE_CAPACITY`] unless told otherwise).
     queue_capacity: usize,
-    decisions: super::decision_cache::DecisionCache,
+    decisions: super::versioned_cache::DecisionCache,
+    keys: super::versioned_cache::KeyCache,
 }
 
 /// Device and inode: what a path names, independent of its name.
@@ -259,7 +88,8 @@ impl SqliteStore {
             jobs,
             file: (path.to_path_buf(), file_id(path).ok()),
             queue_capacity: super::queue::QUEUE_CAPACITY,
-            decisions: Default::default(),
+            decisions: super::versioned_cache::DecisionCache::for_decisions(),
+            keys: super::versioned_cache::KeyCache::for_keys(),
         })
     }
 
@@ -456,21 +286,25 @@ impl KeyStore for SqliteStore {
                 "INSERT INTO api_keys (id, key_hash, name, plan, allow_ips, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![key.id, hash.0, key.name, key.plan.as_str(), join_networks(&key.allow_ips), key.created_at],
             )
-            .map_err(unavailable)?;
-            Ok(Replication::NoReplicas)
+            .map_err(unavailable)
         })
-        .await
+        .await?;
+        self.keys.invalidate();
+        Ok(Replication::NoReplicas)
     }
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
-        let hash = hash.0.clone();
-        self.in_group(move |c| {
-            let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
-            let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
-            let row = stmt.query_row([hash], KeyRow::read).optional().map_err(unavailable)?;
-            row.map(KeyRow::parse).transpose()
-        })
-        .await
+        let read = async || {
+            let hash = hash.0.clone();
+            self.in_group(move |c| {
+                let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
+                let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
+                let row = stmt.query_row([hash], KeyRow::read).optional().map_err(unavailable)?;
+                row.map(KeyRow::parse).transpose()
+            })
+            .await
+        };
+        self.keys.get(hash, async || self.keys_version().await, read).await
     }
 
     async fn list_keys(&self, day: &str) -> Result<Vec<KeyListing>, StateError> {
@@ -499,21 +333,24 @@ impl KeyStore for SqliteStore {
 
     async fn update_key(&self, id: &str, change: KeyChange) -> Result<Option<KeyRecord>, StateError> {
         let id = id.to_owned();
-        self.with_conn(move |c| {
-            let tx = c.unchecked_transaction().map_err(unavailable)?;
-            let Some(mut key) = read_key(&tx, &id)? else { return Ok(None) };
-            key.name = change.name.unwrap_or(key.name);
-            key.plan = change.plan.unwrap_or(key.plan);
-            key.allow_ips = change.allow_ips.unwrap_or(key.allow_ips);
-            tx.execute(
-                "UPDATE api_keys SET name = ?2, plan = ?3, allow_ips = ?4 WHERE id = ?1",
-                params![id, key.name, key.plan.as_str(), join_networks(&key.allow_ips)],
-            )
-            .map_err(unavailable)?;
-            tx.commit().map_err(unavailable)?;
-            Ok(Some(key))
-        })
-        .await
+        let changed = self
+            .with_conn(move |c| {
+                let tx = c.unchecked_transaction().map_err(unavailable)?;
+                let Some(mut key) = read_key(&tx, &id)? else { return Ok(None) };
+                key.name = change.name.unwrap_or(key.name);
+                key.plan = change.plan.unwrap_or(key.plan);
+                key.allow_ips = change.allow_ips.unwrap_or(key.allow_ips);
+                tx.execute(
+                    "UPDATE api_keys SET name = ?2, plan = ?3, allow_ips = ?4 WHERE id = ?1",
+                    params![id, key.name, key.plan.as_str(), join_networks(&key.allow_ips)],
+                )
+                .map_err(unavailable)?;
+                tx.commit().map_err(unavailable)?;
+                Ok(Some(key))
+            })
+            .await;
+        self.keys.invalidate();
+        changed
     }
 
     async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError> {
@@ -562,12 +399,31 @@ impl KeyStore for SqliteStore {
 
     async fn revoke_key(&self, id: &str) -> Result<bool, StateError> {
         let id = id.to_owned();
-        self.with_conn(move |c| {
-            let now = crate::clock::unix_now();
-            let n = c
-                .execute("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1", params![id, now])
-                .map_err(unavailable)?;
-            Ok(n > 0)
+        let revoked = self
+            .with_conn(move |c| {
+                let now = crate::clock::unix_now();
+                let n = c
+                    .execute(
+                        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+                        params![id, now],
+                    )
+                    .map_err(unavailable)?;
+                Ok(n > 0)
+            })
+            .await;
+        self.keys.invalidate();
+        revoked
+    }
+}
+
+impl SqliteStore {
+    /// Moved by every change of a key, by any process (`key_changes`, kept by triggers).
+    async fn keys_version(&self) -> Result<u64, StateError> {
+        self.with_conn(|c| {
+            c.prepare_cached("SELECT version FROM key_changes")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                .map(|v| v.max(0) as u64)
+                .map_err(unavailable)
         })
         .await
     }
