@@ -4,18 +4,22 @@
 //!
 //! Never over a limit: a block is counted in the store (units in the day's usage, places in the
 //! burst window as taken at the end of their hold) before any of it is answered, and a replica
-//! spends a place only before that end. A crash loses only what was leased and not answered:
-//! the units stay counted for the day, the places occupy the window until their hold ends and
-//! one window more. The burst window counts a block's places while its end is less than a
-//! window ago; a block closes at the last place spent (unspent places leave the window), so any
-//! second holds at most the burst spent, across every replica.
+//! spends a place only before that end, and at most the block's places in any window
+//! ([`spends`]). A crash loses only what was leased and not answered: the units stay counted
+//! for the day, the places occupy the window until their hold ends and one window more. The
+//! burst window counts a block's places while its end is less than a window ago; a block closes
+//! as the places spent in the window before its last spend, taken then (its other places leave
+//! the window). Any second holds at most the burst spent, across every replica: the blocks
+//! spent from in it were all counted at once when the last of them was granted.
 //!
-//! Block sizes: what this replica spent of the key in about the last second (so a key under
-//! load touches the store about once a second per replica), or the requests waiting for the key
-//! now if more; the store grants at most a quarter of the day's remainder and half the free
-//! places (never less than the request needs), so a free key's 3 a day go one at a time.
-//! Leases end: places when spent, [`HOLD_MS`] after their grant, or [`IDLE_MS`] unused; units
-//! [`IDLE_MS`] after the key's last request here, at midnight UTC, and at graceful shutdown.
+//! Block sizes: what this replica spent of the key in about the last second (places a window,
+//! with a quarter more) and in [`HOLD_MS`] at that rate (units), so a key under load touches the
+//! store about once a hold per replica, or the requests waiting for the key now if more; the
+//! store grants at most a quarter of the day's remainder and half the free places (never less
+//! than the request needs), so a free key's 3 a day go one at a time. A call the store is asked
+//! anyway renews a block past half its hold and tops up units under half the target. Leases
+//! end: places [`HOLD_MS`] after their grant or [`IDLE_MS`] unused; units [`IDLE_MS`] after the
+//! key's last request here, at midnight UTC, and at graceful shutdown.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -27,13 +31,15 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 mod journal;
+mod spends;
 
 use crate::clock::{Clock, utc_day};
 use crate::state::{Admission, Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 use journal::Journal;
+use spends::Spends;
 
-/// How long after its grant a place block may be spent.
-pub const HOLD_MS: i64 = 1_000;
+/// How long after its grant a place block may be spent (its places per window).
+pub const HOLD_MS: i64 = 3_000;
 /// A lease unused this long ends: its unspent units and places go back.
 pub const IDLE_MS: i64 = 1_000;
 /// How often leases are looked at for their end.
@@ -96,10 +102,11 @@ struct Held {
     /// The UTC day `units` count on.
     day: String,
     units: u64,
-    /// The place block ("" none), its unspent and spent places, and when it must stop.
+    /// The place block ("" none), its places a window, what was spent of it, and when it must
+    /// stop.
     block: String,
     places: u64,
-    spent: u64,
+    spends: Spends,
     until_ms: i64,
     /// The last request admitted (ms).
     last_ms: i64,
@@ -132,11 +139,14 @@ impl Held {
             return None;
         }
         self.places = 0;
-        Some(Closing {
-            block: std::mem::take(&mut self.block),
-            spent: std::mem::take(&mut self.spent),
-            last_ms: self.last_ms,
-        })
+        let spent = self.spends.in_window(self.last_ms);
+        self.spends.clear();
+        Some(Closing { block: std::mem::take(&mut self.block), spent, last_ms: self.last_ms })
+    }
+
+    /// Whether the place block allows a place now.
+    fn has_place(&self, now_ms: i64) -> bool {
+        !self.block.is_empty() && now_ms < self.until_ms && self.spends.in_window(now_ms) < self.places
     }
 
     fn holds_nothing(&self) -> bool {
@@ -226,22 +236,34 @@ impl Leases {
             held.used = 0;
         }
         let limited = limits.burst_per_second != Limits::UNLIMITED;
-        let need_place = limited && (held.places == 0 || now_ms >= held.until_ms);
+        let need_place = limited && !held.has_place(now_ms);
+        // A place granted alone, spent by this request and already ended in the store.
+        let mut spot = false;
         if held.units < units || need_place {
             let closing = self.closing.load(Ordering::Relaxed);
             let recent = if closing { 0 } else { held.recent(now_ms) };
             let units_min = units.saturating_sub(held.units);
+            // Units for a hold at this rate, asked for when under half of that.
+            let target = recent.saturating_mul(HOLD_MS as u64) / 1_000;
+            let top_up = if held.units < target / 2 { target - held.units } else { 0 };
+            // A block past half its hold is renewed by a call made anyway (closed first, so a
+            // place it could still give is free again: never refused where it would not be).
+            let renew = need_place || (limited && held.until_ms - now_ms < HOLD_MS / 2);
             let ended = if held.units == 0 { std::mem::take(&mut held.ids) } else { Vec::new() };
             let ask = LeaseAsk {
                 id: self.new_id(),
                 ended,
                 units_min,
                 // An unjournaled key (the journal full) holds nothing it has not answered.
-                units_want: if self.journaled(key_id) { units_min.max(recent) } else { units_min },
-                places_min: u64::from(need_place),
-                places_want: if need_place { if closing { 1 } else { waiting.max(recent) } } else { 0 },
+                units_want: if self.journaled(key_id) { units_min.max(top_up) } else { units_min },
+                places_min: u64::from(renew),
+                places_want: match (renew, closing) {
+                    (false, _) => 0,
+                    (true, true) => 1,
+                    (true, false) => waiting.max(recent + recent / 4),
+                },
                 hold_ms: HOLD_MS,
-                close: if need_place { held.close() } else { None },
+                close: if renew { held.close() } else { None },
             };
             let leased = match self.store.lease(key_id, limits, &ask, now_ms).await {
                 Ok(leased) => leased,
@@ -263,12 +285,11 @@ impl Leases {
                     held.units += got;
                     self.journal(key_id, &held.day, held.units);
                     held.used = used;
-                    if places > 0 {
-                        (held.block, held.places, held.spent, held.until_ms) = (block, places, 0, now_ms + HOLD_MS);
-                    }
                     if places == 1 {
-                        // Spent now by this request, and already ended in the store.
-                        (held.block, held.until_ms) = (String::new(), now_ms);
+                        spot = true;
+                    } else if places > 1 {
+                        (held.block, held.places, held.until_ms) = (block, places, now_ms + HOLD_MS);
+                        held.spends.clear();
                     }
                 }
                 Leased::QuotaExceeded { used } => {
@@ -277,15 +298,14 @@ impl Leases {
                 Leased::RateLimited { retry_after_ms } => return Ok(Outcome::RateLimited { retry_after_ms }),
             }
         }
-        if held.units < units || (limited && held.places == 0) {
+        if held.units < units || (limited && !spot && !held.has_place(now_ms)) {
             return Err(StateError::Invalid("the store granted less than the request needs".into()));
         }
         held.units -= units;
         // Before the answer: a crash from here on keeps this unit counted.
         self.journal(key_id, &held.day, held.units);
-        if limited {
-            held.places -= 1;
-            held.spent += 1;
+        if limited && !spot {
+            held.spends.add(now_ms);
         }
         held.last_ms = now_ms;
         held.note(now_ms, units);
@@ -323,7 +343,7 @@ impl Leases {
     pub fn could_admit(&self, key_id: &str, limits: Limits, now_ms: i64) -> bool {
         let Some(slot) = self.keys.lock().unwrap_or_else(|p| p.into_inner()).get(key_id).cloned() else { return false };
         let Ok(held) = slot.held.try_lock() else { return false };
-        held.units > 0 && (limits.burst_per_second == Limits::UNLIMITED || (held.places > 0 && now_ms < held.until_ms))
+        held.units > 0 && (limits.burst_per_second == Limits::UNLIMITED || held.has_place(now_ms))
     }
 
     /// Ends the leases that are due (all of them when shutting down).
@@ -337,7 +357,7 @@ impl Leases {
             // A key being admitted now is not due.
             let Ok(mut held) = slot.held.try_lock() else { continue };
             let idle = now_ms - held.last_ms >= IDLE_MS;
-            let places_due = !held.block.is_empty() && (closing || idle || held.places == 0 || now_ms >= held.until_ms);
+            let places_due = !held.block.is_empty() && (closing || idle || now_ms >= held.until_ms);
             let units_due = held.units > 0 && (closing || idle || held.day != utc_day(now_ms.div_euclid(1000)));
             if places_due || units_due {
                 let units = if units_due { std::mem::take(&mut held.units) } else { 0 };
