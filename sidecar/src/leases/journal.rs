@@ -56,6 +56,11 @@ impl Journal {
         Ok((Journal { file, path, slots: Mutex::default(), broken: AtomicBool::new(false) }, owed))
     }
 
+    /// Whether the journal is on (a failed write turns it off for good).
+    pub fn on(&self) -> bool {
+        !self.broken.load(Ordering::Relaxed)
+    }
+
     /// Whether `key_id` can be journaled (a slot is free or already its own).
     pub fn covers(&self, key_id: &str) -> bool {
         if self.broken.load(Ordering::Relaxed) || key_id.len() > KEY_MAX {
