@@ -184,4 +184,22 @@ mod tests {
         drop((live, second));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_failed_write_turns_the_journal_off_and_removes_its_file() {
+        // In the build tree, not /tmp; removed at the end all the same.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-state/journal-off");
+        let _ = std::fs::remove_dir_all(&dir);
+        let (journal, _) = Journal::open(&dir).unwrap();
+        assert!(journal.on() && journal.write("key-a", "2026-11-29", 7));
+        // The same file, opened read-only: every write fails.
+        let file = File::open(&journal.path).unwrap();
+        let failing =
+            Journal { file, path: journal.path.clone(), slots: Mutex::default(), broken: AtomicBool::new(false) };
+        assert!(!failing.write("key-a", "2026-11-29", 6));
+        assert!(!failing.on() && !failing.covers("key-a"), "off for good");
+        assert!(!failing.path.exists(), "it may say more than is held: gone");
+        drop((journal, failing));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
