@@ -92,7 +92,7 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
 impl Limiter {
     pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, plans: Arc<PlanBook>) -> Self {
         metrics.plans_known(plans.current().iter().map(|p| p.name.as_str()));
-        let leases = Arc::new(Leases::new(store.clone(), clock.clone()));
+        let leases = Arc::new(Leases::new(store.clone(), clock.clone(), metrics.lease_counters()));
         Self { store, clock, metrics, plans, leases, undefined_logged: Mutex::default() }
     }
 

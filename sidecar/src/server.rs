@@ -134,6 +134,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
         dashboard,
         ready: ready.clone(),
         metrics,
+        leases: leases.clone(),
         guesses,
         problem_logged: AtomicBool::new(false),
         verdicts,

@@ -1,6 +1,6 @@
 //! Against the built binary: `GET /metrics` on the admin listener counts what the
 //! requests did (statuses and codes, refusals by plan, latency, MX cache, DNS queries and
-//! failures, verdicts, the review queue's size),
+//! failures, verdicts, the review queue's size, the leases' store calls and holdings),
 //! exactly, and the whole exposition is well-formed.
 
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use email_verdict_tests::dns::BlackHole;
 use email_verdict_tests::verdict::check_error;
-use email_verdict_tests::{Nsd, Redis, Request, Response, Sidecar, api_target, start_with};
+use email_verdict_tests::{Nsd, Redis, Request, Response, Sidecar, api_target, start, start_with, wait_for};
 
 /// One sample line of the exposition: `name{label="value",...} value`.
 #[derive(Debug)]
@@ -266,6 +266,83 @@ fn a_state_store_outage_counts_a_store_error() {
     let scrape = Scrape::of(&sc);
     assert_requests_match(&scrape, &tally);
     assert_eq!(scrape.value("email_verdict_store_errors_total", &[]), 1.0, "the key check failed once");
+}
+
+const LEASE_CALLS: &str = "email_verdict_lease_store_calls_total";
+const GRANTED: &str = "email_verdict_lease_units_granted_total";
+const GIVEN_BACK: &str = "email_verdict_lease_units_given_back_total";
+const UNITS_HELD: &str = "email_verdict_lease_units_held";
+const PENDING: &str = "email_verdict_lease_give_backs_pending";
+
+/// Lookups with the sidecar's (limited) key, one after another, until a scrape finds units held
+/// unspent: a lease sized by what the key spent in the last second. The number of 200s, and
+/// that scrape.
+fn lookups_until_units_are_held(sc: &Sidecar) -> (u64, Scrape) {
+    let mut answered = 0;
+    let scrape = wait_for("a scrape finding units leased and unspent", Duration::from_secs(10), || {
+        assert_eq!(sc.send(&Request::get(&api_target("ownmail.example", sc.key()))).status, 200);
+        answered += 1;
+        Some(Scrape::of(sc)).filter(|s| s.value(UNITS_HELD, &[]) > 0.0)
+    });
+    (answered, scrape)
+}
+
+fn calls(scrape: &Scrape, kind: &str, outcome: &str) -> f64 {
+    scrape.value(LEASE_CALLS, &[("kind", kind), ("outcome", outcome)])
+}
+
+/// Issue 46: what the leases took from the store and gave back, and what they hold, add up
+/// to the answers: granted = answered + held + given back, at any scrape between requests.
+#[test]
+fn leases_count_their_store_calls_and_what_they_hold() {
+    let (sc, _nsd) = start();
+    let before = Scrape::of(&sc);
+    assert_eq!(before.sum(LEASE_CALLS, &[]), 0.0);
+    assert_eq!(before.value("email_verdict_lease_keys", &[]), 0.0);
+    assert_eq!(before.value("email_verdict_lease_journal_enabled", &[("store", "sqlite")]), 1.0, "SQLite: on");
+
+    let (answered, held) = lookups_until_units_are_held(&sc);
+    assert_eq!(held.value("email_verdict_lease_keys", &[]), 1.0, "{}", held.text);
+    let (granted, units) = (held.value(GRANTED, &[]), held.value(UNITS_HELD, &[]));
+    assert_eq!(granted, answered as f64 + units + held.value(GIVEN_BACK, &[]), "{}", held.text);
+    let leases = calls(&held, "lease", "ok");
+    assert!((1.0..=answered as f64).contains(&leases) && leases < granted, "blocks of more than one: {leases}");
+    assert_eq!((calls(&held, "lease", "error"), calls(&held, "give_back", "error")), (0.0, 0.0));
+    assert!(held.value("email_verdict_lease_places_granted_total", &[]) >= leases);
+
+    // A second without requests ends the lease: what was not spent goes back.
+    let ended = wait_for("the lease to end", Duration::from_secs(5), || {
+        Some(Scrape::of(&sc)).filter(|s| s.value("email_verdict_lease_keys", &[]) == 0.0)
+    });
+    assert_eq!(ended.value(GRANTED, &[]) - ended.value(GIVEN_BACK, &[]), answered as f64, "{}", ended.text);
+    for gauge in [UNITS_HELD, "email_verdict_lease_places_held", PENDING] {
+        assert_eq!(ended.value(gauge, &[]), 0.0, "{gauge}");
+    }
+    assert!(calls(&ended, "give_back", "ok") >= 1.0);
+}
+
+/// Give-backs Redis does not confirm stay owed (and counted) until it returns, then go.
+#[test]
+fn give_backs_pending_while_the_store_is_down_go_once_it_returns() {
+    let mut redis = Redis::start();
+    let nsd = Nsd::start();
+    let sc = Sidecar::builder().dns(nsd.addr()).state(&redis.url()).start();
+    let (answered, held) = lookups_until_units_are_held(&sc);
+    redis.kill(); // within the lease's idle second: its give-back finds Redis gone
+    assert!(!held.text.contains("email_verdict_lease_journal_enabled{"), "no journal on Redis\n{}", held.text);
+    let down = wait_for("a give-back pending", Duration::from_secs(10), || {
+        Some(Scrape::of(&sc)).filter(|s| s.value(PENDING, &[]) > 0.0)
+    });
+    assert!(calls(&down, "give_back", "error") >= 1.0, "{}", down.text);
+    assert_eq!(down.value(UNITS_HELD, &[]), 0.0, "owed, no longer held");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(Scrape::of(&sc).value(PENDING, &[]) > 0.0, "still owed while Redis is down");
+
+    redis.restart();
+    let settled = wait_for("the give-backs confirmed", Duration::from_secs(15), || {
+        Some(Scrape::of(&sc)).filter(|s| s.value(PENDING, &[]) == 0.0)
+    });
+    assert_eq!(settled.value(GRANTED, &[]) - settled.value(GIVEN_BACK, &[]), answered as f64, "{}", settled.text);
 }
 
 #[test]

@@ -50,6 +50,8 @@ pub struct Admin {
     pub ready: Arc<AtomicBool>,
     /// What `/metrics` exposes.
     pub metrics: Arc<Metrics>,
+    /// The limiter's leases, whose holdings `/metrics` reads at each scrape.
+    pub leases: Arc<crate::leases::Leases>,
     /// Wrong admin tokens per client (API and dashboard login).
     pub guesses: guard::GuessThrottle,
     /// Set once the store's problem (see `/healthz`) has been logged.
@@ -107,6 +109,7 @@ impl ServeHttp for AdminApp {
         }
         if path == "/metrics" {
             self.review_queue_gauge().await;
+            self.0.metrics.leases_held(&self.0.leases.held());
             return metrics(&self.0.metrics);
         }
         let api = !(path.starts_with("/dashboard") || path == "/");

@@ -56,6 +56,11 @@ impl Journal {
         Ok((Journal { file, path, slots: Mutex::default(), broken: AtomicBool::new(false) }, owed))
     }
 
+    /// Whether the journal is on (a failed write turns it off for good).
+    pub fn on(&self) -> bool {
+        !self.broken.load(Ordering::Relaxed)
+    }
+
     /// Whether `key_id` can be journaled (a slot is free or already its own).
     pub fn covers(&self, key_id: &str) -> bool {
         if self.broken.load(Ordering::Relaxed) || key_id.len() > KEY_MAX {
@@ -177,6 +182,24 @@ mod tests {
         assert!(settle_dead(&dir).unwrap().is_empty(), "ours and the live one's");
         assert!(dir.join("2.journal").exists() && second.path.exists());
         drop((live, second));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_turns_the_journal_off_and_removes_its_file() {
+        // In the build tree, not /tmp; removed at the end all the same.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-state/journal-off");
+        let _ = std::fs::remove_dir_all(&dir);
+        let (journal, _) = Journal::open(&dir).unwrap();
+        assert!(journal.on() && journal.write("key-a", "2026-11-29", 7));
+        // The same file, opened read-only: every write fails.
+        let file = File::open(&journal.path).unwrap();
+        let failing =
+            Journal { file, path: journal.path.clone(), slots: Mutex::default(), broken: AtomicBool::new(false) };
+        assert!(!failing.write("key-a", "2026-11-29", 6));
+        assert!(!failing.on() && !failing.covers("key-a"), "off for good");
+        assert!(!failing.path.exists(), "it may say more than is held: gone");
+        drop((journal, failing));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -34,6 +34,7 @@ mod journal;
 mod spends;
 
 use crate::clock::{Clock, utc_day};
+use crate::metrics::{LeaseCounters, LeaseHeld};
 use crate::state::{Admission, Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 use journal::Journal;
 use spends::Spends;
@@ -76,12 +77,18 @@ pub struct Leases {
     /// Give-backs the store did not confirm, and leases whose answer was lost: sent again every
     /// sweep until the store confirms (each is applied once) or its day is over.
     pending: Mutex<Vec<(String, GiveBack)>>,
+    /// How many give-backs are owed: those in `pending` and those a retry has taken out and not
+    /// yet had confirmed (a scrape during a retry still sees them).
+    owed: AtomicU64,
     /// This process's prefix of lease and give-back ids, and the counter after it.
     ids: (u64, AtomicU64),
     /// When the last "not confirmed" line was logged (one a second at most).
     warned_ms: AtomicI64,
     /// What this process holds unspent, kept where a restart finds it (SQLite's file's side).
     journal: Option<Journal>,
+    /// Whether the store keeps a journal (SQLite): the metric tells "off" from "none".
+    journal_wanted: bool,
+    counters: LeaseCounters,
 }
 
 /// The most give-backs kept for another try; beyond, the oldest is dropped with a log line
@@ -155,7 +162,7 @@ impl Held {
 }
 
 impl Leases {
-    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Arc<dyn StateStore>, clock: Arc<dyn Clock>, counters: LeaseCounters) -> Self {
         let mut prefix = [0u8; 8];
         // A clash between two processes' ids needs the same random prefix: without one, a
         // counter from the clock is as good.
@@ -163,7 +170,9 @@ impl Leases {
             Ok(()) => u64::from_le_bytes(prefix),
             Err(_) => clock.now_ms() as u64,
         };
-        let (journal, owed) = match store.lease_journal_dir().map(|dir| Journal::open(&dir)) {
+        let journal_dir = store.lease_journal_dir();
+        let journal_wanted = journal_dir.is_some();
+        let (journal, owed) = match journal_dir.map(|dir| Journal::open(&dir)) {
             Some(Ok((journal, owed))) => (Some(journal), owed),
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "no lease journal: after a crash, the units this process held stay counted for the day");
@@ -179,10 +188,13 @@ impl Leases {
             clock,
             keys: Mutex::default(),
             closing: AtomicBool::new(false),
+            owed: AtomicU64::new(owed.len() as u64),
             pending: Mutex::new(owed),
             ids: (prefix, AtomicU64::new(0)),
             warned_ms: AtomicI64::new(0),
             journal,
+            journal_wanted,
+            counters,
         }
     }
 
@@ -266,8 +278,12 @@ impl Leases {
                 close: if renew { held.close() } else { None },
             };
             let leased = match self.store.lease(key_id, limits, &ask, now_ms).await {
-                Ok(leased) => leased,
+                Ok(leased) => {
+                    self.counters.lease_ok.inc();
+                    leased
+                }
                 Err(e) => {
+                    self.counters.lease_error.inc();
                     // It may have run: whatever it granted comes back at the next sweep.
                     let lost = GiveBack { id: self.new_id(), day, lost: vec![ask.id], ..GiveBack::default() };
                     self.retry_later(key_id, lost);
@@ -276,6 +292,8 @@ impl Leases {
             };
             match leased {
                 Leased::Granted { units: got, places, block, used } => {
+                    self.counters.units_granted.inc_by(got);
+                    self.counters.places_granted.inc_by(places);
                     if got > 0 {
                         if held.ids.len() == MAX_IDS {
                             held.ids.remove(0);
@@ -388,9 +406,21 @@ impl Leases {
             return;
         }
         back.id = self.new_id();
-        if self.store.give_back(key_id, &back).await.is_err() {
+        if self.send(key_id, &back).await.is_err() {
             self.retry_later(key_id, back);
         }
+    }
+
+    /// One give-back call to the store, counted.
+    async fn send(&self, key_id: &str, back: &GiveBack) -> Result<(), StateError> {
+        let sent = self.store.give_back(key_id, back).await;
+        if sent.is_ok() {
+            self.counters.give_back_ok.inc();
+            self.counters.units_given_back.inc_by(back.units);
+        } else {
+            self.counters.give_back_error.inc();
+        }
+        sent
     }
 
     fn retry_later(&self, key_id: &str, back: GiveBack) {
@@ -400,6 +430,8 @@ impl Leases {
             tracing::warn!(
                 "too many lease give-backs waiting for the store: the oldest dropped (its units stay counted)"
             );
+        } else {
+            self.owed.fetch_add(1, Ordering::Relaxed);
         }
         pending.push((key_id.to_owned(), back));
     }
@@ -412,27 +444,58 @@ impl Leases {
             return;
         }
         let today = utc_day(now_ms.div_euclid(1000));
+        let taken = owed.len();
         let mut owed = owed.into_iter().filter(|(_, back)| back.day >= today);
         while let Some((key_id, back)) = owed.next() {
-            if let Err(e) = self.store.give_back(&key_id, &back).await {
+            if let Err(e) = self.send(&key_id, &back).await {
                 // The store is not answering: the rest waits for the next sweep.
                 let mut failed: Vec<_> = std::iter::once((key_id, back)).chain(owed).collect();
                 if now_ms - self.warned_ms.swap(now_ms, Ordering::Relaxed) >= 1_000 {
                     tracing::warn!(error = %e, waiting = failed.len(), "lease give-backs not confirmed by the store; trying again");
                 }
+                self.owed.fetch_sub((taken - failed.len()) as u64, Ordering::Relaxed);
                 let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
                 failed.append(&mut pending);
                 *pending = failed;
                 return;
             }
         }
+        self.owed.fetch_sub(taken as u64, Ordering::Relaxed);
     }
 
     /// From now on leases are taken for one request and given back at the next sweep.
     pub fn start_closing(&self) {
         self.closing.store(true, Ordering::Relaxed);
     }
+
+    /// What this replica holds, for `/metrics`: a walk of the keys that waits for none (a key
+    /// being admitted or swept at that instant is left out) and holds no lock across an await.
+    pub fn held(&self) -> LeaseHeld {
+        let mut held = LeaseHeld {
+            pending: self.owed.load(Ordering::Relaxed),
+            journal: self.journal_wanted.then(|| self.journal.as_ref().is_some_and(Journal::on)),
+            ..LeaseHeld::default()
+        };
+        let now_ms = self.clock.now_ms();
+        let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        for slot in keys.values() {
+            let Ok(key) = slot.held.try_lock() else { continue };
+            if key.holds_nothing() {
+                continue;
+            }
+            held.keys += 1;
+            held.units += key.units;
+            if key.has_place(now_ms) {
+                // What the block still gives in this window.
+                held.places += key.places - key.spends.in_window(now_ms);
+            }
+        }
+        held
+    }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// The background service that ends leases: every [`SWEEP`], and all of them at shutdown.
 pub struct LeaseSweeper(pub Arc<Leases>);

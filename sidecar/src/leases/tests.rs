@@ -1,0 +1,79 @@
+//! The leases' figures for `/metrics`: store calls and what they moved, what is held, what is
+//! owed. Against a real SQLite store (the store that keeps a journal).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use super::*;
+use crate::state::SqliteStore;
+
+/// A time the test moves by hand (the sweep reads it).
+struct Manual(AtomicI64);
+
+impl Clock for Manual {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// 2023-11-14 22:13:20 UTC: far from midnight, at the start of a rate slot.
+const T: i64 = 1_700_000_000_000;
+const PRO: Limits = Limits { daily_quota: 20_000, burst_per_second: 50 };
+
+/// Leases on a fresh SQLite store in the build tree (not /tmp: nothing to clean up), and the
+/// counters they bump.
+fn leases(name: &str) -> (Leases, Arc<Manual>, LeaseCounters) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../target/test-state/leases-{name}"));
+    let _ = std::fs::remove_dir_all(&dir); // a previous run's database, WAL and journal
+    std::fs::create_dir_all(&dir).unwrap();
+    let store: Arc<dyn StateStore> = Arc::new(SqliteStore::open(dir.join("state.db")).unwrap());
+    let clock = Arc::new(Manual(AtomicI64::new(T)));
+    let counters = LeaseCounters::default();
+    (Leases::new(store, clock.clone(), counters.clone()), clock, counters)
+}
+
+async fn admit(leases: &Leases, now_ms: i64) {
+    let outcome = leases.admit("k", PRO, 1, now_ms).await.unwrap();
+    assert!(matches!(outcome, Outcome::Admitted { .. }), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn store_calls_what_they_moved_and_what_is_held_are_counted() {
+    let (leases, clock, c) = leases("held");
+    let none = LeaseHeld { journal: Some(true), ..LeaseHeld::default() };
+    assert_eq!(leases.held(), none, "SQLite: the journal is on");
+    // Nothing spent in the last second: each request leases one unit and one place.
+    for i in 0..5 {
+        admit(&leases, T + i).await;
+    }
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (5, 5, 5));
+    assert_eq!(leases.held(), none, "each spent at once (a one-place block ends in the store)");
+    // The next slot: the 5 of the last one size the lease: units for a hold at that rate
+    // (3 s: 15), places a second with a quarter more (6), one of each spent now.
+    clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
+    admit(&leases, T + RATE_SLOT_MS).await;
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (6, 20, 11));
+    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 14, places: 5, ..none });
+    assert_eq!((c.give_back_ok.get(), c.lease_error.get(), c.give_back_error.get()), (0, 0, 0));
+
+    // Idle: the sweep gives the rest back in one call.
+    clock.0.store(T + RATE_SLOT_MS + IDLE_MS, Ordering::Relaxed);
+    leases.sweep().await;
+    assert_eq!((c.give_back_ok.get(), c.units_given_back.get()), (1, 14));
+    assert_eq!(leases.held(), none);
+    assert_eq!(c.units_granted.get() - c.units_given_back.get(), 6, "granted = spent + given back");
+}
+
+#[tokio::test]
+async fn give_backs_owed_are_counted_until_confirmed_or_their_day_is_over() {
+    let (leases, clock, c) = leases("owed");
+    let today = utc_day(T / 1000);
+    let yesterday = utc_day(T / 1000 - 86_400);
+    leases.retry_later("k", GiveBack { id: "a".into(), day: today.clone(), units: 3, ..GiveBack::default() });
+    leases.retry_later("k", GiveBack { id: "b".into(), day: today, units: 2, ..GiveBack::default() });
+    leases.retry_later("k", GiveBack { id: "c".into(), day: yesterday, units: 7, ..GiveBack::default() });
+    assert_eq!(leases.held().pending, 3);
+    clock.0.store(T + SWEEP.as_millis() as i64, Ordering::Relaxed);
+    leases.sweep().await;
+    assert_eq!(leases.held().pending, 0, "two confirmed, yesterday's dropped");
+    assert_eq!((c.give_back_ok.get(), c.units_given_back.get(), c.give_back_error.get()), (2, 5, 0));
+}
