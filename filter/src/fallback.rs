@@ -62,6 +62,11 @@ pub fn strong() -> &'static NameSet {
     SET.get_or_init(|| NameSet::from_text(inflate(STRONG).unwrap_or_default().leak()))
 }
 
+/// Whether this process (a Wasm VM) has inflated the strong lists yet.
+pub fn inflated() -> bool {
+    SET.get().is_some()
+}
+
 /// The text of `embedded` (its length, then its deflated bytes), inflated into a buffer of
 /// exactly that length: no growing vector whose larger peak the VM would keep.
 fn inflate(embedded: &[u8]) -> Option<String> {
