@@ -7,7 +7,8 @@
 //! regenerated, and by the tests of both modules).
 //!
 //! The strong lists are deflated (about 200 KB of names, a quarter of that deflated): the module
-//! inflates them once, on first use (`src/fallback.rs`), and stays under 1 MiB.
+//! inflates them once, on first use (`src/fallback.rs`), and stays under 1 MiB. Their length
+//! comes first (4 bytes, little-endian).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,7 +23,11 @@ const LEVEL: u8 = 10;
 
 fn main() {
     let strong = names("The strong lists of data/disposable/", &STRONG_LISTS);
-    write("strong.txt.deflate", &miniz_oxide::deflate::compress_to_vec(strong.as_bytes(), LEVEL));
+    // Its length first, so that the module inflates it into a buffer of exactly that size.
+    let len = u32::try_from(strong.len()).expect("the strong lists under 4 GiB");
+    let mut embedded = len.to_le_bytes().to_vec();
+    embedded.extend(miniz_oxide::deflate::compress_to_vec(strong.as_bytes(), LEVEL));
+    write("strong.txt.deflate", &embedded);
     write("relay.txt", names("data/relay.txt", &[RELAY_LIST]).as_bytes());
 }
 

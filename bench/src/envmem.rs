@@ -12,13 +12,17 @@
 //! how many names it stored. A worker reads the decisions only for a signup the sidecar gave no
 //! verdict for, so the Envoy's key is then revoked (`/admin/v1/keys/{id}/revoke`): every signup
 //! of the second warm-up gets a 401 and is judged by the kept decisions (a decided name: 403,
-//! counted in `email_verdict.local_decisions`). Every warm-up is checked to have reached every
+//! counted in `email_verdict.local_decisions`). A third warm-up signs up with a name on the
+//! embedded strong lists and in no decision, so that every VM reads them (the fallback's path:
+//! 403, `local_decisions` again). Every warm-up is checked to have reached every
 //! worker (Envoy's per-worker listener counters).
 //!
 //! Two more rows break the Wasm filter's cost down: an empty proxy-wasm module
 //! (`bench/fixtures/empty-wasm`, built here for wasm32-wasip1) in the filter's place, and the
 //! filter with `local_fallback: false` (the strong lists never inflated).
 
+mod layout;
+mod smaps;
 mod table;
 
 use std::net::SocketAddr;
@@ -45,6 +49,8 @@ const WARM_SECONDS: u64 = 2;
 /// A decided name (the warm-up of the last phase signs up with it: 403 by the kept decisions).
 const DECIDED_SIGNUP: &str = r#"{"email":"ann@envmem-99999.example.com","name":"Test User"}"#;
 const SIGNUP: &str = r#"{"email":"ann@gmail.com","name":"Test User"}"#;
+/// A name on the embedded strong lists and in no decision (the last warm-up: 403 by the lists).
+const LISTED_SIGNUP: &str = r#"{"email":"ann@mailinator.com","name":"Test User"}"#;
 
 /// What one row of the section runs.
 #[derive(Clone)]
@@ -98,6 +104,7 @@ struct Fixture {
     listed: usize,
     signup: PathBuf,
     decided: PathBuf,
+    listed_signup: PathBuf,
     empty_wasm: Result<PathBuf, String>,
     _dir: TestDir,
 }
@@ -180,7 +187,14 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32, comma
          Peak resident memory since start (`VmHWM`), what a memory limit must allow:\n\n{}\n\n\
          Envoy's allocator (admin `/memory`, `allocated`: in use; the dynamic module's Rust code allocates \
          through it too; V8's own mappings, such as the Wasm VMs' linear memory, are outside it):\n\n{}\n\n\
-         The allocator's heap (`heap_size`: in use, plus freed memory it keeps):\n\n{}\n{}",
+         The allocator's heap (`heap_size`: in use, plus freed memory it keeps):\n\n{}\n\n\
+         By mapping (`/proc/<pid>/smaps`, resident MiB): each Wasm VM's linear memory is the \
+         read-write mapping V8 puts before an 8 GiB guard region, so it is read apart from the rest:\n\n{}\n\n\
+         Each VM's linear memory (resident/mapped KiB, smallest first; the number of VMs at each worker \
+         count first):\n\n{}\n\n\
+         The modules' static layout (from their sections: what every VM's memory holds before it runs):\n\n\
+         | module | file bytes | initial memory (64 KiB pages) | stack (initial stack pointer) | data |\n\
+         |---|---:|---:|---:|---:|\n{}\n{}",
         wasm_size
             .flatten()
             .map_or_else(|| "not measured".to_owned(), |b| format!("{} bytes", crate::report::count(b as f64))),
@@ -196,6 +210,9 @@ pub fn run(dns: SocketAddr, kinds: &[Kind], workers: &[u32], project: u32, comma
         table::table(&rows, workers, project, |r| Some(r.peak)),
         table::table(&rows, workers, project, |r| r.allocated),
         table::table(&rows, workers, project, |r| r.heap),
+        smaps::parts_table(&rows, workers),
+        smaps::vms_table(&rows, workers),
+        layouts(kinds, &fx),
         if notes.is_empty() { String::new() } else { format!("\nNot measured:\n{}\n", notes.join("\n")) },
     ))
 }
@@ -208,7 +225,10 @@ fn measure(fx: &mut Fixture, kind: &Kind, workers: u32, row: &mut Row) -> anyhow
     let mut read = |phase: Phase, envoy: &Running| -> anyhow::Result<()> {
         let reading = Reading::of(envoy.pid()).context("the Envoy's /proc files are gone")?;
         let memory = Request::get("/memory").try_send(envoy.admin()).ok().filter(|r| r.status == 200);
-        let reading = memory.map_or(reading, |r| reading.with_allocator(&r.json()));
+        let reading = match memory {
+            Some(r) => reading.with_allocator(&r.json()),
+            None => reading,
+        };
         row.readings.insert((phase, workers), reading);
         Ok(())
     };
@@ -234,7 +254,13 @@ fn measure(fx: &mut Fixture, kind: &Kind, workers: u32, row: &mut Row) -> anyhow
     warm_up(&envoy, workers, &fx.decided, true)?;
     let decided = filter.counter("email_verdict.local_decisions").unwrap_or(0).saturating_sub(before);
     ensure!(decided > 0, "no signup of the second warm-up was judged by the kept decisions");
-    read(Phase::Decisions, &envoy)
+    read(Phase::Decisions, &envoy)?;
+    // A name no decision covers, on the strong lists: every worker's VM reads them.
+    let before = filter.counter("email_verdict.local_decisions").unwrap_or(0);
+    warm_up(&envoy, workers, &fx.listed_signup, true)?;
+    let listed = filter.counter("email_verdict.local_decisions").unwrap_or(0).saturating_sub(before);
+    ensure!(listed > 0, "no signup of the third warm-up was judged by the strong lists");
+    read(Phase::Lists, &envoy)
 }
 
 /// wrk sends signups with 16 connections a worker for [`WARM_SECONDS`]; every worker must have
@@ -288,11 +314,12 @@ impl Fixture {
         let app = Bare::start("bare-app", &Captured::ok(), 1)?;
         let signup = write(dir.path(), "signup.lua", &post_script("application/json", SIGNUP, &[]))?;
         let decided = write(dir.path(), "decided.lua", &post_script("application/json", DECIDED_SIGNUP, &[]))?;
+        let listed_signup = write(dir.path(), "listed.lua", &post_script("application/json", LISTED_SIGNUP, &[]))?;
         let empty_wasm = match empty_wasm {
             true => build_empty_wasm().map_err(|e| format!("{e:#}")),
             false => Err("not measured (no Wasm filter in --filters)".to_owned()),
         };
-        Ok(Fixture { sidecar, app, blocklist, listed: 1, signup, decided, empty_wasm, _dir: dir })
+        Ok(Fixture { sidecar, app, blocklist, listed: 1, signup, decided, listed_signup, empty_wasm, _dir: dir })
     }
 
     /// The sidecar's blocklist holds `n` names, and its decisions endpoint says so.
@@ -383,6 +410,32 @@ fn build_empty_wasm() -> anyhow::Result<PathBuf> {
         .context("cargo")?;
     ensure!(out.status.success(), "building the empty module failed: {}", String::from_utf8_lossy(&out.stderr));
     Ok(target.join("wasm32-wasip1/release/bench_empty_wasm.wasm"))
+}
+
+/// The static layout of the Wasm filter and the empty module, a table row each.
+fn layouts(kinds: &[Kind], fx: &Fixture) -> String {
+    let mut wasm: Vec<(&str, PathBuf)> = kinds
+        .iter()
+        .find_map(|k| match k {
+            Kind::Filter(b) => match &b.filter {
+                crate::build::Filter::Wasm(p) => Some(("the Wasm filter", p.clone())),
+                crate::build::Filter::Module(_) => None,
+            },
+            _ => None,
+        })
+        .into_iter()
+        .collect();
+    if let Ok(p) = &fx.empty_wasm {
+        wasm.push(("the empty module", p.clone()));
+    }
+    let rows: Vec<String> = wasm
+        .iter()
+        .map(|(name, path)| match layout::Layout::read(path) {
+            Ok(l) => layout::row(name, std::fs::metadata(path).map_or(0, |m| m.len()), &l),
+            Err(e) => format!("| {name} | not read: {e:#} | | | |"),
+        })
+        .collect();
+    rows.join("\n")
 }
 
 fn file_size(filter: &crate::build::Filter) -> Option<u64> {

@@ -18,7 +18,7 @@ use email_verdict_core::signup::{
 
 use crate::cache::VerdictCache;
 use crate::decided::StoredDecisions;
-use crate::fallback::{self, NameSet};
+use crate::fallback::StrongLists;
 use crate::flight::Flights;
 use email_verdict_core::signup::path as signup_path;
 
@@ -293,9 +293,9 @@ pub struct FilterConfig {
     pub enforce: Enforcement,
     pub failure_mode: FailureMode,
     pub failure_status: u16,
-    /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`);
-    /// `None` when `local_fallback` is false.
-    pub local_lists: Option<&'static NameSet>,
+    /// The embedded strong lists that decide when the sidecar gives no verdict (`fallback`;
+    /// inflated on that first use, not here); `None` when `local_fallback` is false.
+    pub local_lists: Option<StrongLists>,
     /// The sidecar's decisions, fetched every period; `None` when `decision_sync_seconds` is 0
     /// or neither `local_fallback` nor the cache needs them.
     pub decisions: Option<DecisionSync>,
@@ -438,7 +438,7 @@ impl PluginConfig {
             enforce,
             failure_mode: self.failure_mode,
             failure_status: to_u16(self.failure_status),
-            local_lists: self.local_fallback.then(fallback::strong),
+            local_lists: self.local_fallback.then_some(StrongLists),
             decisions: synced.then(|| DecisionSync {
                 period_ms: self.decision_sync_seconds * 1000,
                 stored: Rc::default(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 /// One reading of an Envoy's memory, in KiB: `VmRSS` and its anonymous part (`RssAnon`) from
 /// `/proc/<pid>/status`, and `Pss` from `/proc/<pid>/smaps_rollup` (what is this process's
 /// own once the pages it shares with other processes are divided among them).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reading {
     pub rss: u64,
     pub anon: u64,
@@ -18,6 +18,8 @@ pub struct Reading {
     /// maps itself (Wasm linear memories, compiled code) is outside both.
     pub allocated: Option<u64>,
     pub heap: Option<u64>,
+    /// The same memory by mapping (`/proc/<pid>/smaps`): each Wasm VM's linear memory apart.
+    pub maps: Option<super::smaps::Maps>,
 }
 
 impl Reading {
@@ -31,6 +33,7 @@ impl Reading {
             pss: kib(&rollup, "Pss:"),
             allocated: None,
             heap: None,
+            maps: super::smaps::Maps::of(pid),
         })
     }
 
@@ -61,6 +64,9 @@ pub enum Phase {
     Synced,
     /// After 100,000 decided names were synced and read by every worker.
     Decisions,
+    /// Then a signup on the strong lists on every worker, the sidecar still refusing: the lists
+    /// inflated in every VM (the local fallback's path; no decision covers the name).
+    Lists,
 }
 
 impl Phase {
@@ -70,9 +76,13 @@ impl Phase {
             Phase::WarmedUp => "after warm-up (every worker served signups)",
             Phase::Synced => "+100,000 decided names synced, not yet read by a worker",
             Phase::Decisions => "+100,000 decided names, read by every worker",
+            Phase::Lists => "then the strong lists read by every worker (the sidecar still refusing)",
         }
     }
 }
+
+/// Every phase, in order.
+pub const PHASES: [Phase; 5] = [Phase::Started, Phase::WarmedUp, Phase::Synced, Phase::Decisions, Phase::Lists];
 
 /// One kind of Envoy and its readings, by phase and worker count.
 #[derive(Debug, Default)]
@@ -97,7 +107,7 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, my - slope * mx))
 }
 
-fn mib(kib: u64) -> f64 {
+pub fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
@@ -114,7 +124,7 @@ pub fn table(rows: &[Row], workers: &[u32], project: u32, value: fn(&Reading) ->
     rule.push_str("---:|---:|---:|");
     let mut lines = vec![head, rule];
     for row in rows {
-        for phase in [Phase::Started, Phase::WarmedUp, Phase::Synced, Phase::Decisions] {
+        for phase in PHASES {
             let cells: Vec<Option<u64>> =
                 workers.iter().map(|w| row.readings.get(&(phase, *w)).and_then(value)).collect();
             if cells.iter().all(Option::is_none) {
