@@ -329,7 +329,11 @@ impl KeyStore for RedisStore {
             self.revoke_key(&key.id).await?;
             return Err(StateError::Invalid("a key with this hash exists".into()));
         }
-        self.keys_changed().await?;
+        // The key is made: a failed version bump must not hide its secret from whoever created
+        // it. Only a replica that was shown this very key before it existed would miss it.
+        if let Err(e) = self.keys_changed().await {
+            tracing::warn!(error = %e, "a key was created but the key version was not moved: replicas that cached its hash as unknown keep that for up to 10 s");
+        }
         Ok(self.replicate("key created", &[record, "ev:keys".to_owned(), by_hash]).await)
     }
 
