@@ -35,7 +35,7 @@ mod spends;
 
 use crate::clock::{Clock, utc_day};
 use crate::metrics::{LeaseCounters, LeaseHeld};
-use crate::state::{Admission, Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
+use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
 use journal::Journal;
 use spends::Spends;
 
@@ -231,9 +231,6 @@ impl Leases {
     /// Admits one request worth `units` of `key_id`'s quota and one burst place (none when the
     /// burst is unlimited) at `now_ms`, from the lease or from a new one.
     pub async fn admit(&self, key_id: &str, limits: Limits, units: u64, now_ms: i64) -> Result<Outcome, StateError> {
-        if limits.daily_quota == Limits::UNLIMITED {
-            return self.admit_exactly(key_id, limits, units, now_ms).await;
-        }
         let slot = self.slot(key_id);
         slot.waiting.fetch_add(1, Ordering::SeqCst);
         let mut held = slot.held.lock().await;
@@ -262,12 +259,18 @@ impl Leases {
             // place it could still give is free again: never refused where it would not be).
             let renew = need_place || (limited && held.until_ms - now_ms < HOLD_MS / 2);
             let ended = if held.units == 0 { std::mem::take(&mut held.ids) } else { Vec::new() };
+            // The requests queued behind this one need units too: one call for all of them
+            // rather than one after another (a key's first moment under load, before `recent`).
+            let queued = waiting.saturating_mul(units).saturating_sub(held.units);
             let ask = LeaseAsk {
                 id: self.new_id(),
                 ended,
                 units_min,
                 // An unjournaled key (the journal full) holds nothing it has not answered.
-                units_want: if self.journaled(key_id) { units_min.max(top_up) } else { units_min },
+                units_want: match closing || !self.journaled(key_id) {
+                    true => units_min,
+                    false => units_min.max(top_up).max(queued),
+                },
                 places_min: u64::from(renew),
                 places_want: match (renew, closing) {
                     (false, _) => 0,
@@ -328,24 +331,6 @@ impl Leases {
         held.last_ms = now_ms;
         held.note(now_ms, units);
         Ok(Outcome::Admitted { used: held.used.saturating_sub(held.units), day })
-    }
-
-    /// A key with an unlimited quota (a gateway's, which carries every signup) is counted per
-    /// request, exactly, and without the key's lock: a lock held across a store call would
-    /// queue all its requests behind one another, and lose the store's group commit.
-    async fn admit_exactly(
-        &self,
-        key_id: &str,
-        limits: Limits,
-        units: u64,
-        now_ms: i64,
-    ) -> Result<Outcome, StateError> {
-        let day = utc_day(now_ms.div_euclid(1000));
-        Ok(match self.store.admit(key_id, limits, units, now_ms).await? {
-            Admission::Admitted { used } => Outcome::Admitted { used, day },
-            Admission::QuotaExceeded { used } => Outcome::QuotaExceeded { used },
-            Admission::RateLimited { retry_after_ms } => Outcome::RateLimited { retry_after_ms },
-        })
     }
 
     /// `units` of `day` were refunded in the store: the count this replica reports drops too.
@@ -449,14 +434,19 @@ impl Leases {
         while let Some((key_id, back)) = owed.next() {
             if let Err(e) = self.send(&key_id, &back).await {
                 // The store is not answering: the rest waits for the next sweep.
-                let mut failed: Vec<_> = std::iter::once((key_id, back)).chain(owed).collect();
+                let failed: Vec<_> = std::iter::once((key_id, back)).chain(owed).collect();
                 if now_ms - self.warned_ms.swap(now_ms, Ordering::Relaxed) >= 1_000 {
                     tracing::warn!(error = %e, waiting = failed.len(), "lease give-backs not confirmed by the store; trying again");
                 }
-                self.owed.fetch_sub((taken - failed.len()) as u64, Ordering::Relaxed);
-                let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-                failed.append(&mut pending);
-                *pending = failed;
+                let settled = taken - failed.len();
+                let over = requeue(&mut self.pending.lock().unwrap_or_else(|p| p.into_inner()), failed);
+                if over > 0 {
+                    tracing::warn!(
+                        dropped = over,
+                        "too many lease give-backs waiting for the store: the oldest dropped (their units stay counted)"
+                    );
+                }
+                self.owed.fetch_sub((settled + over) as u64, Ordering::Relaxed);
                 return;
             }
         }
@@ -492,6 +482,17 @@ impl Leases {
         }
         held
     }
+}
+
+/// Puts `failed` (taken out for a retry, oldest first) back before what was added to `pending`
+/// meanwhile, keeping at most [`MAX_PENDING`]: the oldest go, as in `Leases::retry_later`.
+/// Returns how many went.
+fn requeue<T>(pending: &mut Vec<T>, mut failed: Vec<T>) -> usize {
+    failed.append(pending);
+    let over = failed.len().saturating_sub(MAX_PENDING);
+    failed.drain(..over);
+    *pending = failed;
+    over
 }
 
 #[cfg(test)]

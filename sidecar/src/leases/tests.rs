@@ -77,3 +77,42 @@ async fn give_backs_owed_are_counted_until_confirmed_or_their_day_is_over() {
     assert_eq!(leases.held().pending, 0, "two confirmed, yesterday's dropped");
     assert_eq!((c.give_back_ok.get(), c.units_given_back.get(), c.give_back_error.get()), (2, 5, 0));
 }
+
+#[test]
+fn give_backs_put_back_after_a_failed_retry_stay_within_the_bound() {
+    let mut pending: Vec<usize> = (MAX_PENDING..MAX_PENDING + 10).collect(); // added during the retry
+    let failed: Vec<usize> = (0..MAX_PENDING).collect();
+    assert_eq!(requeue(&mut pending, failed), 10, "the ten oldest go");
+    assert_eq!(pending.len(), MAX_PENDING);
+    assert_eq!((pending[0], pending[MAX_PENDING - 1]), (10, MAX_PENDING + 9), "oldest first, the newest kept");
+    let mut pending = vec![7];
+    assert_eq!(requeue(&mut pending, vec![5, 6]), 0);
+    assert_eq!(pending, [5, 6, 7]);
+}
+
+/// The gateway's key (unlimited quota and burst) is leased too: its requests queued behind the
+/// first store call are granted in one more, and the day's count is exact once the lease ends.
+#[tokio::test]
+async fn an_unlimited_key_is_leased_for_the_requests_waiting() {
+    let (leases, clock, c) = leases("unlimited");
+    let gateway = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: Limits::UNLIMITED };
+    let admitted = futures::future::join_all((0..50).map(|_| leases.admit("g", gateway, 1, T))).await;
+    assert!(admitted.iter().all(|a| matches!(a, Ok(Outcome::Admitted { .. }))), "{admitted:?}");
+    assert_eq!(
+        (c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()),
+        (2, 50, 0),
+        "one, then the 49 queued"
+    );
+    // The next slot: 50 spent in the last second, so units for a 3 s hold at that rate.
+    clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
+    leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
+    assert_eq!((c.lease_ok.get(), c.units_granted.get()), (3, 50 + 150));
+    for _ in 0..100 {
+        leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
+    }
+    assert_eq!(c.lease_ok.get(), 3, "spent from the lease");
+    clock.0.store(T + RATE_SLOT_MS + IDLE_MS, Ordering::Relaxed);
+    leases.sweep().await;
+    let used = leases.store.usage("g", &[utc_day(T / 1000)]).await.unwrap();
+    assert_eq!(used, [151], "what was answered, the rest given back");
+}
