@@ -228,7 +228,8 @@ async fn serve_call(
     let limit = request.headers().get("grpc-timeout").and_then(|v| grpc_timeout(v.as_bytes()));
     let limit = limit.map_or(CALL_TIME, |t| t.min(CALL_TIME));
     let server = crate::telemetry::enabled().then(|| traced_call(request.headers())).flatten();
-    let work = tokio::time::timeout(limit, answer(&api, peer, request));
+    // Boxed: a call's future is kilobytes, and both arms below would hold it.
+    let work = Box::pin(tokio::time::timeout(limit, answer(&api, peer, request)));
     let answer = match &server {
         Some(server) => server.serve(work).await,
         None => work.await,

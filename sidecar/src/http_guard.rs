@@ -61,6 +61,8 @@ pub struct Guarded<A> {
 
 #[async_trait]
 impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
+    // The refusals are boxed: each request's future is built and moved whole, so it is kept
+    // to the size of the path that serves.
     async fn process_new_http(
         self: &Arc<Self>,
         mut http: ServerSession,
@@ -75,7 +77,7 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
         };
         let read = tokio::select! {
             read = tokio::time::timeout(self.header_timeout, http.read_request()) => read,
-            () = evicted => return reserved_for_keys(http, probation.as_ref()).await,
+            () = evicted => return Box::pin(reserved_for_keys(http, probation.as_ref())).await,
         };
         match read {
             Ok(Ok(true)) => {}
@@ -83,17 +85,17 @@ impl<A: ServeHttp + Send + Sync> HttpServerApp for Guarded<A> {
             Ok(Err(e)) => {
                 let parse_error = e.root_cause().downcast_ref::<httparse::Error>().map(ToString::to_string);
                 tracing::debug!(error_kind = ?e.etype(), parse_error = parse_error.as_deref(), "unreadable request header");
-                return refuse(http, Refusal::of(&e)).await;
+                return Box::pin(refuse(http, Refusal::of(&e))).await;
             }
-            Err(_) => return refuse(http, Refusal::Timeout).await,
+            Err(_) => return Box::pin(refuse(http, Refusal::Timeout)).await,
         }
         if http.req_header().raw_path().len() > MAX_TARGET {
-            return refuse(http, Refusal::TargetTooLong).await;
+            return Box::pin(refuse(http, Refusal::TargetTooLong)).await;
         }
         if let Some((budget, p)) = &probation
             && !self.prove(&http, budget, p).await
         {
-            return reserved_for_keys(http, probation.as_ref()).await;
+            return Box::pin(reserved_for_keys(http, probation.as_ref())).await;
         }
         http.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE_SECS) });
         let response = self.app.response(&mut http).await;
@@ -418,7 +420,7 @@ impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Capped<A> {
             Err(why) => {
                 self.budget.refused(why);
                 let lingering = Lingering::enter(&self.budget.lingering);
-                turn_away(stream, lingering.allowed).await;
+                Box::pin(turn_away(stream, lingering.allowed)).await;
                 None
             }
         }

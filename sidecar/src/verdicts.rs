@@ -277,7 +277,7 @@ impl Verdicts {
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
         if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
-            signals.parent_mail = self.mail_goes_to_parent(&catalog, domain, &infra, deadline).await?;
+            signals.parent_mail = Box::pin(self.mail_goes_to_parent(&catalog, domain, &infra, deadline)).await?;
         }
         let mut judged = InfraJudgement::default();
         if needs_infra_check(&signals) && !infra.is_empty() {
@@ -290,7 +290,7 @@ impl Verdicts {
                 .map_err(|e| self.store_failed(e))?;
             judged = infra::judge(&catalog, registrable, &infra, &evidence, self.threshold);
             for (host, owner) in judged.counted_hosts() {
-                if self.receives_its_mail_on(&owner, &host, deadline).await {
+                if Box::pin(self.receives_its_mail_on(&owner, &host, deadline)).await {
                     judged.owned_by_a_mail_domain(&host);
                 }
             }

@@ -65,7 +65,9 @@ impl ServeHttp for ApiApp {
         if !crate::telemetry::enabled() {
             return self.serve(session, &mut LogFields::default()).await;
         }
-        traced::serve(self, session).await
+        // Boxed, as every large branch below: a future's size is that of its largest branch,
+        // and each request's future is built and moved whole (BENCHMARKS section 2, "Futures").
+        Box::pin(traced::serve(self, session)).await
     }
 }
 
@@ -75,7 +77,7 @@ impl ApiApp {
         let started = Instant::now();
         let request = take_request(session, &self.0.trusted_proxies);
         if ext_authz::original_path(&request.path).is_some() {
-            let mut response = ext_authz::handle(&self.0, session, &request, log).await;
+            let mut response = Box::pin(ext_authz::handle(&self.0, session, &request, log)).await;
             if let Ok(id) = request.id.parse() {
                 response.headers_mut().insert("x-request-id", id);
             }

@@ -82,7 +82,8 @@ impl MxCache {
             return Ok(Lookup { mx: entry.mx.clone(), cached: true });
         }
         self.metrics.cache.misses.inc();
-        let resolved = tokio::time::timeout_at(deadline, self.flight(domain))
+        // Boxed: a resolution's future is kilobytes, and every cached lookup's would carry it.
+        let resolved = tokio::time::timeout_at(deadline, Box::pin(self.flight(domain)))
             .await
             .unwrap_or_else(|_| Err(DnsFailure("no answer within the lookup's deadline".into())));
         match resolved {
