@@ -28,6 +28,8 @@ mod recheck;
 mod review;
 mod schema;
 mod signups;
+#[cfg(test)]
+mod statements;
 mod worker;
 
 use schema::MIGRATIONS;
