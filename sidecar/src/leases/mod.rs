@@ -159,6 +159,19 @@ impl Held {
     fn holds_nothing(&self) -> bool {
         self.units == 0 && self.block.is_empty()
     }
+
+    /// Whether the place block and the units are due to end at `now_ms` (`today`: its UTC day).
+    fn due(&self, now_ms: i64, closing: bool, today: &str) -> (bool, bool) {
+        let idle = now_ms - self.last_ms >= IDLE_MS;
+        let places = !self.block.is_empty() && (closing || idle || now_ms >= self.until_ms);
+        let units = self.units > 0 && (closing || idle || self.day != today);
+        (places, units)
+    }
+
+    /// Holding nothing and unused for twice the rate's memory: the key's slot can go.
+    fn forgettable(&self, now_ms: i64) -> bool {
+        self.holds_nothing() && now_ms - self.last_ms >= 2 * RATE_SLOT_MS * RATE_SLOTS as i64
+    }
 }
 
 impl Leases {
@@ -354,14 +367,22 @@ impl Leases {
         let now_ms = self.clock.now_ms();
         self.retry_pending(now_ms).await;
         let closing = self.closing.load(Ordering::Relaxed);
-        let slots: Vec<(String, Arc<Slot>)> =
-            self.keys.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, s)| (k.clone(), s.clone())).collect();
+        let today = utc_day(now_ms.div_euclid(1000));
+        // Only the keys with something to do are taken out (a busy replica holds thousands,
+        // looked at ten times a second); a key being admitted now is not due.
+        let slots: Vec<(String, Arc<Slot>)> = {
+            let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            let wanted = |slot: &Slot| {
+                slot.held.try_lock().is_ok_and(|held| {
+                    let (places_due, units_due) = held.due(now_ms, closing, &today);
+                    places_due || units_due || held.forgettable(now_ms)
+                })
+            };
+            keys.iter().filter(|(_, slot)| wanted(slot)).map(|(k, s)| (k.clone(), s.clone())).collect()
+        };
         for (key_id, slot) in slots {
-            // A key being admitted now is not due.
             let Ok(mut held) = slot.held.try_lock() else { continue };
-            let idle = now_ms - held.last_ms >= IDLE_MS;
-            let places_due = !held.block.is_empty() && (closing || idle || now_ms >= held.until_ms);
-            let units_due = held.units > 0 && (closing || idle || held.day != utc_day(now_ms.div_euclid(1000)));
+            let (places_due, units_due) = held.due(now_ms, closing, &today);
             if places_due || units_due {
                 let units = if units_due { std::mem::take(&mut held.units) } else { 0 };
                 if units_due {
@@ -373,7 +394,7 @@ impl Leases {
                 let back = GiveBack { day: held.day.clone(), units, ended, close, ..GiveBack::default() };
                 self.give_back(&key_id, back).await;
             }
-            let forget = held.holds_nothing() && now_ms - held.last_ms >= 2 * RATE_SLOT_MS * RATE_SLOTS as i64;
+            let forget = held.forgettable(now_ms);
             drop(held);
             if forget && slot.waiting.load(Ordering::SeqCst) == 0 {
                 let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
