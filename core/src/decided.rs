@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::{Decision, Domain};
 
 mod build;
+mod json;
 pub use build::{Listed, PartsBuilder};
+pub use json::BUFFER as JSON_BUFFER;
 
 /// The answer of `GET /api/v1/decisions`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@
 //! sync that brings it. That is why the decisions are also synced with `local_fallback` off
 //! while the cache is on (`config.rs`).
 
-use std::io::{BufReader, Read};
+use std::io::Read;
 
 use email_verdict_core::decided::{PartsBuilder, bucket_of, decide, parents};
 use email_verdict_core::{DecidedSet, Decision, Domain};
@@ -129,17 +129,15 @@ pub fn store_answer_read(
     Ok(names)
 }
 
-/// The bytes the answer is read in at a time: the host copies a slice into the VM per read.
-pub const SLICE: usize = 64 * 1024;
-
-/// A body of `len` bytes the host holds, read a [`SLICE`] at a time through `read(start, max)`
-/// (proxy-wasm's `proxy_get_buffer_bytes`): the VM never holds the whole answer. A host
-/// error is an I/O error (the parse fails); fewer bytes than asked for end the body early.
-pub fn host_body<F>(len: usize, read: F) -> BufReader<HostBody<F>>
+/// A body of `len` bytes the host holds, read through `read(start, max)` (proxy-wasm's
+/// `proxy_get_buffer_bytes`) as the parse asks for it, `core::decided::JSON_BUFFER` bytes at a
+/// time: the VM never holds the whole answer. A host error is an I/O error (the parse fails);
+/// fewer bytes than asked for end the body early.
+pub fn host_body<F>(len: usize, read: F) -> HostBody<F>
 where
     F: FnMut(usize, usize) -> Result<Vec<u8>, HostError>,
 {
-    BufReader::with_capacity(SLICE, HostBody { read, at: 0, len })
+    HostBody { read, at: 0, len }
 }
 
 /// See [`host_body`].
@@ -380,7 +378,10 @@ mod tests {
         });
         assert_eq!(store_answer_read(&mut sliced, "\"g\"", reader, body.len()), Ok(names));
         assert_eq!(sliced, whole);
-        assert!(asked.len() > 1 && asked.iter().all(|&(_, max)| max <= SLICE), "{asked:?}");
+        assert!(
+            asked.len() > 1 && asked.iter().all(|&(_, max)| max <= email_verdict_core::decided::JSON_BUFFER),
+            "{asked:?}"
+        );
         assert_eq!(asked.iter().map(|(_, max)| max).sum::<usize>(), body.len(), "each byte asked for once");
 
         let bytes = body.as_bytes();

@@ -6,8 +6,6 @@
 
 use std::io::Read;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-
 use super::{DecidedSet, DecisionList, bucket_of, encode};
 use crate::Domain;
 
@@ -111,14 +109,12 @@ impl PartsBuilder {
     }
 
     /// Reads the answer of `GET /api/v1/decisions` from `reader` (the JSON of a
-    /// [`DecisionList`], held to the same rules: every field there, none
-    /// twice, nothing after it) straight into `buckets` parts: no name is allocated on its own,
-    /// and the answer is read as it comes (give a buffered reader).
-    pub fn from_json(reader: impl Read, buckets: usize) -> Result<Self, serde_json::Error> {
+    /// [`DecisionList`], held to the same rules, `json.rs`) straight into `buckets` parts: the
+    /// answer is read [`JSON_BUFFER`](super::JSON_BUFFER) bytes at a time and no name is kept
+    /// on its own. An error (`InvalidData` for what does not parse) leaves nothing built.
+    pub fn from_json(mut reader: impl Read, buckets: usize) -> std::io::Result<Self> {
         let mut builder = Self::new(buckets);
-        let mut de = serde_json::Deserializer::from_reader(reader);
-        ListSeed(&mut builder).deserialize(&mut de)?;
-        de.end()?;
+        super::json::read(&mut reader, &mut builder)?;
         Ok(builder)
     }
 }
@@ -136,182 +132,6 @@ impl Part {
         order.dedup_by(|a, b| reviewer.get(*a) == reviewer.get(*b));
         let tables = [order.iter().map(|&i| reviewer.get(i)).collect(), block.sorted(), allow.sorted()];
         DecidedSet::from_bytes(encode(&tables, order.iter().map(|&i| decision(i)))).unwrap_or_default()
-    }
-}
-
-const LIST: &[&str] = &["reviewer", "operator", "complete"];
-const NAMES: &[&str] = &["block", "allow"];
-
-/// `DecisionList`: its visitor does what `#[derive(Deserialize)]` does for it (a map or a
-/// sequence; unknown fields ignored; a field missing or twice an error), names to the builder.
-struct ListSeed<'a>(&'a mut PartsBuilder);
-
-/// `DecidedNames` of the reviewers (`true`) or the operator.
-struct NamesSeed<'a>(&'a mut PartsBuilder, bool);
-
-/// One `Vec<String>` of names.
-struct NameSeq<'a>(&'a mut PartsBuilder, Listed);
-
-/// One name.
-struct Name<'a>(&'a mut PartsBuilder, Listed);
-
-/// A field's index in `.0`, `None` for a field not there.
-struct Field(&'static [&'static str]);
-
-impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_struct("DecisionList", LIST, self)
-    }
-}
-
-impl<'de> Visitor<'de> for ListSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("struct DecisionList")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let short = |i| de::Error::invalid_length(i, &"struct DecisionList with 3 elements");
-        seq.next_element_seed(NamesSeed(&mut *self.0, true))?.ok_or_else(|| short(0))?;
-        seq.next_element_seed(NamesSeed(&mut *self.0, false))?.ok_or_else(|| short(1))?;
-        seq.next_element::<bool>()?.ok_or_else(|| short(2))?;
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = [false; 3];
-        while let Some(field) = map.next_key_seed(Field(LIST))? {
-            let Some(i) = field else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            if std::mem::replace(&mut seen[i], true) {
-                return Err(de::Error::duplicate_field(LIST[i]));
-            }
-            match i {
-                0 => map.next_value_seed(NamesSeed(&mut *self.0, true))?,
-                1 => map.next_value_seed(NamesSeed(&mut *self.0, false))?,
-                _ => {
-                    map.next_value::<bool>()?;
-                }
-            }
-        }
-        missing(&seen, LIST)
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for NamesSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_struct("DecidedNames", NAMES, self)
-    }
-}
-
-impl NamesSeed<'_> {
-    fn list(&mut self, block: bool) -> NameSeq<'_> {
-        let listed = match (self.1, block) {
-            (true, true) => Listed::ReviewerBlock,
-            (true, false) => Listed::ReviewerAllow,
-            (false, true) => Listed::OperatorBlock,
-            (false, false) => Listed::OperatorAllow,
-        };
-        NameSeq(&mut *self.0, listed)
-    }
-}
-
-impl<'de> Visitor<'de> for NamesSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("struct DecidedNames")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-        let short = |i| de::Error::invalid_length(i, &"struct DecidedNames with 2 elements");
-        seq.next_element_seed(self.list(true))?.ok_or_else(|| short(0))?;
-        seq.next_element_seed(self.list(false))?.ok_or_else(|| short(1))?;
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = [false; 2];
-        while let Some(field) = map.next_key_seed(Field(NAMES))? {
-            let Some(i) = field else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            if std::mem::replace(&mut seen[i], true) {
-                return Err(de::Error::duplicate_field(NAMES[i]));
-            }
-            map.next_value_seed(self.list(i == 0))?;
-        }
-        missing(&seen, NAMES)
-    }
-}
-
-fn missing<E: de::Error>(seen: &[bool], fields: &'static [&'static str]) -> Result<(), E> {
-    match seen.iter().position(|s| !s) {
-        Some(i) => Err(E::missing_field(fields[i])),
-        None => Ok(()),
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for NameSeq<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for NameSeq<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a sequence")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Name(&mut *self.0, self.1))?.is_some() {}
-        Ok(())
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Name<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_string(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Name<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<(), E> {
-        self.0.push(self.1, name);
-        Ok(())
-    }
-    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<(), E> {
-        let name = std::str::from_utf8(bytes).map_err(|_| E::invalid_value(de::Unexpected::Bytes(bytes), &self))?;
-        self.visit_str(name)
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Field {
-    type Value = Option<usize>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
-        d.deserialize_identifier(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Field {
-    type Value = Option<usize>;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("field identifier")
-    }
-    fn visit_u64<E: de::Error>(self, i: u64) -> Result<Option<usize>, E> {
-        Ok(usize::try_from(i).ok().filter(|&i| i < self.0.len()))
-    }
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|f| *f == key))
-    }
-    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Option<usize>, E> {
-        Ok(self.0.iter().position(|f| f.as_bytes() == key))
     }
 }
 

@@ -181,12 +181,18 @@ fn edge_lists_store_the_bytes_the_old_path_stored() {
         both,
         allow_first,
         r#"{"reviewer":{"block":["Not A Name","BIG.example","bücher.example"],"allow":[]},"operator":{"block":["xn--bcher-kva.example"],"allow":[]},"complete":true}"#,
-        // The sequence form `#[derive(Deserialize)]` takes too.
-        r#"[{"block":["s.example"],"allow":[]},[["t.example"],[]],true]"#,
+        // Escapes in keys and names, brackets and quotes inside strings, unknown fields of
+        // every kind, whitespace everywhere JSON allows it.
+        "\t{ \"\\u0072eviewer\" :\r\n{\"block\" : [ \"\\u0061.example\" , \"b.example\"\n] ,\"allow\":[] } ,\"x\":\"]}\\\"[{\",\"operator\":{\"block\":[],\"allow\":[],\"n\":-0.5e+3},\"y\":[{\"z\":[true,false,null,\"}\"]},1E5],\"complete\":true,\"w\":null}\n",
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,"limit":100000,"note":""}"#,
     ] {
         check(body.as_bytes());
         assert!(old_parts(body.as_bytes(), 1).is_some(), "{body}");
     }
+    // The sequence form `#[derive(Deserialize)]` took too, which no sidecar writes: refused now.
+    let sequence = r#"[{"block":["s.example"],"allow":[]},[["t.example"],[]],true]"#;
+    assert!(old_parts(sequence.as_bytes(), 1).is_some());
+    assert!(new_parts(sequence.as_bytes(), 1, 64).is_none());
     let stored = |body: &str| PartsBuilder::from_json(body.as_bytes(), 1).unwrap().into_parts().next().unwrap();
     let set = stored(both);
     let d = |s: &str| Domain::parse(s).unwrap();
@@ -220,6 +226,20 @@ fn what_the_old_path_refused_is_refused() {
         r#"[{"block":[],"allow":[]},{"block":[],"allow":[]}]"#,
         r#"[{"block":[],"allow":[]},{"block":[],"allow":[]},true,1]"#,
         r#"{"reviewer":{"block":["a.example",],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,}"#,
+        r#"{,"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#,
+        r#"{"reviewer" {"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#,
+        r#"{"reviewer":{"block":[] "allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":tru}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true"x"}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,"x":01}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,"x":[1,}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,"x":}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,"x":"\q"}"#,
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true,1:2}"#,
+        "{\"reviewer\":{\"block\":[\"a\tb.example\"],\"allow\":[]},\"operator\":{\"block\":[],\"allow\":[]},\"complete\":true}",
+        "{\"reviewer\":{\"block\":[],\"allow\":[]},\"operator\":{\"block\":[],\"allow\":[]},\"complete\":true}\u{a0}",
+        r#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}]"#,
     ] {
         assert!(old_parts(body.as_bytes(), 1).is_none(), "the old path refused {body}");
         check(body.as_bytes());
@@ -243,4 +263,30 @@ fn an_unreadable_answer_is_refused() {
     assert!(PartsBuilder::from_json(Broken, 256).is_err());
     let good = br#"{"reviewer":{"block":[],"allow":[]},"operator":{"block":[],"allow":[]},"complete":true}"#;
     assert!(PartsBuilder::from_json(good.as_slice().chain(Broken), 256).is_err(), "an error after the end");
+}
+
+/// Answers with a byte changed, dropped or added (a structural character or a letter), a
+/// thousand times: each refused or stored exactly as the old path did.
+#[test]
+fn mutated_answers_are_refused_or_stored_as_before() {
+    let (mut rng, pool) = (Rng(0xbad), pool());
+    let alphabet = b"{}[]:,\" \\tn0-eu.xE";
+    let mut stored = 0;
+    for _ in 0..1000 {
+        let list = list(&mut rng, &pool[..40]);
+        let mut body = written(&mut rng, &list).into_bytes();
+        for _ in 0..=rng.below(2) {
+            let at = rng.below(body.len());
+            let byte = alphabet[rng.below(alphabet.len())];
+            match rng.below(3) {
+                0 => body[at] = byte,
+                1 => drop(body.remove(at)),
+                _ => body.insert(at, byte),
+            }
+        }
+        let old = old_parts(&body, 7);
+        stored += usize::from(old.is_some());
+        assert!(new_parts(&body, 7, 4096) == old, "{}", String::from_utf8_lossy(&body));
+    }
+    assert!((100..900).contains(&stored), "both kinds tried: {stored} of 1000 stored");
 }
