@@ -109,8 +109,7 @@ pub fn store_answer_read(
     if etag.contains('\n') {
         return Err("the ETag holds a line break".to_owned());
     }
-    let parts = PartsBuilder::from_json(body.take(u64::try_from(len).unwrap_or(u64::MAX)), BUCKETS)
-        .map_err(|e| format!("the decisions do not parse: {e}"))?;
+    let parts = PartsBuilder::from_json(body, BUCKETS).map_err(|e| format!("the decisions do not parse: {e}"))?;
     let (mut names, mut value) = (0, Vec::new());
     for (i, part) in parts.into_parts().enumerate() {
         names += part.len();

@@ -56,13 +56,21 @@ impl Names {
         self.bytes.get(start..end).unwrap_or_default()
     }
 
-    /// The names sorted, each once.
-    fn sorted(&self) -> Vec<&[u8]> {
-        let mut names: Vec<&[u8]> = (0..self.len()).map(|i| self.get(i)).collect();
-        names.sort_unstable();
-        names.dedup();
+    /// The names sorted, each once, with their decision bytes (`decisions`, or 0 for a table
+    /// without them): for a name there twice, the one [`by_name_block_first`] puts first.
+    fn sorted<'a>(&'a self, decisions: &[u8]) -> Vec<(&'a [u8], u8)> {
+        let mut names: Vec<(&[u8], u8)> =
+            (0..self.len()).map(|i| (self.get(i), decisions.get(i).copied().unwrap_or(0))).collect();
+        names.sort_by(by_name_block_first);
+        names.dedup_by(|a, b| a.0 == b.0);
         names
     }
+}
+
+/// By name; a reviewer's name both blocked and allowed is blocked (the sidecar's lists agree;
+/// this only has to be deterministic). One comparison for every table: one sort in the module.
+fn by_name_block_first(a: &(&[u8], u8), b: &(&[u8], u8)) -> std::cmp::Ordering {
+    a.0.cmp(b.0).then_with(|| (a.1 != b'B').cmp(&(b.1 != b'B')))
 }
 
 impl PartsBuilder {
@@ -112,9 +120,9 @@ impl PartsBuilder {
     /// [`DecisionList`], held to the same rules, `json.rs`) straight into `buckets` parts: the
     /// answer is read [`JSON_BUFFER`](super::JSON_BUFFER) bytes at a time and no name is kept
     /// on its own. An error (`InvalidData` for what does not parse) leaves nothing built.
-    pub fn from_json(mut reader: impl Read, buckets: usize) -> std::io::Result<Self> {
+    pub fn from_json(reader: impl Read, buckets: usize) -> std::io::Result<Self> {
         let mut builder = Self::new(buckets);
-        super::json::read(&mut reader, &mut builder)?;
+        super::json::read(reader, &mut builder)?;
         Ok(builder)
     }
 }
@@ -122,16 +130,12 @@ impl PartsBuilder {
 impl Part {
     fn finish(self) -> DecidedSet {
         let [reviewer, block, allow] = &self.tables;
-        let decision = |i: usize| self.decisions.get(i).copied().unwrap_or(b'A');
-        // A name both blocked and allowed by reviewers cannot be: blocked (the sidecar's list
-        // is consistent; this only has to be deterministic). Block sorts first, `dedup` keeps it.
-        let mut order: Vec<usize> = (0..reviewer.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            reviewer.get(a).cmp(reviewer.get(b)).then_with(|| (decision(a) != b'B').cmp(&(decision(b) != b'B')))
-        });
-        order.dedup_by(|a, b| reviewer.get(*a) == reviewer.get(*b));
-        let tables = [order.iter().map(|&i| reviewer.get(i)).collect(), block.sorted(), allow.sorted()];
-        DecidedSet::from_bytes(encode(&tables, order.iter().map(|&i| decision(i)))).unwrap_or_default()
+        let (reviewer, block, allow) = (reviewer.sorted(&self.decisions), block.sorted(&[]), allow.sorted(&[]));
+        fn names<'a>(t: &[(&'a [u8], u8)]) -> Vec<&'a [u8]> {
+            t.iter().map(|n| n.0).collect()
+        }
+        let tables = [names(&reviewer), names(&block), names(&allow)];
+        DecidedSet::from_bytes(encode(&tables, reviewer.iter().map(|n| n.1))).unwrap_or_default()
     }
 }
 

@@ -22,7 +22,7 @@ const NAMES: [&str; 2] = ["block", "allow"];
 
 /// Reads the whole answer from `reader` into `builder`; an error for anything
 /// `serde_json::from_slice::<DecisionList>` would refuse, and for the reader's errors.
-pub(super) fn read(reader: &mut dyn Read, builder: &mut PartsBuilder) -> io::Result<()> {
+pub(super) fn read(reader: impl Read, builder: &mut PartsBuilder) -> io::Result<()> {
     let mut json = Json { reader, buf: vec![0; BUFFER], at: 0, len: 0, offset: 0, token: Vec::new() };
     json.whitespace()?;
     json.expect(b'{')?;
@@ -39,8 +39,8 @@ pub(super) fn read(reader: &mut dyn Read, builder: &mut PartsBuilder) -> io::Res
     }
 }
 
-struct Json<'a> {
-    reader: &'a mut dyn Read,
+struct Json<R> {
+    reader: R,
     buf: Vec<u8>,
     /// The next byte's index in `buf`, and how much of `buf` was read.
     at: usize,
@@ -51,7 +51,7 @@ struct Json<'a> {
     token: Vec<u8>,
 }
 
-impl Json<'_> {
+impl<R: Read> Json<R> {
     fn peek(&mut self) -> io::Result<Option<u8>> {
         while self.at == self.len {
             let n = match self.reader.read(&mut self.buf) {
