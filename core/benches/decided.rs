@@ -58,7 +58,9 @@ fn main() {
         ));
     }
     c.final_summary();
-    println!("\n| decided names | answer / shared data | parse into 256 parts (the fetching root context, once per change) |");
+    println!(
+        "\n| decided names | answer / shared data | parse into 256 parts (the fetching root context, once per change) |"
+    );
     println!("|---|---|---|");
     for line in summary {
         println!("{line}");
