@@ -1,7 +1,8 @@
 //! What the gateway's copy of the sidecar's decisions costs (`filter/CONFIG.md`,
-//! `decision_sync_seconds`): the answer's size per name, a worker's parse of it into a
-//! `DecidedSet` (once per change of the list), and one lookup (once per request the sidecar gave
-//! no verdict for). Prints a summary after criterion's own output.
+//! `decision_sync_seconds`): the answer's size per name, the fetching root context's parse of it
+//! into the 256 parts it stores (`PartsBuilder::from_json`, once per change of the list), and one
+//! lookup (once per request the sidecar gave no verdict for). Prints a summary after criterion's
+//! own output.
 //!
 //! `cargo bench -p email-verdict-core --bench decided`
 
@@ -9,6 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use email_verdict_core::decided::PartsBuilder;
 use email_verdict_core::{DecidedNames, DecidedSet, DecisionList, Domain};
 
 /// `n` decided names shaped like real ones: a quarter reviewers' blocks, a quarter reviewers'
@@ -29,9 +31,14 @@ fn main() {
     let mut summary = Vec::new();
     for n in [1_000usize, 10_000, 100_000] {
         let body = serde_json::to_vec(&list(n)).unwrap_or_default();
-        let parse = || DecidedSet::new(&serde_json::from_slice::<DecisionList>(black_box(&body)).unwrap_or_default());
+        // What the sync does: the answer read as a stream into 256 parts, each built.
+        let parse = || {
+            let parts = PartsBuilder::from_json(black_box(&body[..]), 256).map(PartsBuilder::into_parts);
+            parts.map(|parts| parts.map(|p| p.len()).sum::<usize>()).unwrap_or(0)
+        };
         c.bench_function(&format!("decided/parse/{n}"), |b| b.iter(parse));
-        let set = parse();
+        assert_eq!(parse(), n, "every name stored");
+        let set = DecidedSet::new(&list(n));
         let hit = Domain::parse(&format!("fresh.rb{:06}-mail.example-{}.com", n / 8, (n / 8) % 97)).unwrap();
         let miss = Domain::parse("a.b.c.unrelated-name.example.com").unwrap();
         c.bench_function(&format!("decided/lookup/{n}"), |b| {
@@ -51,7 +58,9 @@ fn main() {
         ));
     }
     c.final_summary();
-    println!("\n| decided names | answer / shared data | parse into a DecidedSet (one worker, once per change) |");
+    println!(
+        "\n| decided names | answer / shared data | parse into 256 parts (the fetching root context, once per change) |"
+    );
     println!("|---|---|---|");
     for line in summary {
         println!("{line}");

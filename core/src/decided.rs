@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Decision, Domain};
 
+mod build;
+mod json;
+pub use build::{Listed, PartsBuilder};
+pub use json::BUFFER as JSON_BUFFER;
+
 /// The answer of `GET /api/v1/decisions`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionList {
@@ -62,23 +67,11 @@ const OPERATOR_ALLOW: usize = 2;
 
 impl DecidedSet {
     /// Names that do not parse as a [`Domain`] (or are not in its normal form) are left out.
+    /// The whole set in one part: [`PartsBuilder`] builds it (and the parts a gateway stores).
     pub fn new(list: &DecisionList) -> Self {
-        let mut reviewer: Vec<(&str, Decision)> = normalized(&list.reviewer.block, Decision::Block)
-            .chain(normalized(&list.reviewer.allow, Decision::Allow))
-            .collect();
-        // A name both blocked and allowed by reviewers cannot be: keep the first (sorted, stable).
-        reviewer.sort_by(|a, b| a.0.cmp(b.0));
-        reviewer.dedup_by(|a, b| a.0 == b.0);
-        fn table(names: &[String]) -> Vec<&str> {
-            let mut t: Vec<&str> = normalized(names, ()).map(|(n, ())| n).collect();
-            t.sort_unstable();
-            t.dedup();
-            t
-        }
-        let tables =
-            [reviewer.iter().map(|(n, _)| *n).collect(), table(&list.operator.block), table(&list.operator.allow)];
-        let decisions = reviewer.iter().map(|(_, d)| if *d == Decision::Block { b'B' } else { b'A' });
-        Self::from_bytes(encode(&tables, decisions)).unwrap_or_default()
+        let mut builder = PartsBuilder::new(1);
+        builder.extend(list);
+        builder.into_parts().next().unwrap_or_default()
     }
 
     /// The set stored as [`Self::as_bytes`] wrote it, checked whole (the offsets within the
@@ -134,28 +127,6 @@ impl DecidedSet {
         Entry { reviewer, blocked: on(OPERATOR_BLOCK), allowed: on(OPERATOR_ALLOW) }
     }
 
-    /// This set cut in `buckets` parts, each name in part [`bucket_of`] (`buckets` ≥ 1): a gateway
-    /// stores each part under its own key and reads, per lookup, only the parts of its names.
-    pub fn split(&self, buckets: usize) -> Vec<DecidedSet> {
-        let buckets = buckets.max(1);
-        let mut parts: Vec<([Vec<&str>; 3], Vec<u8>)> = (0..buckets).map(|_| Default::default()).collect();
-        for (t, table) in self.tables.iter().enumerate() {
-            for i in 0..table.count {
-                let name = std::str::from_utf8(self.name(table, i)).unwrap_or_default();
-                let part = &mut parts[bucket_of(name, buckets)];
-                part.0[t].push(name);
-                if t == REVIEWER {
-                    part.1.push(self.bytes[self.decisions + i]);
-                }
-            }
-        }
-        // Each part keeps the whole set's order, so it is sorted too.
-        parts
-            .into_iter()
-            .map(|(tables, decisions)| Self::from_bytes(encode(&tables, decisions.into_iter())).unwrap_or_default())
-            .collect()
-    }
-
     /// The `i`th name of `t` (`i < t.count`; the offsets were checked by `from_bytes`).
     fn name(&self, t: &Table, i: usize) -> &[u8] {
         let end = |i: usize| read_u32(&self.bytes, t.ends + i * 4).unwrap_or(0);
@@ -198,8 +169,8 @@ impl std::fmt::Debug for DecidedSet {
 }
 
 /// The buffer of [`DecidedSet`]: sorted, deduplicated tables and the reviewers' decisions.
-fn encode(tables: &[Vec<&str>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u8> {
-    let names: usize = tables.iter().flatten().map(|n| n.len()).sum();
+fn encode<N: AsRef<[u8]>>(tables: &[Vec<N>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u8> {
+    let names: usize = tables.iter().flatten().map(|n| n.as_ref().len()).sum();
     let count: usize = tables.iter().map(Vec::len).sum();
     let mut out = Vec::with_capacity(16 + tables[REVIEWER].len() + count * 4 + names);
     out.extend_from_slice(MAGIC);
@@ -210,12 +181,12 @@ fn encode(tables: &[Vec<&str>; 3], decisions: impl Iterator<Item = u8>) -> Vec<u
     for t in tables {
         let mut end = 0;
         for name in t {
-            end += name.len();
+            end += name.as_ref().len();
             out.extend_from_slice(&u32_of(end).to_le_bytes());
         }
     }
     for name in tables.iter().flatten() {
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(name.as_ref());
     }
     out
 }
@@ -228,10 +199,6 @@ fn u32_of(n: usize) -> u32 {
 fn read_u32(bytes: &[u8], at: usize) -> Option<usize> {
     let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
     usize::try_from(u32::from_le_bytes(b)).ok()
-}
-
-fn normalized<T: Copy + 'static>(names: &[String], tag: T) -> impl Iterator<Item = (&str, T)> + '_ {
-    names.iter().filter(|n| Domain::parse(n).is_ok_and(|d| d.as_str() == n.as_str())).map(move |n| (n.as_str(), tag))
 }
 
 /// What a set says of one name ([`DecidedSet::entry`]).
@@ -260,7 +227,7 @@ pub fn decide(entries: impl Iterator<Item = Entry>) -> Option<Decision> {
     })
 }
 
-/// The part of a split set ([`DecidedSet::split`]) `name` is in: 64-bit FNV-1a, stable
+/// The part of a split set ([`PartsBuilder`]) `name` is in: 64-bit FNV-1a, stable
 /// everywhere (the sync that writes the parts and every worker that reads them agree).
 pub fn bucket_of(name: &str, buckets: usize) -> usize {
     let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
@@ -317,14 +284,17 @@ mod tests {
         check("unrelated.example", None);
     }
 
-    fn sample() -> DecidedSet {
+    fn sample_list() -> DecisionList {
         let many: Vec<String> = (0..500).map(|i| format!("n{i}.decided.example")).collect();
-        let list = DecisionList {
+        DecisionList {
             reviewer: DecidedNames { block: many, allow: names(&["ok.decided.example"]) },
             operator: DecidedNames { block: names(&["op.example"]), allow: names(&["op-ok.example"]) },
             complete: true,
-        };
-        DecidedSet::new(&list)
+        }
+    }
+
+    fn sample() -> DecidedSet {
+        DecidedSet::new(&sample_list())
     }
 
     #[test]
@@ -377,7 +347,9 @@ mod tests {
     fn a_split_set_decides_as_the_whole_one() {
         let whole = sample();
         for buckets in [1, 7, 256] {
-            let parts = whole.split(buckets);
+            let mut builder = PartsBuilder::new(buckets);
+            builder.extend(&sample_list());
+            let parts: Vec<DecidedSet> = builder.into_parts().collect();
             assert_eq!(parts.len(), buckets);
             assert_eq!(parts.iter().map(DecidedSet::len).sum::<usize>(), whole.len(), "{buckets}");
             for name in [

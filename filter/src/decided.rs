@@ -6,7 +6,9 @@
 //! One root context per period fetches `GET /api/v1/decisions` with the gateway's key (the
 //! due time in shared data moves by compare-and-swap, so all workers of a `vm_id` share one
 //! fetch), sending the `ETag` it has; the answer is stored in shared data in [`BUCKETS`] parts
-//! (`core::DecidedSet::split`, each `etag\n` + the compact form of its names), then its `ETag`
+//! (each `etag\n` + the compact form of its names, `core::DecidedSet`), built as the answer is
+//! read from the host a slice at a time (`core::decided::PartsBuilder::from_json`: the fetching
+//! VM never holds the answer or a parsed list, and its memory never shrinks), then its `ETag`
 //! under a small key of its own ([`VERSION_KEY`]), whose CAS token changes with every store. A
 //! lookup reads that small key and, only when a decision is wanted (the sidecar gave no verdict),
 //! the part of each of its names (a name and its parents: a few parts of a few KB), searched
@@ -18,8 +20,10 @@
 //! sync that brings it. That is why the decisions are also synced with `local_fallback` off
 //! while the cache is on (`config.rs`).
 
-use email_verdict_core::decided::{bucket_of, decide, parents};
-use email_verdict_core::{DecidedSet, Decision, DecisionList, Domain};
+use std::io::Read;
+
+use email_verdict_core::decided::{PartsBuilder, bucket_of, decide, parents};
+use email_verdict_core::{DecidedSet, Decision, Domain};
 
 use crate::cache::SharedData;
 use crate::host::HostError;
@@ -83,16 +87,36 @@ pub fn version(store: &(impl SharedData + ?Sized)) -> Result<Option<u32>, HostEr
     Ok(store.shared_data_get(VERSION_KEY)?.1)
 }
 
-/// Stores a `200` answer once it parses; returns how many names it holds.
+/// Stores a `200` answer held whole (tests); [`store_answer_read`] does the work.
 pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[u8]) -> Result<usize, String> {
-    let list: DecisionList = serde_json::from_slice(body).map_err(|e| format!("the decisions do not parse: {e}"))?;
+    store_answer_read(store, etag, body, body.len())
+}
+
+/// Stores a `200` answer of `len` bytes read from `body` once it parses whole; returns how many
+/// names it holds. The names go from the JSON straight into their parts
+/// (`core::decided::PartsBuilder::from_json`): the parse holds the parts' names, never the
+/// answer or a parsed list (a Wasm VM keeps its peak for the proxy's life). Nothing is stored
+/// before the whole answer parsed: a bad one keeps the last good list.
+pub fn store_answer_read(
+    store: &mut (impl SharedData + ?Sized),
+    etag: &str,
+    body: impl Read,
+    len: usize,
+) -> Result<usize, String> {
+    if len > MAX_BODY {
+        return Err(format!("the answer is over {MAX_BODY} bytes"));
+    }
     if etag.contains('\n') {
         return Err("the ETag holds a line break".to_owned());
     }
-    let set = DecidedSet::new(&list);
-    drop(list);
-    for (i, part) in set.split(BUCKETS).iter().enumerate() {
-        let value = [etag.as_bytes(), b"\n", part.as_bytes()].concat();
+    let parts = PartsBuilder::from_json(body, BUCKETS).map_err(|e| format!("the decisions do not parse: {e}"))?;
+    let (mut names, mut value) = (0, Vec::new());
+    for (i, part) in parts.into_parts().enumerate() {
+        names += part.len();
+        value.clear();
+        value.extend_from_slice(etag.as_bytes());
+        value.push(b'\n');
+        value.extend_from_slice(part.as_bytes());
         store
             .shared_data_set(&part_key(i), &value, None)
             .map_err(|e| format!("could not store the decisions: {e:?}"))?;
@@ -101,7 +125,70 @@ pub fn store_answer(store: &mut (impl SharedData + ?Sized), etag: &str, body: &[
     store
         .shared_data_set(VERSION_KEY, etag.as_bytes(), None)
         .map_err(|e| format!("could not store the decisions' version: {e:?}"))?;
-    Ok(set.len())
+    Ok(names)
+}
+
+/// A body of `len` bytes the host holds, read through `read(start, max)` (proxy-wasm's
+/// `proxy_get_buffer_bytes`) as the parse asks for it, `core::decided::JSON_BUFFER` bytes at a
+/// time: the VM never holds the whole answer. A host error is an I/O error (the parse fails);
+/// fewer bytes than asked for end the body early.
+pub fn host_body<F>(len: usize, read: F) -> HostBody<F>
+where
+    F: FnMut(usize, usize) -> Result<Vec<u8>, HostError>,
+{
+    HostBody { read, at: 0, len }
+}
+
+/// See [`host_body`].
+pub struct HostBody<F> {
+    read: F,
+    at: usize,
+    len: usize,
+}
+
+impl<F: FnMut(usize, usize) -> Result<Vec<u8>, HostError>> Read for HostBody<F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = buf.len().min(self.len.saturating_sub(self.at));
+        if want == 0 {
+            return Ok(0);
+        }
+        let slice = (self.read)(self.at, want).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let n = slice.len().min(want);
+        buf[..n].copy_from_slice(&slice[..n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// A body in the chunks Envoy handed the dynamic module, read where they lie.
+pub struct Chunks<'a> {
+    rest: &'a [&'a [u8]],
+    current: &'a [u8],
+}
+
+impl<'a> Chunks<'a> {
+    pub fn new(chunks: &'a [&'a [u8]]) -> Self {
+        Self { rest: chunks, current: &[] }
+    }
+
+    /// The body's length.
+    pub fn len(&self) -> usize {
+        self.current.len() + self.rest.iter().map(|c| c.len()).sum::<usize>()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Read for Chunks<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            let Some((first, rest)) = self.rest.split_first() else { return Ok(0) };
+            (self.current, self.rest) = (first, rest);
+        }
+        self.current.read(buf)
+    }
 }
 
 fn part_key(i: usize) -> String {
@@ -159,7 +246,7 @@ mod tests {
     use super::*;
     use crate::cache::SharedDataError;
 
-    #[derive(Default)]
+    #[derive(Debug, Default, Clone, PartialEq)]
     struct Store(HashMap<String, (Vec<u8>, u32)>);
 
     impl SharedData for Store {
@@ -250,5 +337,95 @@ mod tests {
         let copied = store.1.get();
         assert!(copied * 40 < whole, "one lookup copied {copied} bytes of {whole}");
         assert_eq!(copied, reader.read.get() + "\"big\"".len(), "the version key and the parts read");
+    }
+
+    /// A body of `names` names per list, drawn with repeats from a pool that has names on two
+    /// lists, names that are not in normal form and ones that are not names.
+    fn generated(names: usize) -> String {
+        let pool = |i: usize| match i % 53 {
+            0 => "Not A Name".to_owned(),
+            1 => format!("N{i}.Decided.Example"),
+            2 => "bücher.example".to_owned(),
+            _ => format!("n{}.decided.example", i % 7919),
+        };
+        let list = |salt: usize| -> Vec<String> { (0..names).map(|i| pool(i * 31 + salt)).collect() };
+        let list = |salt: usize| serde_json::to_string(&list(salt)).unwrap_or_default();
+        format!(
+            r#"{{"reviewer":{{"block":{},"allow":{}}},"operator":{{"block":{},"allow":{}}},"complete":false}}"#,
+            list(0),
+            list(5),
+            list(11),
+            list(3)
+        )
+    }
+
+    /// The host's slices and Envoy's chunks store what the answer held whole stores, byte for
+    /// byte; the host is never asked for more than a slice.
+    #[test]
+    fn an_answer_read_in_slices_or_chunks_stores_the_same_parts() {
+        let body = generated(20_000);
+        let mut whole = Store::default();
+        let names = store_answer(&mut whole, "\"g\"", body.as_bytes()).unwrap();
+        let list: email_verdict_core::DecisionList = serde_json::from_str(&body).unwrap();
+        assert_eq!(names, DecidedSet::new(&list).len());
+        assert!(names > 7000, "{names}");
+
+        let (mut sliced, mut asked) = (Store::default(), Vec::new());
+        let reader = host_body(body.len(), |start, max| {
+            asked.push((start, max));
+            Ok(body.as_bytes()[start..start + max].to_vec())
+        });
+        assert_eq!(store_answer_read(&mut sliced, "\"g\"", reader, body.len()), Ok(names));
+        assert_eq!(sliced, whole);
+        assert!(
+            asked.len() > 1 && asked.iter().all(|&(_, max)| max <= email_verdict_core::decided::JSON_BUFFER),
+            "{asked:?}"
+        );
+        assert_eq!(asked.iter().map(|(_, max)| max).sum::<usize>(), body.len(), "each byte asked for once");
+
+        let bytes = body.as_bytes();
+        let chunks: Vec<&[u8]> = vec![&bytes[..1], &[], &bytes[1..70_000], &bytes[70_000..]];
+        let mut chunked = Store::default();
+        let reader = Chunks::new(&chunks);
+        assert_eq!(reader.len(), body.len());
+        assert_eq!(store_answer_read(&mut chunked, "\"g\"", reader, body.len()), Ok(names));
+        assert_eq!(chunked, whole);
+    }
+
+    /// Cut, malformed, too large, unreadable, or under an `ETag` with a line break: nothing is
+    /// stored, the last good list stays as it was (every key, every CAS token).
+    #[test]
+    fn a_bad_answer_stores_nothing_and_keeps_the_last_good_list() {
+        let mut store = Store::default();
+        let good = generated(500);
+        store_answer(&mut store, "\"v1\"", good.as_bytes()).unwrap();
+        let kept = store.clone();
+        let mut refuse = |what: &str, store_answer: &dyn Fn(&mut Store) -> Result<usize, String>| {
+            let outcome = store_answer(&mut store);
+            assert!(outcome.is_err(), "{what}: {outcome:?}");
+            assert!(store == kept, "{what} changed the store");
+        };
+        for cut in [0, 1, good.len() / 2, good.len() - 1] {
+            refuse(&format!("cut at {cut}"), &|s| store_answer(s, "\"v2\"", &good.as_bytes()[..cut]));
+        }
+        let missing = good.replace(r#","complete":false"#, "");
+        assert!(missing.len() < good.len());
+        refuse("no complete flag", &|s| store_answer(s, "\"v2\"", missing.as_bytes()));
+        refuse("html", &|s| store_answer(s, "\"v2\"", b"<html>"));
+        refuse("a line break", &|s| store_answer(s, "\"v2\"\n", good.as_bytes()));
+        let padded = format!("{good}{}", " ".repeat(MAX_BODY + 1 - good.len()));
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(&padded).is_ok(), "valid JSON, only too long");
+        refuse("too large", &|s| store_answer(s, "\"v2\"", padded.as_bytes()));
+        refuse("a host error", &|s| {
+            let failing = host_body(good.len(), |start, max| match start {
+                0 => Ok(good.as_bytes()[..max.min(100)].to_vec()),
+                _ => Err(HostError::new("proxy_get_buffer_bytes", 2)),
+            });
+            store_answer_read(s, "\"v2\"", failing, good.len())
+        });
+        let empty =
+            |s: &mut Store| store_answer_read(s, "\"v2\"", host_body(good.len(), |_, _| Ok(vec![])), good.len());
+        refuse("a host with nothing", &empty);
+        assert_eq!(stored_etag(&store).as_deref(), Some("\"v1\""));
     }
 }

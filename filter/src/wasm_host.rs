@@ -141,9 +141,14 @@ fn log(level: LogLevel, message: &str) {
 }
 
 fn get_buffer(call: &'static str, buffer_type: u32, max_size: usize) -> Result<Vec<u8>, HostError> {
+    get_buffer_at(call, buffer_type, 0, max_size)
+}
+
+/// At most `max_size` bytes of a buffer from byte `start` on.
+fn get_buffer_at(call: &'static str, buffer_type: u32, start: usize, max_size: usize) -> Result<Vec<u8>, HostError> {
     let (mut data, mut size) = (null_mut(), 0);
     // SAFETY: out-pointers to live locals.
-    let code = unsafe { ffi::proxy_get_buffer_bytes(buffer_type, 0, max_size, &mut data, &mut size) };
+    let code = unsafe { ffi::proxy_get_buffer_bytes(buffer_type, start, max_size, &mut data, &mut size) };
     match code {
         OK => Ok(owned(data, size)),
         NOT_FOUND => Ok(Vec::new()),
@@ -484,15 +489,15 @@ impl Root {
         let status = get_header(MAP_CALLOUT_RESPONSE_HEADERS, ":status").ok().flatten();
         let outcome = match status.as_deref() {
             Some(b"304") => Ok(None),
-            Some(b"200") if body_size <= decided::MAX_BODY => {
+            Some(b"200") => {
                 let etag = get_header(MAP_CALLOUT_RESPONSE_HEADERS, "etag").ok().flatten().unwrap_or_default();
                 let etag = String::from_utf8_lossy(&etag).into_owned();
-                get_buffer("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, body_size)
-                    .map_err(|e| e.to_string())
-                    .and_then(|body| decided::store_answer(&mut host, &etag, &body))
-                    .map(Some)
+                // In slices: the whole answer is never in the VM.
+                let body = decided::host_body(body_size, |start, max| {
+                    get_buffer_at("proxy_get_buffer_bytes", BUFFER_CALLOUT_RESPONSE_BODY, start, max)
+                });
+                decided::store_answer_read(&mut host, &etag, body, body_size).map(Some)
             }
-            Some(b"200") => Err(format!("the answer is over {} bytes", decided::MAX_BODY)),
             other => Err(format!("the sidecar answered {}", String::from_utf8_lossy(other.unwrap_or(b"nothing")))),
         };
         match outcome {

@@ -428,16 +428,17 @@ pub unsafe extern "C" fn envoy_dynamic_module_on_http_filter_config_http_callout
                     host::callout_header(headers, headers_size, "etag"),
                 )
             };
-            // SAFETY: as above; at most one byte over the limit is copied.
-            let body = unsafe { chunks(body_chunks, body_chunks_size, decided::MAX_BODY + 1) };
+            // SAFETY: as above; read where they lie, never copied whole.
+            let chunks = unsafe { chunk_slices(body_chunks, body_chunks_size) };
+            let body = decided::Chunks::new(&chunks);
             let mut store = shared::Global;
             let outcome = match status.as_deref() {
                 Some(b"304") => Ok(None),
-                Some(b"200") if body.len() <= decided::MAX_BODY => {
+                Some(b"200") => {
                     let etag = String::from_utf8_lossy(&etag.unwrap_or_default()).into_owned();
-                    decided::store_answer(&mut store, &etag, &body).map(Some)
+                    let len = body.len();
+                    decided::store_answer_read(&mut store, &etag, body, len).map(Some)
                 }
-                Some(b"200") => Err(format!("the answer is over {} bytes", decided::MAX_BODY)),
                 other => Err(format!("the sidecar answered {}", String::from_utf8_lossy(other.unwrap_or(b"nothing")))),
             };
             match outcome {
@@ -464,4 +465,16 @@ unsafe fn chunks(chunks: *const EnvoyBuffer, count: usize, max: usize) -> Vec<u8
     }
     // SAFETY: guaranteed by the caller.
     unsafe { host::concat(std::slice::from_raw_parts(chunks, count), max) }
+}
+
+/// The bytes of each of Envoy's buffers, where they lie.
+///
+/// # Safety
+/// `chunks` must point to `count` valid buffers (or be null), each valid while the result is used.
+unsafe fn chunk_slices<'a>(chunks: *const EnvoyBuffer, count: usize) -> Vec<&'a [u8]> {
+    if chunks.is_null() || count == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(chunks, count).iter().map(|c| c.bytes()).collect() }
 }
