@@ -309,7 +309,7 @@ async fn answer(api: &Api, peer: Option<IpAddr>, request: http::Request<RecvStre
     request.method = call.method.clone();
     request.upstream_id =
         call.values("x-request-id").first().and_then(|v| email_verdict_core::signup::plain_request_id(v));
-    let checking = check::check(api, &call, &metadata, &request, &mut log);
+    let checking = Box::pin(check::check(api, &call, &metadata, &request, &mut log));
     let checked = crate::telemetry::span("ext_authz.check", checking, ext_authz::traced).await;
     let protocol = ext_authz::protocol_of(&api.ext_authz.load(), &|name| call.values(name), &call.target);
     finish(api, &request, checked, &protocol, &mut log, started)

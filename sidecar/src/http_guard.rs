@@ -143,7 +143,7 @@ async fn reserved_for_keys(
     if let Some((budget, _)) = place {
         budget.refused(Full::Reserved);
     }
-    refuse(http, Refusal::ReservedForKeys).await
+    Box::pin(refuse(http, Refusal::ReservedForKeys)).await
 }
 
 /// Why a request header was refused before any handler.
@@ -467,7 +467,7 @@ async fn turn_away(mut stream: Stream, linger: bool) {
         if !linger {
             return Ok(());
         }
-        let mut sink = [0u8; 4096];
+        let mut sink = vec![0u8; 4096];
         let mut discarded = 0;
         while discarded < 64 * 1024 {
             match stream.read(&mut sink).await? {

@@ -123,7 +123,7 @@ pub async fn handle(
     request: &Request,
     log: &mut LogFields,
 ) -> Response<Vec<u8>> {
-    let checked = crate::telemetry::span("ext_authz.check", check(api, session, request, log), traced).await;
+    let checked = crate::telemetry::span("ext_authz.check", Box::pin(check(api, session, request, log)), traced).await;
     api.metrics.ext_authz(checked.outcome);
     log.outcome = Some(checked.outcome.as_str());
     let headers = &session.req_header().headers;

@@ -18,7 +18,7 @@ pub(super) async fn serve(app: &ApiApp, session: &mut ServerSession) -> Response
         return app.serve(session, &mut LogFields::default()).await;
     };
     let mut log = LogFields::default();
-    let response = server.serve(app.serve(session, &mut log)).await;
+    let response = server.serve(Box::pin(app.serve(session, &mut log))).await;
     let status = response.status().as_u16();
     let mut attributes = outcome(&log);
     attributes.push(Attribute::new("http.response.status_code", i64::from(status)));

@@ -175,7 +175,7 @@ impl HickoryResolver {
     /// queries, as for one MX host). A failed address lookup is taken for an address, not
     /// cached: only what DNS says cannot receive mail is `NoMx`.
     async fn implicit_mx(&self, domain: &Domain, no_mx_ttl: u32) -> MxAnswer {
-        let found = self.addresses(domain.as_str()).await;
+        let found = Box::pin(self.addresses(domain.as_str())).await;
         match (found.ips.is_empty(), found.complete) {
             (true, true) => MxAnswer { mx: MxInfo::NoMx, ttl: secs(no_mx_ttl) },
             (false, _) => MxAnswer { mx: MxInfo::ImplicitMx, ttl: secs(no_mx_ttl.min(found.ttl)) },
@@ -187,10 +187,10 @@ impl HickoryResolver {
 #[async_trait]
 impl MxResolver for HickoryResolver {
     async fn resolve(&self, domain: &Domain) -> Result<MxAnswer, DnsFailure> {
-        let mut mx = match self.mx_records(domain).await {
+        let mut mx = match Box::pin(self.mx_records(domain)).await {
             Ok(mx) => mx,
             Err(Ok(MxAnswer { mx: MxInfo::NoMx, ttl })) => {
-                return Ok(self.implicit_mx(domain, ttl.as_secs().try_into().unwrap_or(u32::MAX)).await);
+                return Ok(Box::pin(self.implicit_mx(domain, ttl.as_secs().try_into().unwrap_or(u32::MAX))).await);
             }
             Err(answer_or_failure) => return answer_or_failure,
         };
@@ -200,7 +200,7 @@ impl MxResolver for HickoryResolver {
             if !mx.is_empty() {
                 return Ok(MxAnswer { mx: MxInfo::NullMx, ttl: secs(ttl) });
             }
-            return Ok(self.implicit_mx(domain, ttl).await);
+            return Ok(Box::pin(self.implicit_mx(domain, ttl)).await);
         }
         mx.retain(|m| !m.1.is_empty());
         mx.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
