@@ -176,6 +176,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     );
     admin.threads = Some(1);
     server.add_service(background_service("lists", ListReloader::new(lists)));
+    crate::leases::close_at_upgrade(leases.clone(), server.watch_execution_phase());
     server.add_service(background_service("leases", LeaseSweeper(leases)));
     if let Some(file) = config.config_file.clone() {
         server.add_service(background_service("plans", PlanReloader { book: plans, file }));

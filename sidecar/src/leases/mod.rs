@@ -19,7 +19,8 @@
 //! than the request needs), so a free key's 3 a day go one at a time. A call the store is asked
 //! anyway renews a block past half its hold and tops up units under half the target. Leases
 //! end: places [`HOLD_MS`] after their grant or [`IDLE_MS`] unused; units [`IDLE_MS`] after the
-//! key's last request here, at midnight UTC, and at graceful shutdown.
+//! key's last request here, at midnight UTC, and at graceful shutdown (from the start of a
+//! graceful upgrade: [`close_at_upgrade`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pingora::server::ShutdownWatch;
+use pingora::server::{ExecutionPhase, ShutdownWatch};
 use pingora::services::background::BackgroundService;
 
 mod journal;
@@ -72,7 +73,7 @@ pub struct Leases {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
     keys: Mutex<HashMap<String, Arc<Slot>>>,
-    /// Set at graceful shutdown: leases are taken for one request and given back at once.
+    /// Set at graceful shutdown or upgrade: leases are taken for one request and given back at once.
     closing: AtomicBool,
     /// Give-backs the store did not confirm, and leases whose answer was lost: sent again every
     /// sweep until the store confirms (each is applied once) or its day is over.
@@ -518,6 +519,26 @@ fn requeue<T>(pending: &mut Vec<T>, mut failed: Vec<T>) -> usize {
 
 #[cfg(test)]
 mod tests;
+
+/// Puts `leases` in closing as soon as a graceful upgrade starts (SIGQUIT): Pingora's old
+/// process goes on accepting for 5 s beside the new one before its shutdown begins, and a place
+/// block it held at its full rate for [`HOLD_MS`] would leave the new process short of the key's
+/// burst places meanwhile (a 429 under a rate well within the burst).
+pub fn close_at_upgrade(leases: Arc<Leases>, mut phases: tokio::sync::broadcast::Receiver<ExecutionPhase>) {
+    use tokio::sync::broadcast::error::RecvError;
+    std::thread::spawn(move || {
+        loop {
+            match phases.blocking_recv() {
+                Ok(ExecutionPhase::GracefulUpgradeTransferringFds | ExecutionPhase::GracefulUpgradeCloseTimeout) => {
+                    leases.start_closing();
+                    return;
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+}
 
 /// The background service that ends leases: every [`SWEEP`], and all of them at shutdown.
 pub struct LeaseSweeper(pub Arc<Leases>);

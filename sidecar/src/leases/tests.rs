@@ -116,3 +116,27 @@ async fn an_unlimited_key_is_leased_for_the_requests_waiting() {
     let used = leases.store.usage("g", &[utc_day(T / 1000)]).await.unwrap();
     assert_eq!(used, [151], "what was answered, the rest given back");
 }
+
+/// A steady rate well under the burst (32 a second against 50) is never refused: not when a
+/// block is renewed, nor when one runs out.
+#[tokio::test]
+async fn a_steady_rate_under_the_burst_is_never_refused() {
+    let (leases, clock, c) = leases("steady");
+    let mut refused = Vec::new();
+    let (mut now_ms, mut seed, mut swept) = (T, 7u64, T);
+    for _ in 0..640 {
+        // Gaps of 1 to 61 ms (31 on average), as a loaded machine's client sends them.
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        now_ms += 1 + (seed >> 33) as i64 % 61;
+        clock.0.store(now_ms, Ordering::Relaxed);
+        if now_ms - swept >= 100 {
+            leases.sweep().await;
+            swept = now_ms;
+        }
+        match leases.admit("k", PRO, 1, now_ms).await.unwrap() {
+            Outcome::Admitted { .. } => {}
+            other => refused.push((now_ms - T, other)),
+        }
+    }
+    assert!(refused.is_empty(), "refused: {refused:?} ({} lease calls)", c.lease_ok.get());
+}
