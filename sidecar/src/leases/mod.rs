@@ -281,9 +281,10 @@ impl Leases {
                 ended,
                 units_min,
                 // An unjournaled key (the journal full) holds nothing it has not answered.
-                units_want: match closing || !self.journaled(key_id) {
-                    true => units_min,
-                    false => units_min.max(top_up).max(queued),
+                units_want: if closing || !self.journaled(key_id) {
+                    units_min
+                } else {
+                    units_min.max(top_up).max(queued)
                 },
                 places_min: u64::from(renew),
                 places_want: match (renew, closing) {
