@@ -13,8 +13,9 @@
 //! spent from in it were all counted at once when the last of them was granted.
 //!
 //! Block sizes: what this replica spent of the key in about the last second (places a window,
-//! with a quarter more) and in [`HOLD_MS`] at that rate (units), so a key under load touches the
-//! store about once a hold per replica, or the requests waiting for the key now if more; the
+//! with a quarter more) and in [`HOLD_MS`] at that rate (units), or the requests waiting for the
+//! key now if more (units about once a hold per replica under load; place blocks stay smaller
+//! near the burst, since a closed block's spends count whole for a second: ARCHITECTURE.md); the
 //! store grants at most a quarter of the day's remainder and half the free places (never less
 //! than the request needs), so a free key's 3 a day go one at a time. A call the store is asked
 //! anyway renews a block past half its hold and tops up units under half the target. Leases
