@@ -9,15 +9,17 @@
 //! for the day, the places occupy the window until their hold ends and one window more. The
 //! burst window counts a block's places while its end is less than a window ago; a block closes
 //! as the places spent in the window before its last spend, taken then (its other places leave
-//! the window). Any second holds at most the burst spent, across every replica: the blocks
-//! spent from in it were all counted at once when the last of them was granted.
+//! the window), and is renewed in place: replaced by the new block, counted as at least what it
+//! spent in that window, its spends before the renewal still counted here against the new
+//! block's places. Any second holds at most the burst spent, across every replica (the proof:
+//! ARCHITECTURE.md, "Why never over").
 //!
 //! Block sizes: what this replica spent of the key in about the last second (places a window,
 //! with a quarter more) and in [`HOLD_MS`] at that rate (units), or the requests waiting for the
-//! key now if more (units about once a hold per replica under load; place blocks stay smaller
-//! near the burst, since a closed block's spends count whole for a second: ARCHITECTURE.md); the
-//! store grants at most a quarter of the day's remainder and half the free places (never less
-//! than the request needs), so a free key's 3 a day go one at a time. A call the store is asked
+//! key now if more (a store call about once a hold per replica under load); the store grants
+//! at most a quarter of the day's remainder and half the free places (a renewal: what it spent
+//! and half the free places beyond; never less than the request needs), so a free key's 3 a day
+//! go one at a time. A call the store is asked
 //! anyway renews a block past half its hold and tops up units under half the target. Leases
 //! end: places [`HOLD_MS`] after their grant or [`IDLE_MS`] unused; units [`IDLE_MS`] after the
 //! key's last request here, at midnight UTC, and at graceful shutdown (from the start of a
@@ -37,7 +39,7 @@ mod spends;
 
 use crate::clock::{Clock, utc_day};
 use crate::metrics::{LeaseCounters, LeaseHeld};
-use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore};
+use crate::state::{Closing, GiveBack, LeaseAsk, Leased, Limits, StateError, StateStore, spot};
 use journal::Journal;
 use spends::Spends;
 
@@ -143,14 +145,27 @@ impl Held {
         self.rate.iter().filter(|(s, _)| *s < slot && *s > slot - RATE_SLOTS as i64).map(|(_, n)| n).sum()
     }
 
-    fn close(&mut self) -> Option<Closing> {
-        if self.block.is_empty() {
-            return None;
-        }
-        self.places = 0;
-        let spent = self.spends.in_window(self.last_ms);
+    /// The place block as it ends or is renewed: the places spent in the window before its
+    /// last spend.
+    fn closing(&self) -> Option<Closing> {
+        (!self.block.is_empty()).then(|| Closing {
+            block: self.block.clone(),
+            spent: self.spends.in_window(self.last_ms),
+            last_ms: self.last_ms,
+        })
+    }
+
+    /// The place block is over (closed in the store, or its fate unknown): its spends counted
+    /// there, none here.
+    fn end_block(&mut self) {
+        (self.block, self.places) = (String::new(), 0);
         self.spends.clear();
-        Some(Closing { block: std::mem::take(&mut self.block), spent, last_ms: self.last_ms })
+    }
+
+    fn close(&mut self) -> Option<Closing> {
+        let closing = self.closing();
+        self.end_block();
+        closing
     }
 
     /// Whether the place block allows a place now.
@@ -262,7 +277,7 @@ impl Leases {
         let limited = limits.burst_per_second != Limits::UNLIMITED;
         let need_place = limited && !held.has_place(now_ms);
         // A place granted alone, spent by this request and already ended in the store.
-        let mut spot = false;
+        let mut spot_taken = false;
         if held.units < units || need_place {
             let closing = self.closing.load(Ordering::Relaxed);
             let recent = if closing { 0 } else { held.recent(now_ms) };
@@ -273,6 +288,15 @@ impl Leases {
             // A block past half its hold is renewed by a call made anyway (closed first, so a
             // place it could still give is free again: never refused where it would not be).
             let renew = need_place || (limited && held.until_ms - now_ms < HOLD_MS / 2);
+            // A block held is renewed in place (its spends go on counting against the new
+            // block's places), except when closing: then it ends and a spot serves this request.
+            let close = if renew { held.closing() } else { None };
+            let in_place = close.is_some() && !closing;
+            let places_min = match (renew, in_place) {
+                (false, _) => 0,
+                (true, false) => 1,
+                (true, true) => held.spends.in_window(now_ms) + 1,
+            };
             let ended = if held.units == 0 { std::mem::take(&mut held.ids) } else { Vec::new() };
             // The requests queued behind this one need units too: one call for all of them
             // rather than one after another (a key's first moment under load, before `recent`).
@@ -287,14 +311,15 @@ impl Leases {
                 } else {
                     units_min.max(top_up).max(queued)
                 },
-                places_min: u64::from(renew),
+                places_min,
                 places_want: match (renew, closing) {
                     (false, _) => 0,
                     (true, true) => 1,
-                    (true, false) => waiting.max(recent + recent / 4),
+                    (true, false) => (places_min + waiting - 1).max(recent + recent / 4),
                 },
                 hold_ms: HOLD_MS,
-                close: if renew { held.close() } else { None },
+                close,
+                renew: in_place,
             };
             let leased = match self.store.lease(key_id, limits, &ask, now_ms).await {
                 Ok(leased) => {
@@ -303,12 +328,20 @@ impl Leases {
                 }
                 Err(e) => {
                     self.counters.lease_error.inc();
-                    // It may have run: whatever it granted comes back at the next sweep.
+                    // It may have run: whatever it granted comes back at the next sweep, and
+                    // the block it closed or renewed is the store's to end.
+                    if ask.close.is_some() {
+                        held.end_block();
+                    }
                     let lost = GiveBack { id: self.new_id(), day, lost: vec![ask.id], ..GiveBack::default() };
                     self.retry_later(key_id, lost);
                     return Err(e);
                 }
             };
+            if ask.close.is_some() && !matches!(leased, Leased::Granted { places: 1.., .. } if ask.renew) {
+                // Closed in the store (refused, or a spot taken while closing).
+                held.end_block();
+            }
             match leased {
                 Leased::Granted { units: got, places, block, used } => {
                     self.counters.units_granted.inc_by(got);
@@ -317,16 +350,18 @@ impl Leases {
                         if held.ids.len() == MAX_IDS {
                             held.ids.remove(0);
                         }
-                        held.ids.push(ask.id);
+                        held.ids.push(ask.id.clone());
                     }
                     held.units += got;
                     self.journal(key_id, &held.day, held.units);
                     held.used = used;
-                    if places == 1 {
-                        spot = true;
-                    } else if places > 1 {
+                    if spot(&ask, places) {
+                        spot_taken = true;
+                    } else if places > 0 {
+                        if !ask.renew {
+                            held.spends.clear();
+                        }
                         (held.block, held.places, held.until_ms) = (block, places, now_ms + HOLD_MS);
-                        held.spends.clear();
                     }
                 }
                 Leased::QuotaExceeded { used } => {
@@ -335,13 +370,13 @@ impl Leases {
                 Leased::RateLimited { retry_after_ms } => return Ok(Outcome::RateLimited { retry_after_ms }),
             }
         }
-        if held.units < units || (limited && !spot && !held.has_place(now_ms)) {
+        if held.units < units || (limited && !spot_taken && !held.has_place(now_ms)) {
             return Err(StateError::Invalid("the store granted less than the request needs".into()));
         }
         held.units -= units;
         // Before the answer: a crash from here on keeps this unit counted.
         self.journal(key_id, &held.day, held.units);
-        if limited && !spot {
+        if limited && !spot_taken {
             held.spends.add(now_ms);
         }
         held.last_ms = now_ms;

@@ -105,22 +105,27 @@ pub enum Admission {
 }
 
 /// What a replica asks of [`KeyStore::lease`]: quota units and burst places for one key, and
-/// the end of the place block it holds (closed first, in the same atomic step).
+/// the end or the renewal of the place block it holds (in the same atomic step).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaseAsk {
     /// Quota units the waiting request needs (0: none), and how many to take if the store has
     /// them (the store gives at most a share of what is left, never less than `units_min`).
     pub units_min: u64,
     pub units_want: u64,
-    /// Burst places: 1 when a request waits for one, else 0; and how many to take.
+    /// Burst places: what the waiting request needs (1, or for a renewal the places its
+    /// replica spent in the window with one more; 0 when none), and how many to take.
     pub places_min: u64,
     pub places_want: u64,
     /// Until when (ms after `now_ms`) the places may be spent: the block occupies the window as
-    /// if spent at the end of that time until it is closed. A block of only the place the asker
-    /// needs is spent at once and ends at `now_ms`.
+    /// if spent at the end of that time until it is closed. A new block of only the place the
+    /// asker needs is spent at once and ends at `now_ms` ([`spot`]).
     pub hold_ms: i64,
-    /// The place block to close first, if any.
+    /// The place block this replica holds, if any: closed first, or with `renew`, replaced by
+    /// the block granted (counted as the larger of its places and `close.spent` until its end:
+    /// the replica's spends are limited across the renewal by the newest block's places), or
+    /// closed when no places are granted.
     pub close: Option<Closing>,
+    pub renew: bool,
     /// Names the lease in the store ("" for none: [`KeyStore::admit`]). A call repeated with
     /// the same id (a client's retry) grants nothing more and answers the first grant; a lease
     /// whose answer was lost is settled by id in a [`GiveBack`].
@@ -182,9 +187,17 @@ pub fn units_granted(ask: &LeaseAsk, left: u64) -> u64 {
     ask.units_want.min(left / UNITS_SHARE).max(ask.units_min).min(left)
 }
 
-/// The places [`KeyStore::lease`] grants from `free`.
+/// The places [`KeyStore::lease`] grants from `free` (the renewed block's own not taken):
+/// half of what is free, beyond what a renewal carries.
 pub fn places_granted(ask: &LeaseAsk, free: u64) -> u64 {
-    ask.places_want.min(free / PLACES_SHARE).max(ask.places_min).min(free)
+    let carried = if ask.renew { ask.close.as_ref().map_or(0, |c| c.spent.min(free)) } else { 0 };
+    ask.places_want.min(carried + (free - carried) / PLACES_SHARE).max(ask.places_min).min(free)
+}
+
+/// Whether `places` granted for `ask` are a spot: the one place a new block's asker needs,
+/// spent at once, so the block ends in the store when granted (no hold to outlive a crash).
+pub fn spot(ask: &LeaseAsk, places: u64) -> bool {
+    !ask.renew && places > 0 && places <= ask.places_min
 }
 
 /// Everything the server keeps: keys and their usage, the review queue, the infrastructure

@@ -151,6 +151,46 @@ async fn burst_is_a_sliding_second(open: impl Fn() -> Arc<dyn StateStore>) {
 }
 with_all_backends!(burst, burst_is_a_sliding_second);
 
+/// A replica's place block renewed in place: the new block replaces it, counted as at least the
+/// places spent before the renewal (they stay in the window), and grows by half of what is free
+/// beyond them; refused, the renewal closes the block.
+async fn a_renewal_replaces_its_block_and_counts_what_was_spent(open: impl Fn() -> Arc<dyn StateStore>) {
+    let store = open();
+    let (key, _) = new_key(&*store, plan("pro")).await;
+    let limits = Limits { daily_quota: 1_000, burst_per_second: 20 };
+    let t = DAY_START + 5_000;
+    let ask = |places_min, places_want, close: Option<(String, u64)>| LeaseAsk {
+        units_min: 1,
+        units_want: 1,
+        places_min,
+        places_want,
+        hold_ms: 3_000,
+        renew: close.is_some(),
+        close: close.map(|(block, spent)| Closing { block, spent, last_ms: t + 10 }),
+        ..LeaseAsk::default()
+    };
+    let lease = async |ask: LeaseAsk, at: i64| match store.lease(&key.id, limits, &ask, at).await.unwrap() {
+        Leased::Granted { places, block, .. } => (places, block),
+        other => panic!("{other:?}"),
+    };
+    let (places, a) = lease(ask(1, 10, None), t).await;
+    assert_eq!(places, 10, "half of the 20 free");
+    assert_eq!(lease(ask(1, 100, None), t + 1).await.0, 5, "another replica: half of the 10 left");
+    // 8 of the first block spent; renewed for 2: it still counts 8 (the spends stay in the window).
+    let (places, a) = lease(ask(1, 2, Some((a, 8))), t + 20).await;
+    assert_eq!(places, 2);
+    assert_eq!(lease(ask(1, 100, None), t + 21).await.0, 3, "20 - 5 - 8 = 7 free, half of them");
+    // Renewed again, wanting more: what it spent (2) and half of the rest (20 - 5 - 3 - 2 = 10).
+    let (places, a) = lease(ask(3, 20, Some((a, 2))), t + 30).await;
+    assert_eq!(places, 7);
+    // A renewal that needs more than is free is refused and closes the block (its 2 spent
+    // stay): 12 free beside it, 13 needed; 20 - 5 - 3 - 2 = 10 free after it.
+    let refused = store.lease(&key.id, limits, &ask(13, 20, Some((a, 2))), t + 40).await.unwrap();
+    assert!(matches!(refused, Leased::RateLimited { .. }), "{refused:?}");
+    assert_eq!(lease(ask(1, 100, None), t + 41).await.0, 5, "half of the 10 free");
+}
+with_all_backends!(renewal, a_renewal_replaces_its_block_and_counts_what_was_spent);
+
 /// The connection guard's test of good standing: would the next request be admitted, under the
 /// quota and the burst? Asking spends neither.
 async fn would_admit_reads_quota_and_burst_and_spends_nothing(open: impl Fn() -> Arc<dyn StateStore>) {

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use email_verdict::keys::ApiKey;
 use email_verdict::plans::{PlanName, Plans};
 use email_verdict::state::{
-    Admission, AppliedDecision, DecisionRecord, KeyChange, KeyRecord, KeyStore, Limits, MailServer, RedisStore,
-    ReviewCause, ReviewReason, ServerFact, ServerMark, SqliteStore, StateError, StateStore, WarmupProgress,
-    covering_names,
+    Admission, AppliedDecision, Closing, DecisionRecord, KeyChange, KeyRecord, KeyStore, LeaseAsk, Leased, Limits,
+    MailServer, RedisStore, ReviewCause, ReviewReason, ServerFact, ServerMark, SqliteStore, StateError, StateStore,
+    WarmupProgress, covering_names,
 };
 use email_verdict_core::Decision;
 use email_verdict_tests::{Redis, RedisCluster, Server};

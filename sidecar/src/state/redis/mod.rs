@@ -260,6 +260,7 @@ impl RedisStore {
                 .arg(UNITS_SHARE)
                 .arg(PLACES_SHARE)
                 .arg(if ask.id.is_empty() { 0 } else { LEASE_RECORD_TTL_MS })
+                .arg(u8::from(ask.renew))
                 .invoke_async(c)
                 .await
         })

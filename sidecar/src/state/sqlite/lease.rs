@@ -1,10 +1,10 @@
 //! Leases of quota units and burst places (`KeyStore::lease`, issue 46) on SQLite.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::used_on;
 use crate::clock::utc_day;
-use crate::state::{BURST_WINDOW_MS, Closing, GiveBack, LeaseAsk, Leased, Limits, places_granted, units_granted};
+use crate::state::{BURST_WINDOW_MS, Closing, GiveBack, LeaseAsk, Leased, Limits, places_granted, spot, units_granted};
 
 /// The lease step (see [`KeyStore::lease`]). It runs inside the group transaction (`BEGIN
 /// IMMEDIATE` took the write lock, so leases from any process are serialized).
@@ -15,13 +15,26 @@ pub(super) fn lease(
     ask: &LeaseAsk,
     now_ms: i64,
 ) -> rusqlite::Result<Leased> {
-    if let Some(close) = &ask.close {
-        close_block(c, key_id, close)?;
-    }
+    // The block a renewal replaces, while the window still counts it; any other is closed now.
+    let renewed = match &ask.close {
+        Some(close) if ask.renew => counted_block(c, key_id, close, now_ms)?,
+        Some(close) => {
+            close_block(c, key_id, close)?;
+            None
+        }
+        None => None,
+    };
+    // Refused: the block a renewal would have replaced is closed.
+    let refuse = |leased: Leased| -> rusqlite::Result<Leased> {
+        if let (Some(close), Some(_)) = (&ask.close, renewed) {
+            close_block(c, key_id, close)?;
+        }
+        Ok(leased)
+    };
     let day = utc_day(now_ms.div_euclid(1000));
     let used = used_on(c, key_id, &day)?;
     if used.saturating_add(ask.units_min) > limits.daily_quota {
-        return Ok(Leased::QuotaExceeded { used });
+        return refuse(Leased::QuotaExceeded { used });
     }
     let mut places = 0;
     // An unlimited burst keeps no window (it would only grow with the load).
@@ -31,10 +44,11 @@ pub(super) fn lease(
         let (taken, oldest): (i64, Option<i64>) = c
             .prepare_cached("SELECT COALESCE(SUM(places), 0), MIN(at_ms) FROM burst WHERE key_id = ?1")?
             .query_row([key_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let taken = taken.saturating_sub(renewed.map_or(0, |(_, places)| places));
         let free = limits.burst_per_second.saturating_sub(taken.max(0) as u64);
         if free < ask.places_min {
             let retry_after_ms = (oldest.unwrap_or(now_ms) + BURST_WINDOW_MS - now_ms).max(1) as u64;
-            return Ok(Leased::RateLimited { retry_after_ms });
+            return refuse(Leased::RateLimited { retry_after_ms });
         }
         places = places_granted(ask, free);
     }
@@ -50,17 +64,45 @@ pub(super) fn lease(
     } else {
         used
     };
-    let mut block = String::new();
-    if places > 0 {
-        c.prepare_cached("INSERT INTO burst (key_id, at_ms, places) VALUES (?1, ?2, ?3)")?.execute(params![
-            key_id,
-            // A lone place the asker needs is spent at once: it ends now (no hold to outlive a crash).
-            now_ms.saturating_add(if places <= ask.places_min { 0 } else { ask.hold_ms.max(0) }),
-            i64::try_from(places).unwrap_or(i64::MAX)
-        ])?;
-        block = c.last_insert_rowid().to_string();
-    }
+    let block = match (places, &ask.close, renewed) {
+        (0, Some(close), Some(_)) => {
+            close_block(c, key_id, close)?;
+            String::new()
+        }
+        (0, _, _) => String::new(),
+        (_, Some(close), Some((row, _))) => {
+            // Counted as the larger of its places and those spent before it until its end.
+            c.prepare_cached("UPDATE burst SET places = ?2, at_ms = ?3 WHERE rowid = ?1")?.execute(params![
+                row,
+                sql_int(places.max(close.spent)),
+                now_ms.saturating_add(ask.hold_ms.max(0))
+            ])?;
+            row.to_string()
+        }
+        _ => {
+            let end = if spot(ask, places) { now_ms } else { now_ms.saturating_add(ask.hold_ms.max(0)) };
+            c.prepare_cached("INSERT INTO burst (key_id, at_ms, places) VALUES (?1, ?2, ?3)")?.execute(params![
+                key_id,
+                end,
+                sql_int(places)
+            ])?;
+            c.last_insert_rowid().to_string()
+        }
+    };
     Ok(Leased::Granted { units, places, block, used })
+}
+
+fn sql_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The row of `close`'s block and its places, if the window still counts it at `now_ms`.
+fn counted_block(c: &Connection, key_id: &str, close: &Closing, now_ms: i64) -> rusqlite::Result<Option<(i64, i64)>> {
+    let Ok(row) = close.block.parse::<i64>() else { return Ok(None) };
+    c.prepare_cached("SELECT places FROM burst WHERE rowid = ?1 AND key_id = ?2 AND at_ms > ?3")?
+        .query_row(params![row, key_id, now_ms - BURST_WINDOW_MS], |r| r.get(0))
+        .optional()
+        .map(|places| places.map(|p| (row, p)))
 }
 
 /// Closes a place block: its unspent places leave the window, its spent ones stay as taken at
@@ -70,7 +112,7 @@ fn close_block(c: &Connection, key_id: &str, close: &Closing) -> rusqlite::Resul
     if close.spent == 0 {
         c.prepare_cached("DELETE FROM burst WHERE rowid = ?1 AND key_id = ?2")?.execute(params![row, key_id])?;
     } else {
-        let spent = i64::try_from(close.spent).unwrap_or(i64::MAX);
+        let spent = sql_int(close.spent);
         c.prepare_cached(
             "UPDATE burst SET places = MIN(places, ?3), at_ms = MIN(at_ms, ?4) WHERE rowid = ?1 AND key_id = ?2",
         )?

@@ -65,6 +65,12 @@ async fn the_request_paths_prepare_their_statements_once() {
         let Leased::Granted { block, .. } = store.lease("key_1", limits, &ask, now_ms).await.unwrap() else {
             panic!("not granted")
         };
+        // Renewed in place, then closed.
+        let close = Some(Closing { block, spent: 2, last_ms: now_ms });
+        let renewal = LeaseAsk { id: format!("renewal-{i}"), close, renew: true, places_min: 3, ..ask };
+        let Leased::Granted { block, .. } = store.lease("key_1", limits, &renewal, now_ms).await.unwrap() else {
+            panic!("not renewed")
+        };
         let close = Some(Closing { block, spent: 2, last_ms: now_ms });
         let back = GiveBack { id: format!("back-{i}"), day: day.clone(), units: 3, close, ..GiveBack::default() };
         store.give_back("key_1", &back).await.unwrap();
