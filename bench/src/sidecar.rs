@@ -77,6 +77,7 @@ pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<
     }
     let capture = first.context("no domain given")?;
     let logged: Vec<String> = subjects.iter().map(|s| format!("{}: {}", s.label, refusals(s.sidecar))).collect();
+    let calls: Vec<String> = subjects.iter().map(|s| format!("{}: {}", s.label, store_calls(s.sidecar))).collect();
     let section = format!(
         "## 2. Sidecar: cached lookups with a valid key\n\n\
          `GET /api/v1/domain/<domain>?key=<key>` over {keys} pro keys in turn (one key admits 50 requests a second), \
@@ -86,9 +87,11 @@ pub fn run(ctx: &Ctx, subjects: &[Subject], domains: &[&str]) -> anyhow::Result<
          |---|---|---:|---:|---:|---|---:|---:|---:|---|\n{}\n\n\
          Server CPU / request: user + system time of the serving processes (for the Redis sidecar, \
          redis-server too) during the run, over the requests answered; the least of the rounds.\n\n\
-         Lookups not answered 200, from the sidecars' own logs (whole section): {}.\n",
+         Lookups not answered 200, from the sidecars' own logs (whole section): {}.\n\n\
+         Lease store calls per lookup (whole section, the sidecar's `/metrics` over its logged lookups): {}.\n",
         rows.join("\n"),
         logged.join("; "),
+        calls.join("; "),
         keys = count(subjects[0].keys.len() as f64),
         threads = ctx.server_threads,
         bytes = capture.body.len(),
@@ -121,4 +124,27 @@ fn refusals(sidecar: &Sidecar) -> String {
         return "none".to_owned();
     }
     counts.iter().map(|(k, n)| format!("{n} × {k}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The lease calls and give-backs a sidecar made to its store per lookup it logged, from its
+/// `/metrics` (a baseline without lease metrics says so).
+fn store_calls(sidecar: &Sidecar) -> String {
+    let lookups = sidecar.stderr_text().lines().filter(|l| l.contains("route=\"lookup\"")).count();
+    let Ok(metrics) = Request::get("/metrics").try_send(sidecar.admin_addr()) else {
+        return "no /metrics".to_owned();
+    };
+    let calls = |kind: &str| -> f64 {
+        let prefix = format!("email_verdict_lease_store_calls_total{{kind=\"{kind}\"");
+        metrics
+            .text()
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    if lookups == 0 {
+        return "no lookups".to_owned();
+    }
+    let per = |kind| calls(kind) / lookups as f64;
+    format!("{:.3} lease, {:.3} give-back", per("lease"), per("give_back"))
 }

@@ -139,10 +139,14 @@ impl Held {
         cell.1 += units;
     }
 
-    /// Units spent in the last second or so, the current slot left out.
+    /// Units spent a second at the rate of about the last second, the current slot left out:
+    /// over the slots since the first one spent from when that is less (a key's first second
+    /// is sized from its first 200 ms, not from a second it was idle for most of).
     fn recent(&self, now_ms: i64) -> u64 {
         let slot = now_ms.div_euclid(RATE_SLOT_MS);
-        self.rate.iter().filter(|(s, _)| *s < slot && *s > slot - RATE_SLOTS as i64).map(|(_, n)| n).sum()
+        let counted = self.rate.iter().filter(|(s, n)| *s < slot && *s > slot - RATE_SLOTS as i64 && *n > 0);
+        let (spent, oldest) = counted.fold((0, slot), |(sum, oldest), (s, n)| (sum + n, oldest.min(*s)));
+        if spent == 0 { 0 } else { spent * (RATE_SLOTS as u64 - 1) / (slot - oldest) as u64 }
     }
 
     /// The place block as it ends or is renewed: the places spent in the window before its

@@ -47,18 +47,19 @@ async fn store_calls_what_they_moved_and_what_is_held_are_counted() {
     }
     assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (5, 5, 5));
     assert_eq!(leases.held(), none, "each spent at once (a one-place block ends in the store)");
-    // The next slot: the 5 of the last one size the lease: units for a hold at that rate
-    // (3 s: 15), places a second with a quarter more (6), one of each spent now.
+    // The next slot: the 5 of the first 200 ms size the lease at their rate (25 a second):
+    // units for a hold (3 s: 75), places a second with a quarter more (31), at most half of
+    // the 45 free (22); one of each spent now.
     clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
     admit(&leases, T + RATE_SLOT_MS).await;
-    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (6, 20, 11));
-    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 14, places: 5, ..none });
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (6, 80, 27));
+    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 74, places: 21, ..none });
     assert_eq!((c.give_back_ok.get(), c.lease_error.get(), c.give_back_error.get()), (0, 0, 0));
 
     // Idle: the sweep gives the rest back in one call.
     clock.0.store(T + RATE_SLOT_MS + IDLE_MS, Ordering::Relaxed);
     leases.sweep().await;
-    assert_eq!((c.give_back_ok.get(), c.units_given_back.get()), (1, 14));
+    assert_eq!((c.give_back_ok.get(), c.units_given_back.get()), (1, 74));
     assert_eq!(leases.held(), none);
     assert_eq!(c.units_granted.get() - c.units_given_back.get(), 6, "granted = spent + given back");
 }
@@ -103,10 +104,10 @@ async fn an_unlimited_key_is_leased_for_the_requests_waiting() {
         (2, 50, 0),
         "one, then the 49 queued"
     );
-    // The next slot: 50 spent in the last second, so units for a 3 s hold at that rate.
+    // The next slot: 50 spent in the first 200 ms, so units for a 3 s hold at that rate.
     clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
     leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
-    assert_eq!((c.lease_ok.get(), c.units_granted.get()), (3, 50 + 150));
+    assert_eq!((c.lease_ok.get(), c.units_granted.get()), (3, 50 + 750));
     for _ in 0..100 {
         leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
     }
@@ -188,4 +189,24 @@ async fn no_second_holds_more_than_the_burst_across_replicas() {
         .unwrap();
     assert!(most <= PRO.burst_per_second as usize, "{most} admitted in one second, the burst is 50");
     assert!(most >= 40, "the burst is used, not refused early everywhere: at most {most} in a second");
+}
+/// A key that starts at 19 requests a second (a busy bench's share of 2,000 keys) is leased at
+/// its rate from its first 200 ms: a handful of store calls while the rate is learnt, then
+/// about one every 1.5 s (11 in its first 100 requests while its first blocks were sized from
+/// a second it had mostly been idle for).
+#[tokio::test]
+async fn a_key_s_first_second_is_leased_at_its_rate() {
+    let (leases, clock, c) = leases("ramp");
+    let (mut now_ms, mut seed, mut swept) = (T, 7u64, T);
+    for _ in 0..100 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        now_ms += 1 + (seed >> 33) as i64 % 105;
+        clock.0.store(now_ms, Ordering::Relaxed);
+        if now_ms - swept >= 100 {
+            leases.sweep().await;
+            swept = now_ms;
+        }
+        admit(&leases, now_ms).await;
+    }
+    assert!(c.lease_ok.get() <= 7, "{} lease calls for a key's first 100 requests", c.lease_ok.get());
 }
