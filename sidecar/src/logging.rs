@@ -3,7 +3,10 @@
 //! Every line, whoever wrote it (our code, Pingora, hickory, a panic message), passes
 //! [`redact`] and a length bound on its way out ([`SafeStderr`]): our own lines never carry a
 //! key, token or email by construction, but a library may log raw request bytes, and a log is
-//! read by more people than the admin token is.
+//! read by more people than the admin token is. A library's log statement writes at most ten
+//! lines a second ([`quiet`]).
+
+mod quiet;
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -12,6 +15,8 @@ use std::sync::{LazyLock, OnceLock};
 use regex::{Captures, Regex};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Longest line written; a longer one is cut (text) or replaced by a notice (JSON, which a cut
 /// would make unparseable).
@@ -36,9 +41,13 @@ pub fn init(format: LogFormat) {
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
+    let json = format == LogFormat::Json;
+    let quiet = quiet::Quiet::new(json);
     let _ = match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_writer(SafeStderr { json: true }).try_init(),
-        LogFormat::Text => builder.with_writer(SafeStderr { json: false }).try_init(),
+        LogFormat::Json => {
+            builder.json().flatten_event(true).with_writer(SafeStderr { json }).finish().with(quiet).try_init()
+        }
+        LogFormat::Text => builder.with_writer(SafeStderr { json }).finish().with(quiet).try_init(),
     };
 }
 

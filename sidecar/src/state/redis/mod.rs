@@ -48,6 +48,8 @@ pub struct RedisStore {
     target: Target,
     /// One multiplexed connection per tokio runtime that uses the store (see [`RedisStore::conn`]).
     conns: Mutex<HashMap<tokio::runtime::Id, Conn>>,
+    /// When a stuck cluster connection was last dropped ([`RedisStore::drop_stuck`]).
+    dropped: Mutex<Option<std::time::Instant>>,
     lease: Script,
     give_back: Script,
     refund: Script,
@@ -151,6 +153,7 @@ impl RedisStore {
         Ok(Self {
             target,
             conns: Mutex::default(),
+            dropped: Mutex::default(),
             lease: Script::new(concat!(include_str!("close.lua"), include_str!("lease.lua"))),
             give_back: Script::new(concat!(include_str!("close.lua"), include_str!("give_back.lua"))),
             // Never below zero, never more than ARGV[2] a day (KEYS[2]: what the day gave back).
@@ -207,8 +210,33 @@ impl RedisStore {
     async fn call<T>(&self, f: impl AsyncFnOnce(&mut Conn) -> redis::RedisResult<T>) -> Result<T, StateError> {
         let mut conn = self.conn()?;
         match tokio::time::timeout(CALL_TIMEOUT, f(&mut conn)).await {
+            Ok(Err(e)) if e.kind() == redis::ErrorKind::ClusterConnectionNotFound => {
+                self.drop_stuck(&conn);
+                Err(unavailable(e))
+            }
             Ok(result) => result.map_err(unavailable),
             Err(_) => Err(unavailable("timed out")),
+        }
+    }
+
+    /// Forgets this runtime's cluster connection when it knows no node: the cluster client
+    /// (redis 1.8) then only retries its slot refresh over the nodes it has, none, in a loop
+    /// that never reconnects (seen after a whole cluster restart). The next call makes a new
+    /// connection from the seed nodes; the old one's task ends with its last in-flight call.
+    /// Once a second at most: while the cluster is down, calls fail this way too, and each
+    /// new connection dials every seed node.
+    fn drop_stuck(&self, conn: &Conn) {
+        let Conn::Cluster(_) = conn else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current().map(|h| h.id()) else { return };
+        {
+            let mut dropped = self.dropped.lock().unwrap_or_else(|p| p.into_inner());
+            if dropped.is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
+                return;
+            }
+            *dropped = Some(std::time::Instant::now());
+        }
+        if self.conns.lock().unwrap_or_else(|p| p.into_inner()).remove(&runtime).is_some() {
+            tracing::warn!("redis cluster: no node connected; reconnecting from the seed nodes");
         }
     }
 
