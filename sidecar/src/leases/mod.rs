@@ -21,7 +21,8 @@
 //! and half the free places beyond; never less than the request needs), so a free key's 3 a day
 //! go one at a time. A call the store is asked
 //! anyway renews a block past half its hold and tops up units under half the target. Leases
-//! end: places [`HOLD_MS`] after their grant or [`IDLE_MS`] unused; units [`IDLE_MS`] after the
+//! end: places [`IDLE_MS`] unused (spent from only within [`HOLD_MS`] of their grant, then
+//! renewed by the key's next request); units [`IDLE_MS`] after the
 //! key's last request here, at midnight UTC, and at graceful shutdown (from the start of a
 //! graceful upgrade: [`close_at_upgrade`]).
 
@@ -184,7 +185,10 @@ impl Held {
     /// Whether the place block and the units are due to end at `now_ms` (`today`: its UTC day).
     fn due(&self, now_ms: i64, closing: bool, today: &str) -> (bool, bool) {
         let idle = now_ms - self.last_ms >= IDLE_MS;
-        let places = !self.block.is_empty() && (closing || idle || now_ms >= self.until_ms);
+        // A busy key's block past its hold is left for its next request to renew in place
+        // (its spends carried): closed here, the next block would be counted beside them. The
+        // store counts it a window past its end either way; unused, it closes as idle.
+        let places = !self.block.is_empty() && (closing || idle);
         let units = self.units > 0 && (closing || idle || self.day != today);
         (places, units)
     }
