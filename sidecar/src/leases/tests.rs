@@ -123,22 +123,9 @@ async fn an_unlimited_key_is_leased_for_the_requests_waiting() {
 #[tokio::test]
 async fn a_steady_rate_under_the_burst_is_never_refused() {
     let (leases, clock, c) = leases("steady");
-    let mut refused = Vec::new();
-    let (mut now_ms, mut seed, mut swept) = (T, 7u64, T);
-    for _ in 0..640 {
-        // Gaps of 1 to 61 ms (31 on average), as a loaded machine's client sends them.
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        now_ms += 1 + (seed >> 33) as i64 % 61;
-        clock.0.store(now_ms, Ordering::Relaxed);
-        if now_ms - swept >= 100 {
-            leases.sweep().await;
-            swept = now_ms;
-        }
-        match leases.admit("k", PRO, 1, now_ms).await.unwrap() {
-            Outcome::Admitted { .. } => {}
-            other => refused.push((now_ms - T, other)),
-        }
-    }
+    // Gaps of 1 to 61 ms (31 on average), as a loaded machine's client sends them.
+    let outcomes = arrivals(&leases, &clock, 61, 640).await;
+    let refused: Vec<_> = outcomes.iter().filter(|(_, o)| !matches!(o, Outcome::Admitted { .. })).collect();
     assert!(refused.is_empty(), "refused: {refused:?} ({} lease calls)", c.lease_ok.get());
     // A block renewed in place keeps the key's rate: a call about every 1.5 s (units topped up,
     // the block renewed with them) and a few while the rate is learnt, not one per few requests
@@ -203,16 +190,25 @@ async fn no_second_holds_more_than_the_burst_across_replicas() {
 #[tokio::test]
 async fn a_key_s_first_second_is_leased_at_its_rate() {
     let (leases, clock, c) = leases("ramp");
+    let outcomes = arrivals(&leases, &clock, 105, 100).await;
+    assert!(outcomes.iter().all(|(_, o)| matches!(o, Outcome::Admitted { .. })), "{outcomes:?}");
+    assert!(c.lease_ok.get() <= 7, "{} lease calls for a key's first 100 requests", c.lease_ok.get());
+}
+
+/// `n` requests for "k" from T, at random gaps of 1 to `gap_max` ms, the leases swept every
+/// 100 ms as the sidecar does: when each came (ms after T) and its outcome.
+async fn arrivals(leases: &Leases, clock: &Manual, gap_max: i64, n: usize) -> Vec<(i64, Outcome)> {
     let (mut now_ms, mut seed, mut swept) = (T, 7u64, T);
-    for _ in 0..100 {
+    let mut outcomes = Vec::with_capacity(n);
+    for _ in 0..n {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        now_ms += 1 + (seed >> 33) as i64 % 105;
+        now_ms += 1 + (seed >> 33) as i64 % gap_max;
         clock.0.store(now_ms, Ordering::Relaxed);
         if now_ms - swept >= 100 {
             leases.sweep().await;
             swept = now_ms;
         }
-        admit(&leases, now_ms).await;
+        outcomes.push((now_ms - T, leases.admit("k", PRO, 1, now_ms).await.unwrap()));
     }
-    assert!(c.lease_ok.get() <= 7, "{} lease calls for a key's first 100 requests", c.lease_ok.get());
+    outcomes
 }
