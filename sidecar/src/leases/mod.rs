@@ -52,8 +52,8 @@ pub const IDLE_MS: i64 = 1_000;
 pub const SWEEP: Duration = Duration::from_millis(100);
 /// Spending is measured in slots of this many ms; a block covers the last [`RATE_SLOTS`] - 1
 /// (the current one is left out, so the requests of a burst that is going on do not size it).
-const RATE_SLOT_MS: i64 = 200;
-const RATE_SLOTS: usize = 6;
+const RATE_SLOT_MS: i64 = 100;
+const RATE_SLOTS: usize = 11;
 
 /// The outcome of [`Leases::admit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +142,7 @@ impl Held {
 
     /// Units spent a second at the rate of about the last second, the current slot left out:
     /// over the slots since the first one spent from when that is less (a key's first second
-    /// is sized from its first 200 ms, not from a second it was idle for most of).
+    /// is sized from its first 100 ms, not from a second it was idle for most of).
     fn recent(&self, now_ms: i64) -> u64 {
         let slot = now_ms.div_euclid(RATE_SLOT_MS);
         let counted = self.rate.iter().filter(|(s, n)| *s < slot && *s > slot - RATE_SLOTS as i64 && *n > 0);
