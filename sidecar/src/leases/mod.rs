@@ -293,11 +293,11 @@ impl Leases {
             // Units for a hold at this rate, asked for when under half of that.
             let target = recent.saturating_mul(HOLD_MS as u64) / 1_000;
             let top_up = if held.units < target / 2 { target - held.units } else { 0 };
-            // A block past half its hold is renewed by a call made anyway (closed first, so a
-            // place it could still give is free again: never refused where it would not be).
+            // A block past half its hold is renewed by a call made anyway, in place (its spends
+            // go on counting against the new block's places, and it grows by half the free
+            // places beyond them), except when closing: then it ends and a spot serves this
+            // request.
             let renew = need_place || (limited && held.until_ms - now_ms < HOLD_MS / 2);
-            // A block held is renewed in place (its spends go on counting against the new
-            // block's places), except when closing: then it ends and a spot serves this request.
             let close = if renew { held.closing() } else { None };
             let in_place = close.is_some() && !closing;
             let places_min = match (renew, in_place) {
