@@ -66,6 +66,10 @@ impl Quiet {
 
 impl<S: Subscriber> Layer<S> for Quiet {
     fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
+        // Our own lines (every request's among them) pass before any other work.
+        if event.metadata().target().starts_with("email_verdict") {
+            return true;
+        }
         // A `log` record's own target and line (its event carries the bridge's).
         let normalized = event.normalized_metadata();
         let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());

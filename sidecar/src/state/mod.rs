@@ -275,12 +275,13 @@ pub trait KeyStore: Send + Sync + 'static {
         })
     }
     /// One atomic step: closes `ask.close` (its unspent places leave the window; its spent ones
-    /// stay, as taken at its `last_ms`), then grants quota units on the UTC day of `now_ms` and
+    /// stay, as taken at its `last_ms`) or, with `ask.renew`, replaces it by the block granted
+    /// (see [`LeaseAsk::close`]), and grants quota units on the UTC day of `now_ms` and
     /// burst places (see [`units_granted`], [`places_granted`]): the units are counted in the
     /// day's usage and the places in the window (as taken at `now_ms + hold_ms`, until closed)
     /// before the caller answers any of them. The window counts a block's places while its end
     /// is less than [`BURST_WINDOW_MS`] ago, so no second ever holds more than the burst spent.
-    /// The close stays done when the grant is refused.
+    /// The close stays done when the grant is refused (a renewal refused closes its block).
     async fn lease(&self, key_id: &str, limits: Limits, ask: &LeaseAsk, now_ms: i64) -> Result<Leased, StateError>;
     /// Ends leases, in one atomic step applied once per `back.id`: `back.units` unspent and what
     /// each of `back.lost` granted go back to the day's count (never below zero, and not counted
