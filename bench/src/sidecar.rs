@@ -10,8 +10,9 @@ use crate::report::{cells, count, cpu_ratio, met};
 use crate::wrk::rotating_get_script;
 use crate::{Case, Ctx};
 
-/// The sidecar must reach this share of the bare server's requests per second.
-const TARGET: f64 = 0.8;
+/// The sidecar must reach this share of the bare server's requests per second (issue 46: the
+/// store's own CPU counted, on this machine's two cores).
+const TARGET: f64 = 0.5;
 
 /// One sidecar under test, with the keys (in its own state store) the load rotates over.
 pub struct Subject<'a> {

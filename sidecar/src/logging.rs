@@ -4,9 +4,13 @@
 //! [`redact`] and a length bound on its way out ([`SafeStderr`]): our own lines never carry a
 //! key, token or email by construction, but a library may log raw request bytes, and a log is
 //! read by more people than the admin token is. A library's log statement writes at most ten
-//! lines a second ([`quiet`]).
+//! lines a second ([`quiet`]). Request lines reach stderr through a queue and a writer thread,
+//! warnings and errors at once ([`writer`]); [`flush`] before the process ends.
 
 mod quiet;
+mod writer;
+
+pub use writer::flush;
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -42,12 +46,13 @@ pub fn init(format: LogFormat) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     let json = format == LogFormat::Json;
+    writer::start();
     let quiet = quiet::Quiet::new(json);
     let _ = match format {
         LogFormat::Json => {
-            builder.json().flatten_event(true).with_writer(SafeStderr { json }).finish().with(quiet).try_init()
+            builder.json().flatten_event(true).with_writer(SafeStderr::new(json)).finish().with(quiet).try_init()
         }
-        LogFormat::Text => builder.with_writer(SafeStderr { json }).finish().with(quiet).try_init(),
+        LogFormat::Text => builder.with_writer(SafeStderr::new(json)).finish().with(quiet).try_init(),
     };
 }
 
@@ -170,11 +175,19 @@ fn bounded(line: &str, json: bool) -> Cow<'_, str> {
     Cow::Owned(format!("{} [cut: {} bytes]\n", &line[..cut], line.len()))
 }
 
-/// Standard error, through [`redact`] and [`bounded`]. The formatter hands over each record in
-/// one `write_all`, so a record is redacted whole.
+/// Standard error, through [`redact`] and [`bounded`]: a warning or an error at once, other
+/// lines through the writer thread ([`writer`]). The formatter hands over each record in one
+/// `write_all`, so a record is redacted whole.
 #[derive(Clone, Copy)]
 struct SafeStderr {
     json: bool,
+    at_once: bool,
+}
+
+impl SafeStderr {
+    fn new(json: bool) -> Self {
+        Self { json, at_once: true }
+    }
 }
 
 impl<'a> MakeWriter<'a> for SafeStderr {
@@ -182,18 +195,27 @@ impl<'a> MakeWriter<'a> for SafeStderr {
     fn make_writer(&'a self) -> Self::Writer {
         *self
     }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        Self { json: self.json, at_once: *meta.level() <= tracing::Level::WARN }
+    }
 }
 
 impl Write for SafeStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
         let clean = redact(&text);
-        std::io::stderr().lock().write_all(bounded(&clean, self.json).as_bytes())?;
+        let line = bounded(&clean, self.json);
+        if self.at_once {
+            writer::write_now(line.as_bytes());
+        } else {
+            writer::queue_line(line.as_bytes());
+        }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        Ok(())
     }
 }
 

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            logging::flush(); // the lines logged before it come first
             eprintln!("email-verdict: {}", logging::redact(&format!("{e:#}")));
             if e.is::<UsageError>() || e.chain().any(|c| c.is::<email_verdict::state::StateUrlError>()) {
                 ExitCode::from(2)

@@ -200,6 +200,7 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
     // `run`, not `run_forever` (which exits inside): the spans of the last requests are sent first.
     server.run(pingora::server::RunArgs::default());
     crate::telemetry::shutdown();
+    crate::logging::flush();
     std::process::exit(0)
 }
 

@@ -451,8 +451,27 @@ impl Sidecar {
         self.process.pid()
     }
 
+    /// Everything the sidecar wrote to stderr so far, the lines it still had queued included.
+    /// Request lines reach stderr through a writer thread, a moment after the answer; an admin
+    /// request's own line comes after every line queued before it, so once it is in the file,
+    /// so are they ([`Sidecar::log_barrier`]).
     pub fn stderr_text(&self) -> String {
+        self.log_barrier();
         self.process.stderr_text()
+    }
+
+    /// Sends an admin request (an unknown path: 404, no state touched) and waits until its line
+    /// is in the file. A sidecar that does not answer (stopped, not started) has nothing queued
+    /// that it will still write, or writes it at its exit: no wait then.
+    pub fn log_barrier(&self) {
+        let Ok(resp) = Request::get("/admin/v1/log-barrier").try_send(self.admin_addr()) else {
+            return;
+        };
+        let id = resp.header("x-request-id").map(str::to_owned);
+        let id = id.unwrap_or_else(|| panic!("the admin listener answered without x-request-id:\n{resp}"));
+        wait_for("the sidecar's log line of a barrier request", Duration::from_secs(10), || {
+            self.process.stderr_text().contains(&id).then_some(())
+        });
     }
 
     pub fn stdout_text(&self) -> String {

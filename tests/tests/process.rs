@@ -28,12 +28,15 @@ fn logs_say_ready_and_never_hold_a_key() {
         Request::get("/api/v1/domain/ownmail.example").bearer(UNKNOWN_KEY),
         Request::new("POST", &format!("/api/v1/domain/ownmail.example?key={key}")),
     ];
-    for r in &requests {
-        sc.send(r);
-    }
-    // a clean exit flushes every log line
+    let ids: Vec<String> =
+        requests.iter().filter_map(|r| Some(sc.send(r).header("x-request-id")?.to_owned())).collect();
+    assert_eq!(ids.len(), requests.len(), "every answer names its request");
+    // a clean exit writes every log line (request lines leave through a queue)
     exits_zero_after_sigterm(&mut sc, "after the requests");
     let logs = format!("{}\n{}", sc.stdout_text(), sc.stderr_text());
+    for id in &ids {
+        assert_eq!(logs.matches(id.as_str()).count(), 1, "request {id}: one log line\n{logs}");
+    }
     assert!(sc.stderr_text().lines().any(|l| l.contains("ready")), "no line containing `ready` on stderr");
     // README: the logs never hold the API key, the query string or the email address
     for secret in

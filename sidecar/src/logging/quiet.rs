@@ -5,7 +5,6 @@
 //! never dropped here: each is bounded by the requests that cause it.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -60,7 +59,7 @@ impl Quiet {
         } else {
             format!("{time}  WARN {message}\n")
         };
-        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        super::writer::write_now(text.as_bytes());
     }
 }
 
