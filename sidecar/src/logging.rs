@@ -7,9 +7,11 @@
 //! lines a second ([`quiet`]). Request lines reach stderr through a queue and a writer thread,
 //! warnings and errors at once ([`writer`]); [`flush`] before the process ends.
 
+mod access;
 mod quiet;
 mod writer;
 
+pub use access::{Value, write_line};
 pub use writer::flush;
 
 use std::borrow::Cow;
@@ -41,12 +43,13 @@ pub fn init(format: LogFormat) {
     let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
     let filter = EnvFilter::try_new(format!("{base},pingora_core::apps=info"))
         .unwrap_or_else(|_| EnvFilter::new("info,pingora_core::apps=info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_target(false);
     let json = format == LogFormat::Json;
     writer::start();
+    if !ansi {
+        access::enable(format);
+    }
     let quiet = quiet::Quiet::new(json);
     let _ = match format {
         LogFormat::Json => {
