@@ -146,6 +146,9 @@ fn store_calls(sidecar: &Sidecar) -> String {
     if lookups == 0 {
         return "no lookups".to_owned();
     }
+    if !metrics.text().contains("email_verdict_lease_store_calls_total") {
+        return "no lease metrics (a build before leases)".to_owned();
+    }
     let per = |kind| calls(kind) / lookups as f64;
     format!("{:.3} lease, {:.3} give-back", per("lease"), per("give_back"))
 }
