@@ -80,16 +80,20 @@ impl Journal {
         let slot = match slots.by_key.get(key_id) {
             Some(&slot) => slot,
             None if units == 0 => return true,
-            None => match slots.free.pop() {
-                Some(slot) => slot,
-                None if slots.next < MAX_SLOTS => {
-                    slots.next += 1;
-                    slots.next - 1
-                }
-                None => return false,
-            },
+            None => {
+                let slot = match slots.free.pop() {
+                    Some(slot) => slot,
+                    None if slots.next < MAX_SLOTS => {
+                        slots.next += 1;
+                        slots.next - 1
+                    }
+                    None => return false,
+                };
+                // A key's name is copied once, when it takes a slot (a write per answer follows).
+                slots.by_key.insert(key_id.to_owned(), slot);
+                slot
+            }
         };
-        slots.by_key.insert(key_id.to_owned(), slot);
         if units == 0 {
             // Zeroed and free again: the slot's key is rewritten by its next owner.
             slots.by_key.remove(key_id);
