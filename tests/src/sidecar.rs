@@ -460,9 +460,10 @@ impl Sidecar {
         self.process.stderr_text()
     }
 
-    /// Sends an admin request (an unknown path: 404, no state touched) and waits until its line
-    /// is in the file. A sidecar that does not answer (stopped, not started) has nothing queued
-    /// that it will still write, or writes it at its exit: no wait then.
+    /// Sends an admin request (an unknown path: 404, or 401 where a token is set; no state
+    /// touched) and waits until its line is in the file. A sidecar that does not answer
+    /// (stopped, not started) has nothing queued that it will still write, or writes it at its
+    /// exit: no wait then.
     pub fn log_barrier(&self) {
         let Ok(resp) = Request::get("/admin/v1/log-barrier").try_send(self.admin_addr()) else {
             return;
