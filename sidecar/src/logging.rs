@@ -11,7 +11,7 @@ mod access;
 mod quiet;
 mod writer;
 
-pub use access::{Value, write_line};
+pub use access::{Value, fast_line_on, write_line};
 pub use writer::flush;
 
 use std::borrow::Cow;

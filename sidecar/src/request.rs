@@ -52,7 +52,8 @@ pub struct Request {
 /// can (the same bytes as `tracing`'s formatter, for less), else through `tracing`.
 pub fn log_request(request: &Request, route: &'static str, status: u16, log: &LogFields, started: Instant) {
     let micros = started.elapsed().as_micros() as u64;
-    if tracing::enabled!(tracing::Level::INFO) {
+    // The fields gathered only for the fast line; elsewhere `tracing` below records them.
+    if tracing::enabled!(tracing::Level::INFO) && logging::fast_line_on() {
         let fields = [
             ("request_id", Some(Value::Display(&request.id))),
             ("upstream_request_id", request.upstream_id.as_deref().map(Value::Str)),

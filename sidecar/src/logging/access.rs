@@ -41,18 +41,24 @@ thread_local! {
 /// subscriber would; false when the fast line is off (not `serve`, a terminal, spans that would
 /// prefix it): the caller then logs through `tracing`.
 pub fn write_line(message: &str, fields: &[(&str, Option<Value<'_>>)]) -> bool {
-    let Some(&format) = FORMAT.get() else {
+    let Some(format) = fast_format() else {
         return false;
     };
-    if crate::telemetry::enabled() {
-        return false;
-    }
     LINE.with_borrow_mut(|line| {
         line.clear();
         format_line(line, format, message, fields);
         let _ = SafeStderr { json: format == LogFormat::Json, at_once: false }.write(line.as_bytes());
     });
     true
+}
+
+/// Whether [`write_line`] writes lines: a caller asks before it gathers the fields.
+pub fn fast_line_on() -> bool {
+    fast_format().is_some()
+}
+
+fn fast_format() -> Option<LogFormat> {
+    FORMAT.get().copied().filter(|_| !crate::telemetry::enabled())
 }
 
 fn format_line(line: &mut String, format: LogFormat, message: &str, fields: &[(&str, Option<Value<'_>>)]) {
