@@ -36,6 +36,7 @@ use crate::rdap::{DomainAge, DomainAges};
 use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
 use infra::InfraJudgement;
 pub(crate) use infra::OwnInfra;
+use memo::{Judgement, Memo, Reached};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -63,6 +64,8 @@ pub struct Verdicts {
     ages: Option<Arc<DomainAges>>,
     /// How long one lookup waits for all its DNS work ([`Self::with_dns_deadline`]).
     dns_deadline: Duration,
+    /// The last verdicts reached, with what they were reached from.
+    memo: Memo,
 }
 
 /// A verdict, and the popular provider the domain is very probably a typo of (`did_you_mean`:
@@ -165,7 +168,8 @@ impl Verdicts {
         let queued = Mutex::new(LruCache::new(NonZeroUsize::new(QUEUED_REMEMBERED).unwrap_or(NonZeroUsize::MIN)));
         let dns_deadline = mx.lookup_timeout();
         let (threshold, feeds_store, ages) = (threshold.max(1), true, None);
-        Self { catalog, mx, store, clock, threshold, metrics, learned, queued, feeds_store, ages, dns_deadline }
+        let memo = Memo::default();
+        Self { catalog, mx, store, clock, threshold, metrics, learned, queued, feeds_store, ages, dns_deadline, memo }
     }
 
     /// One lookup waits at most `deadline` for all its DNS work (the domain's MX, a listed
@@ -274,13 +278,20 @@ impl Verdicts {
             Ok(lookup) => lookup,
             Err(failure) => return self.decided_without_dns(catalog, domain, decision, failure, how),
         };
+        let from = Reached { catalog: &catalog, mx: &lookup.mx, decision, cached: lookup.cached };
+        if let Some(kept) = self.memo.get(domain, &from) {
+            let judged = InfraJudgement::default();
+            return Ok(self.conclude(domain, how, (catalog.clone(), lookup.mx.clone()), &kept.judgement, judged));
+        }
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
-        if signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx() {
+        let via_parent = signals.listing.is_some_and(|l| l.via_parent) && lookup.mx.has_mx();
+        if via_parent {
             signals.parent_mail = Box::pin(self.mail_goes_to_parent(&catalog, domain, &infra, deadline)).await?;
         }
         let mut judged = InfraJudgement::default();
-        if needs_infra_check(&signals) && !infra.is_empty() {
+        let infra_checked = needs_infra_check(&signals) && !infra.is_empty();
+        if infra_checked {
             let registrable = domain.registrable().unwrap_or(domain.as_str());
             let fresh_since = self.clock.now_ms().div_euclid(1000) - FACT_LIFETIME_SECS;
             let evidence = self
@@ -301,17 +312,35 @@ impl Verdicts {
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         // `decision` is the reviewer's; the operator's files enter only through `signals`.
         let source = VerdictSource::of(&signals, &result, decision.is_some());
+        let judgement = Judgement { result, signals, suggestion, infra, source };
+        let decided = self.conclude(domain, how, (catalog.clone(), lookup.mx.clone()), &judgement, judged);
+        // What read the store or another name's MX answer is judged again every time.
+        if !via_parent && !infra_checked {
+            self.memo.put(domain, &from, judgement);
+        }
+        Ok(decided)
+    }
+
+    /// A verdict judged now or kept ([`Memo`]): counted, learned from, and with the domain's age.
+    fn conclude(
+        &self,
+        domain: &Domain,
+        how: Judging,
+        (catalog, mx): (Arc<Catalog>, Arc<MxInfo>),
+        j: &Judgement,
+        judged: InfraJudgement,
+    ) -> Decided {
         if how.counted {
-            self.metrics.verdict(result.verdict, source);
+            self.metrics.verdict(j.result.verdict, j.source);
         }
         // A name DNS says does not exist is not asked about (nothing was registered).
-        let age = if how.learn && lookup.mx.domain_exists() { self.age_of(domain) } else { None };
+        let age = if how.learn && mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
         if how.learn {
-            self.record(&catalog, domain, &signals, &result, infra, (near, judged.cleared, age));
+            self.record(&catalog, domain, &j.signals, &j.result, &j.infra, (near, judged.cleared, age));
         }
-        let mx = lookup.mx;
-        Ok(Decided { result, catalog, suggestion, mx, signals, infra: judged, age, mx_unavailable: false, source })
+        let (result, suggestion, signals, source) = (j.result.clone(), j.suggestion.clone(), j.signals, j.source);
+        Decided { result, catalog, suggestion, mx, signals, infra: judged, age, mx_unavailable: false, source }
     }
 
     /// The MX answer for `domain`, by `deadline`; a verdict that a decision already fixes (a
@@ -446,14 +475,14 @@ impl Verdicts {
         domain: &Domain,
         signals: &Signals,
         result: &VerdictResult,
-        infra: OwnInfra,
+        infra: &OwnInfra,
         (near, cleared, age): (u64, bool, Option<DomainAge>),
     ) {
         if !self.feeds_store {
             return;
         }
         // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
-        let cause = review_cause(catalog, domain, signals, result, &infra, near, age.map(|a| a.days))
+        let cause = review_cause(catalog, domain, signals, result, infra, near, age.map(|a| a.days))
             .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
         self.remember_queued_on(domain, cause.as_ref().and_then(|c| c.servers.first().cloned()));
         // Learn only from what strong lists and reviewers say: never from a weak-only listing
@@ -467,13 +496,14 @@ impl Verdicts {
         // nothing, which forgets what it taught. A reviewer's decision can flip,
         // here or on another replica: those are always written.
         let registrable = domain.registrable().filter(|r| *r == domain.as_str()).map(str::to_owned);
-        let teach = registrable
-            .filter(|r| signals.decision.is_some() || self.first_sight((r, known, known_disposable, &infra)));
+        let teach =
+            registrable.filter(|r| signals.decision.is_some() || self.first_sight((r, known, known_disposable, infra)));
         if cause.is_none() && teach.is_none() {
             return;
         }
         let (store, now, metrics) = (self.store.clone(), self.clock.now_ms().div_euclid(1000), self.metrics.clone());
         let name = domain.as_str().to_owned();
+        let facts = if known && teach.is_some() { infra.facts().to_vec() } else { Vec::new() };
         tokio::spawn(async move {
             if let Some(cause) = cause
                 && let Err(e) = store.note_for_review(&name, &cause, now).await
@@ -481,9 +511,8 @@ impl Verdicts {
                 metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not queue for review");
             }
-            let facts = if known { infra.facts() } else { &[] };
             if let Some(registrable) = teach
-                && let Err(e) = store.learn_infra(&registrable, known_disposable, facts, now).await
+                && let Err(e) = store.learn_infra(&registrable, known_disposable, &facts, now).await
             {
                 metrics.store_error();
                 tracing::warn!(domain = %name, error = %e, "could not record mail infrastructure");
@@ -539,6 +568,7 @@ fn needs_infra_check(s: &Signals) -> bool {
 
 mod decided;
 mod infra;
+mod memo;
 mod record;
 mod why;
 

@@ -190,3 +190,43 @@ async fn a_queued_domain_is_remembered_on_its_mail_server() {
     v.remember_queued_on(input("elsewhere.example").domain(), Some("mx.elsewhere.example".to_owned()));
     assert_eq!(queued_on("elsewhere.example"), Some(Some("mx.elsewhere.example".to_owned())), "the store's answer");
 }
+
+/// A verdict kept ([`Memo`]) answers only while what it was reached from is the very same: a
+/// reviewer's decision, a list reload and a re-check each make the next lookup judge afresh;
+/// one that read the infrastructure index is never kept.
+#[tokio::test]
+async fn a_kept_verdict_is_judged_again_when_what_it_was_reached_from_changes() {
+    let v = verdicts("memo");
+    let judged = |name: &'static str, decision: Option<Decision>| {
+        let v = &v;
+        async move { v.verdict(&input(name), decision).await.unwrap().result }
+    };
+    let first = judged("burner.example", None).await;
+    assert!(first.disposable && !first.cached, "resolved for this lookup");
+    let cached = judged("burner.example", None).await;
+    assert!(cached.cached, "from the MX cache, not the first lookup's verdict");
+    assert_eq!(judged("burner.example", None).await, cached);
+    assert_eq!(v.memo.len(), 1);
+    // A reviewer's decision.
+    let allowed = judged("burner.example", Some(Decision::Allow)).await;
+    assert!(allowed.safe && allowed.allowlisted, "{allowed:?}");
+    assert_eq!(judged("burner.example", None).await, cached, "the decision withdrawn");
+    // A list reload that drops it: an unknown domain with mail, for review.
+    let mut reloaded = Catalog::default();
+    reloaded.load(ListKind::SharedMx, "shared-mx.example\tShared\n");
+    v.catalog.swap(reloaded);
+    let unlisted = judged("burner.example", None).await;
+    assert!(unlisted.safe && unlisted.review_required, "{unlisted:?}");
+    assert_eq!(v.memo.len(), 1);
+    assert_eq!(
+        v.memo.catalog_alive("burner.example"),
+        Some(false),
+        "read the infrastructure index: not kept; nor does the old verdict keep the old lists alive"
+    );
+    // A re-check resolves again: not the cached answer's verdict.
+    v.invalidate(&Domain::parse("gmial.com").unwrap());
+    assert!(!judged("gmial.com", None).await.cached);
+    assert!(judged("gmial.com", None).await.cached);
+    v.invalidate(&Domain::parse("gmial.com").unwrap());
+    assert!(!judged("gmial.com", None).await.cached, "the re-check, not the kept verdict");
+}
