@@ -83,9 +83,10 @@ fn rate_headers(limit: u64, remaining: u64, reset: i64) -> Headers {
         return Vec::new();
     }
     vec![
-        ("X-RateLimit-Limit", limit.to_string()),
-        ("X-RateLimit-Remaining", remaining.to_string()),
-        ("X-RateLimit-Reset", reset.to_string()),
+        // Lowercase, as they go on the wire (`api::response::header_name`).
+        ("x-ratelimit-limit", limit.to_string()),
+        ("x-ratelimit-remaining", remaining.to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
     ]
 }
 

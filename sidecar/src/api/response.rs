@@ -1,6 +1,7 @@
 //! Turning handler results into HTTP responses: JSON bodies, `X-Request-ID`, error statuses.
 
 use email_verdict_core::{BatchResponse, ErrorBody, ErrorCode, LookupResponse};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use serde::Serialize;
 
@@ -26,7 +27,7 @@ impl ApiError {
     }
 
     pub fn with_retry_after(self, seconds: u64) -> Self {
-        self.with_header("Retry-After", seconds.to_string())
+        self.with_header("retry-after", seconds.to_string())
     }
 }
 
@@ -112,21 +113,38 @@ pub fn json_response(
     encoded_response(status, request_id, body, extra)
 }
 
-/// [`json_response`] for a body already encoded.
+/// [`json_response`] for a body already encoded. A header that is not valid is left out, not
+/// the whole answer.
 fn encoded_response(
     status: StatusCode,
     request_id: &str,
     body: Vec<u8>,
     extra: &[(&'static str, String)],
 ) -> Response<Vec<u8>> {
-    let mut builder = Response::builder()
-        .status(status)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::CONTENT_LENGTH, body.len())
-        .header(http::header::CACHE_CONTROL, "no-store")
-        .header("X-Request-ID", request_id);
-    for (name, value) in extra {
-        builder = builder.header(*name, value.as_str());
+    let mut headers = HeaderMap::with_capacity(4 + extra.len());
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        headers.insert(HeaderName::from_static("x-request-id"), id);
     }
-    builder.body(body).unwrap_or_else(|_| Response::new(Vec::new()))
+    for (name, value) in extra {
+        if let (Ok(name), Ok(value)) = (header_name(name), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// A header's name: one already in lowercase (as HTTP/1 writes every name here: the `http`
+/// crate lowercases them) is taken as it is, without parsing and copying it on every answer.
+fn header_name(name: &'static str) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    if name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !name.is_empty() {
+        Ok(HeaderName::from_static(name))
+    } else {
+        HeaderName::from_bytes(name.as_bytes())
+    }
 }

@@ -10,9 +10,6 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::OnceLock;
 
-use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
-
 use super::{LogFormat, SafeStderr};
 
 /// A field's value, recorded as `tracing` records it.
@@ -35,6 +32,30 @@ pub(super) fn enable(format: LogFormat) {
 
 thread_local! {
     static LINE: RefCell<String> = RefCell::new(String::with_capacity(512));
+    /// The second the last line was written in, and its timestamp up to the fraction.
+    static SECOND: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+}
+
+/// The time now as `tracing`'s `SystemTime` writes it (`2026-11-30T07:54:05.123456Z`, UTC);
+/// the date and time of day formatted once a second per thread, not on every line.
+fn timestamp(line: &mut String) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+    SECOND.with_borrow_mut(|(at, prefix)| {
+        if *at != secs {
+            *at = secs;
+            prefix.clear();
+            second_prefix(prefix, secs);
+        }
+        line.push_str(prefix);
+    });
+    let _ = write!(line, "{:06}Z", now.subsec_micros());
+}
+
+fn second_prefix(prefix: &mut String, secs: i64) {
+    let day = secs.rem_euclid(86_400);
+    let (hour, minute, second) = (day / 3_600, day % 3_600 / 60, day % 60);
+    let _ = write!(prefix, "{}T{hour:02}:{minute:02}:{second:02}.", crate::clock::utc_day(secs));
 }
 
 /// Writes the `INFO` line `message` with `fields` (those with a value, in order) as `serve`'s
@@ -65,7 +86,7 @@ fn format_line(line: &mut String, format: LogFormat, message: &str, fields: &[(&
     let present = fields.iter().filter_map(|(name, value)| Some((*name, value.as_ref()?)));
     match format {
         LogFormat::Text => {
-            let _ = SystemTime.format_time(&mut Writer::new(line));
+            timestamp(line);
             let _ = write!(line, "  INFO {message}");
             for (name, value) in present {
                 let _ = match value {
@@ -78,7 +99,7 @@ fn format_line(line: &mut String, format: LogFormat, message: &str, fields: &[(&
         }
         LogFormat::Json => {
             line.push_str("{\"timestamp\":\"");
-            let _ = SystemTime.format_time(&mut Writer::new(line));
+            timestamp(line);
             line.push_str("\",\"level\":\"INFO\",\"message\":");
             json_string(line, message);
             for (name, value) in present {
@@ -143,6 +164,33 @@ mod tests {
         }
         let bytes = capture.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         String::from_utf8(bytes).expect("UTF-8")
+    }
+
+    /// Our timestamp is the formatter's: the same text up to the second (taken again when the
+    /// second turned between the two), then six digits and `Z`.
+    #[test]
+    fn the_timestamp_is_the_formatter_s() {
+        use tracing_subscriber::fmt::format::Writer;
+        use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+        let mut prefix = String::new();
+        second_prefix(&mut prefix, 1_700_000_000);
+        assert_eq!(prefix, "2023-11-14T22:13:20.");
+        prefix.clear();
+        second_prefix(&mut prefix, 951_868_799);
+        assert_eq!(prefix, "2000-02-29T23:59:59.");
+        for _ in 0..100 {
+            let (mut theirs, mut ours) = (String::new(), String::new());
+            SystemTime.format_time(&mut Writer::new(&mut theirs)).unwrap();
+            timestamp(&mut ours);
+            let (t, o) = (theirs.split_once('.').unwrap(), ours.split_once('.').unwrap());
+            if t.0 != o.0 {
+                continue; // the second turned between the two
+            }
+            assert_eq!((o.1.len(), o.1.ends_with('Z')), (t.1.len(), true), "{ours} against {theirs}");
+            assert!(o.1[..6].bytes().all(|b| b.is_ascii_digit()), "{ours}");
+            return;
+        }
+        panic!("the second never stayed for two calls");
     }
 
     /// Everything after the timestamp (the one part that differs between two calls).
