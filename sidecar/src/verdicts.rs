@@ -33,7 +33,7 @@ use crate::dns::{DnsFailure, MxCache};
 use crate::lists::LiveCatalog;
 use crate::metrics::Metrics;
 use crate::rdap::{DomainAge, DomainAges};
-use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore, covering_names};
+use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore};
 use infra::InfraJudgement;
 pub(crate) use infra::OwnInfra;
 use memo::{Judgement, Memo, Reached};
@@ -209,7 +209,7 @@ impl Verdicts {
 
     /// Like [`decision`](Self::decision), with the name the decision was made on.
     pub async fn applied_decision(&self, domain: &Domain) -> Result<Option<AppliedDecision>, LookupError> {
-        let names = covering_names(domain.as_str());
+        let names = crate::state::covering(domain);
         Ok(self.store.decision(&names).await.map_err(|e| self.store_failed(e))?)
     }
 
@@ -415,7 +415,14 @@ impl Verdicts {
     /// Remembers for an hour that `domain` waits on `server` (or does not, `None`).
     pub fn remember_queued_on(&self, domain: &Domain, server: Option<String>) {
         let now = self.clock.now_ms().div_euclid(1000);
-        self.queued.lock().unwrap_or_else(|p| p.into_inner()).put(domain.as_str().to_owned(), (server, now));
+        let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+        // A busy name's entry is refreshed in place (no copy of the name on every lookup).
+        match queued.get_mut(domain.as_str()) {
+            Some(kept) => *kept = (server, now),
+            None => {
+                queued.put(domain.as_str().to_owned(), (server, now));
+            }
+        }
     }
 
     /// The catalog in force now.

@@ -404,12 +404,15 @@ pub struct AppliedDecision {
 /// nothing below it). A name that does not parse covers only itself.
 pub fn covering_names(domain: &str) -> Vec<String> {
     match email_verdict_core::Domain::parse(domain) {
-        Ok(d) => {
-            let names: Vec<String> = d.parents_to_registrable().map(str::to_owned).collect();
-            if names.is_empty() { vec![d.to_string()] } else { names }
-        }
+        Ok(d) => covering(&d),
         Err(_) => vec![domain.to_owned()],
     }
+}
+
+/// [`covering_names`] of a name already parsed (a lookup's: not parsed again).
+pub fn covering(domain: &email_verdict_core::Domain) -> Vec<String> {
+    let names: Vec<String> = domain.parents_to_registrable().map(str::to_owned).collect();
+    if names.is_empty() { vec![domain.to_string()] } else { names }
 }
 
 /// One entry of a domain's decision history; `decision: None` withdraws the previous one.
