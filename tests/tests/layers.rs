@@ -44,6 +44,7 @@ const SIDEWAYS: &[(&str, &str)] = &[
     ("dns", "metrics"),
     ("lists", "metrics"),
     ("lists", "clock"),
+    ("logging", "clock"),
     ("state", "clock"),
     ("rdap", "clock"),
     ("rdap", "metrics"),
