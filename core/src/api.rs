@@ -30,18 +30,19 @@ pub enum Recommendation {
     Block,
 }
 
-/// `GET /api/v1/domain/:input` → 200: the request id and the record.
+/// `GET /api/v1/domain/:input` → 200: the request id and the record. `R`: what `result` is held
+/// as (the sidecar answers with one encoded once and shared: the same JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LookupResponse {
+pub struct LookupResponse<R = VerdictResult> {
     pub request_id: String,
     #[serde(flatten)]
-    pub record: LookupRecord,
+    pub record: LookupRecord<R>,
 }
 
 /// What one input came to: the single lookup's answer without `request_id`, and an item of a
 /// batch (`POST /api/v1/domains`) or a line of `email-verdict check`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LookupRecord {
+pub struct LookupRecord<R = VerdictResult> {
     pub input: String,
     pub input_type: InputType,
     pub email: String,
@@ -57,11 +58,19 @@ pub struct LookupRecord {
     /// data. Absent in an answer of an older sidecar, read as `false`.
     #[serde(default)]
     pub mx_unavailable: bool,
-    pub result: VerdictResult,
+    pub result: R,
     /// Beyond the spec, beside `result` (which it never changes): what a signup form needs next
     /// ([`crate::details`]). Absent in an answer of an older sidecar, read as the default.
     #[serde(default)]
     pub details: Details,
+}
+
+impl<R> LookupRecord<R> {
+    /// The same record with `result` held as `f` makes it.
+    pub fn map_result<S>(self, f: impl FnOnce(R) -> S) -> LookupRecord<S> {
+        let Self { input, input_type, email, domain, did_you_mean, mx_unavailable, result, details } = self;
+        LookupRecord { input, input_type, email, domain, did_you_mean, mx_unavailable, result: f(result), details }
+    }
 }
 
 /// The `details` object of a lookup record ([`crate::details::details`] builds it).

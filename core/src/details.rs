@@ -43,20 +43,35 @@ pub fn details<'a>(
     free_provider: bool,
     mx_hosts: impl IntoIterator<Item = &'a str>,
 ) -> Details {
-    let domain = input.domain();
+    details_at(input, domain_details(catalog, input.domain(), free_provider, mx_hosts))
+}
+
+/// What [`details`] says of the domain alone, the same for every address at it: a verdict the
+/// sidecar keeps keeps this too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DomainDetails {
+    pub provider: Option<String>,
+    pub relay: bool,
+}
+
+pub fn domain_details<'a>(
+    catalog: &Catalog,
+    domain: &Domain,
+    free_provider: bool,
+    mx_hosts: impl IntoIterator<Item = &'a str>,
+) -> DomainDetails {
+    let (provider, _) = provider_names(catalog, domain, free_provider, mx_hosts);
+    DomainDetails { provider: provider.map(str::to_owned), relay: catalog.relay.contains(domain) }
+}
+
+/// The details of `input`, whose domain's are `domain`.
+pub fn details_at(input: &LookupInput, domain: DomainDetails) -> Details {
     let ((normalized_email, subaddressed), role_account) = match input {
         LookupInput::Domain(_) => ((String::new(), false), false),
-        LookupInput::Email(e) => (canonical(e.local(), domain), is_role(e.local())),
+        LookupInput::Email(e) => (canonical(e.local(), input.domain()), is_role(e.local())),
     };
-    let (provider, _) = provider_names(catalog, domain, free_provider, mx_hosts);
-    Details {
-        normalized_email,
-        subaddressed,
-        role_account,
-        relay: catalog.relay.contains(domain),
-        provider: provider.map(str::to_owned),
-        domain_age_days: None,
-    }
+    let DomainDetails { provider, relay } = domain;
+    Details { normalized_email, subaddressed, role_account, relay, provider, domain_age_days: None }
 }
 
 /// `(provider, infrastructure)`: a free provider is named by its own list entry (gmail.com, not

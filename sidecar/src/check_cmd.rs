@@ -25,7 +25,7 @@ use crate::lists::{LiveCatalog, offline_catalog};
 use crate::metrics::Metrics;
 use crate::state::{self, StateStore};
 use crate::usage_error;
-use crate::verdicts::{LookupError, Verdicts};
+use crate::verdicts::{LookupError, SharedResult, Verdicts};
 
 mod progress;
 
@@ -299,7 +299,9 @@ async fn judge(verdicts: &Verdicts, shared_state: bool, line: Result<String, &'s
         verdicts.verdict(&input, decision).await
     };
     match verdict.await {
-        Ok(judged) => BatchItem::Record(Box::new(crate::verdicts::record(&verdicts.catalog(), &raw, &input, judged))),
+        Ok(judged) => BatchItem::Record(Box::new(
+            crate::verdicts::record(&raw, &input, judged).map_result(SharedResult::into_owned),
+        )),
         Err(LookupError::Dns(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("DNS: {e}")),
         Err(LookupError::Store(e)) => BatchItem::error(raw, ErrorCode::InternalError, format!("state store: {e}")),
     }

@@ -8,8 +8,22 @@ pub fn unix_now() -> i64 {
 }
 
 /// `YYYY-MM-DD` of the UTC day holding `unix` (proleptic Gregorian; Howard Hinnant's algorithm).
+/// Every admission asks for today's: the last day asked for is kept per thread, not formatted
+/// again.
 pub fn utc_day(unix: i64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
     let days = unix.div_euclid(86_400);
+    LAST.with_borrow_mut(|(at, day)| {
+        if *at != days {
+            (*at, *day) = (days, civil_day(days));
+        }
+        day.clone()
+    })
+}
+
+fn civil_day(days: i64) -> String {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

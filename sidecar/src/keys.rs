@@ -27,7 +27,7 @@ impl ApiKey {
     }
 
     pub fn hash(&self) -> KeyHash {
-        KeyHash(hex::encode(Sha256::digest(self.0.as_bytes())))
+        KeyHash(Sha256::digest(self.0.as_bytes()).into())
     }
 
     pub fn expose(&self) -> &str {
@@ -42,9 +42,16 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// Hex SHA-256 of a key: what the state store indexes keys by.
+/// SHA-256 of a key: what the state store indexes keys by (as [`hex`](Self::hex)). Kept as bytes:
+/// every request hashes its key, and only a store read needs the text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct KeyHash(pub String);
+pub struct KeyHash([u8; 32]);
+
+impl KeyHash {
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
 
 /// A new key id: `key_` + 12 hex digits.
 pub fn new_key_id() -> std::io::Result<String> {
@@ -70,7 +77,7 @@ mod tests {
         assert_eq!(a.expose().len(), 43);
         assert_eq!(format!("{a:?}"), "ApiKey(..)");
         assert_ne!(a.hash(), b.hash());
-        assert_eq!(a.hash().0.len(), 64);
+        assert_eq!(a.hash().hex().len(), 64);
     }
 
     #[test]

@@ -196,6 +196,17 @@ impl SafeStderr {
     fn new(json: bool) -> Self {
         Self { json, at_once: true }
     }
+
+    /// Writes `text`, redacted and bounded: [`Write::write`] for a line known to be text.
+    pub(crate) fn write_text(&self, text: &str) {
+        let clean = redact(text);
+        let line = bounded(&clean, self.json);
+        if self.at_once {
+            writer::write_now(line.as_bytes());
+        } else {
+            writer::queue_line(line.as_bytes());
+        }
+    }
 }
 
 impl<'a> MakeWriter<'a> for SafeStderr {
@@ -211,14 +222,7 @@ impl<'a> MakeWriter<'a> for SafeStderr {
 
 impl Write for SafeStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        let clean = redact(&text);
-        let line = bounded(&clean, self.json);
-        if self.at_once {
-            writer::write_now(line.as_bytes());
-        } else {
-            writer::queue_line(line.as_bytes());
-        }
+        self.write_text(&String::from_utf8_lossy(buf));
         Ok(buf.len())
     }
 

@@ -24,6 +24,7 @@ use tokio::time::Instant as Deadline;
 
 use lru::LruCache;
 
+use email_verdict_core::details::{self, DomainDetails};
 use email_verdict_core::suggest::did_you_mean;
 use email_verdict_core::verdict::{decide, decide_without_mx};
 use email_verdict_core::{Catalog, Decision, Domain, LookupInput, Mail, MxInfo, Signals, VerdictResult, VerdictSource};
@@ -72,7 +73,7 @@ pub struct Verdicts {
 /// `core::suggest`, only for a domain without mail that nothing vouches for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
-    pub result: VerdictResult,
+    pub result: SharedResult,
     pub suggestion: Option<Domain>,
     /// The registered domain's age, when RDAP already told it (`details.domain_age_days`).
     pub age: Option<DomainAge>,
@@ -82,6 +83,8 @@ pub struct Judged {
     pub source: VerdictSource,
     /// Where its mail goes (the `x-email-verdict-mail` header), unless the MX data was unavailable.
     pub mail: Option<Mail>,
+    /// What `details` says of the domain (its provider, whether a relay).
+    pub about: DomainDetails,
 }
 
 /// What a judgement may change beside its answer.
@@ -95,7 +98,7 @@ struct Judging {
 
 /// A verdict with what it was reached from.
 struct Decided {
-    result: VerdictResult,
+    result: SharedResult,
     catalog: Arc<Catalog>,
     suggestion: Option<Domain>,
     mx: Arc<MxInfo>,
@@ -105,6 +108,7 @@ struct Decided {
     age: Option<DomainAge>,
     mx_unavailable: bool,
     source: VerdictSource,
+    about: DomainDetails,
 }
 
 /// The `lookup` span's attributes: what decided and how, never the name looked up.
@@ -230,9 +234,9 @@ impl Verdicts {
         let decided = self.decided(input, decision, Judging { learn, counted: true });
         let d = crate::telemetry::span("lookup", decided, describe).await?;
         let mail = (!d.mx_unavailable).then(|| d.mx.mail());
-        let (result, suggestion, age, mx_unavailable, source) =
-            (d.result, d.suggestion, d.age, d.mx_unavailable, d.source);
-        Ok(Judged { result, suggestion, age, mx_unavailable, source, mail })
+        let (result, suggestion, age, mx_unavailable, source, about) =
+            (d.result, d.suggestion, d.age, d.mx_unavailable, d.source, d.about);
+        Ok(Judged { result, suggestion, age, mx_unavailable, source, mail, about })
     }
 
     /// The verdict and the MX answer it was reached from (for the public pages, which show
@@ -240,7 +244,7 @@ impl Verdicts {
     pub async fn verdict_with_mx(&self, input: &LookupInput) -> Result<(VerdictResult, Arc<MxInfo>), LookupError> {
         let decision = self.decision(input.domain()).await?;
         let d = self.decided(input, decision, Judging { learn: true, counted: true }).await?;
-        Ok((d.result, d.mx))
+        Ok((d.result.into_owned(), d.mx))
     }
 
     /// Like [`verdict_with_mx`](Self::verdict_with_mx), with why the verdict is what it is
@@ -261,6 +265,7 @@ impl Verdicts {
         let (result, suggestion, mx_unavailable) = (d.result, d.suggestion, d.mx_unavailable);
         let (infra, source) = (d.infra.matches, d.source);
         let (mx, catalog, age) = (d.mx, d.catalog, d.age);
+        let result = result.into_owned();
         Ok(Explained { result, suggestion, mx, why, catalog, age, mx_unavailable, infra, source })
     }
 
@@ -281,7 +286,7 @@ impl Verdicts {
         let from = Reached { catalog: &catalog, mx: &lookup.mx, decision, cached: lookup.cached };
         if let Some(kept) = self.memo.get(domain, &from) {
             let judged = InfraJudgement::default();
-            return Ok(self.conclude(domain, how, (catalog.clone(), lookup.mx.clone()), &kept.judgement, judged));
+            return Ok(self.conclude(domain, how, (catalog, lookup.mx), &kept.judgement, judged));
         }
         let mut signals = catalog.signals(domain, &lookup.mx, decision);
         let infra = OwnInfra::of(&catalog, &lookup.mx);
@@ -307,12 +312,13 @@ impl Verdicts {
             }
             signals.mx_ip_match = !judged.matches.is_empty();
         }
-        let result = decide(&signals, &lookup.mx, lookup.cached);
+        let result = SharedResult::new(decide(&signals, &lookup.mx, lookup.cached));
         let suggestion =
             did_you_mean(&catalog.popular, domain, &signals, &lookup.mx).and_then(|name| Domain::parse(name).ok());
         // `decision` is the reviewer's; the operator's files enter only through `signals`.
         let source = VerdictSource::of(&signals, &result, decision.is_some());
-        let judgement = Judgement { result, signals, suggestion, infra, source };
+        let about = about(&catalog, domain, &result);
+        let judgement = Judgement { result, signals, suggestion, infra, source, about };
         let decided = self.conclude(domain, how, (catalog.clone(), lookup.mx.clone()), &judgement, judged);
         // What read the store or another name's MX answer is judged again every time.
         if !via_parent && !infra_checked {
@@ -340,7 +346,8 @@ impl Verdicts {
             self.record(&catalog, domain, &j.signals, &j.result, &j.infra, (near, judged.cleared, age));
         }
         let (result, suggestion, signals, source) = (j.result.clone(), j.suggestion.clone(), j.signals, j.source);
-        Decided { result, catalog, suggestion, mx, signals, infra: judged, age, mx_unavailable: false, source }
+        let about = j.about.clone();
+        Decided { result, catalog, suggestion, mx, signals, infra: judged, age, mx_unavailable: false, source, about }
     }
 
     /// The MX answer for `domain`, by `deadline`; a verdict that a decision already fixes (a
@@ -385,7 +392,10 @@ impl Verdicts {
         }
         let age = if how.learn { self.age_of(domain) } else { None };
         let infra = InfraJudgement::default();
-        Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable: true, source })
+        let result = SharedResult::new(result);
+        let about = about(&catalog, domain, &result);
+        let mx_unavailable = true;
+        Ok(Decided { result, catalog, suggestion: None, mx, signals, infra, age, mx_unavailable, source, about })
     }
 
     /// Forgets the cached MX answer of `domain`: its next lookup resolves afresh (a re-check).
@@ -566,6 +576,11 @@ fn review_cause(
     Some(cause)
 }
 
+/// What `details` says of `domain` judged as `result`: its provider as the verdict saw it.
+fn about(catalog: &Catalog, domain: &Domain, result: &VerdictResult) -> DomainDetails {
+    details::domain_details(catalog, domain, result.free_provider, result.mx_records.iter().map(String::as_str))
+}
+
 /// Only a domain that nothing else decides can be caught by its infrastructure (a weak-only
 /// listing, or a parent's listing whose mail the domain does not share, decides nothing). A
 /// shared MX host beside its own ones does not spare them (issue 24): they are judged alone.
@@ -577,11 +592,13 @@ mod decided;
 mod infra;
 mod memo;
 mod record;
+mod shared;
 mod why;
 
 pub use decided::MAX_DECIDED;
 pub use infra::{ADDRESS_FACTOR, FACT_LIFETIME_SECS, InfraMatch, InfraReason, owner_of};
 pub use record::record;
+pub use shared::SharedResult;
 pub use why::{Why, WhyDecision, WhyListing};
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use pingora::protocols::http::ServerSession;
 use super::body::read_body;
 use super::lookup::{post_with_key, verdict_of};
 use super::{Api, ApiError, LogFields, Reply, Request};
-use crate::verdicts::record;
+use crate::verdicts::{SharedResult, record};
 
 pub const PATH: &str = "/api/v1/domains";
 /// Lookups of one batch under way at once.
@@ -38,13 +38,14 @@ pub async fn handle(api: &Api, session: &mut ServerSession, request: &Request, l
         Ok(grant) => grant,
         Err(e) => return ApiError::from(e).into(),
     };
-    let catalog = &api.verdicts.catalog();
     let results: Vec<BatchItem> = futures::stream::iter(inputs.into_iter().zip(parsed))
         .map(|(raw, parsed)| async move {
             match parsed {
                 Err(message) => BatchItem::error(raw, ErrorCode::InvalidInput, message),
                 Ok(input) => match verdict_of(api, &input).await {
-                    Ok(judged) => BatchItem::Record(Box::new(record(catalog, &raw, &input, judged))),
+                    Ok(judged) => {
+                        BatchItem::Record(Box::new(record(&raw, &input, judged).map_result(SharedResult::into_owned)))
+                    }
                     Err(e) => BatchItem::error(raw, e.code, e.message),
                 },
             }

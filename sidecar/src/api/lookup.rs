@@ -44,7 +44,7 @@ pub async fn handle(api: &Api, request: &Request, segment: &str, log: &mut LogFi
             if let Some(mail) = judged.mail {
                 headers.push((Mail::HEADER, mail.as_str().to_owned()));
             }
-            let record = record(&api.verdicts.catalog(), &raw, &input, judged);
+            let record = record(&raw, &input, judged);
             let body = LookupResponse { request_id: request.id.clone(), record };
             Reply::Lookup(Box::new(body), headers)
         }

@@ -1,6 +1,8 @@
 //! Turning handler results into HTTP responses: JSON bodies, `X-Request-ID`, error statuses.
 
 use email_verdict_core::{BatchResponse, ErrorBody, ErrorCode, LookupResponse};
+
+use crate::verdicts::SharedResult;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use serde::Serialize;
@@ -61,7 +63,7 @@ pub fn store_error(e: StateError) -> ApiError {
 
 /// What a request is answered with.
 pub enum Reply {
-    Lookup(Box<LookupResponse>, Headers),
+    Lookup(Box<LookupResponse<SharedResult>>, Headers),
     Batch(Box<BatchResponse>, Headers),
     /// A JSON body already encoded (or none, for `304`), with its status.
     Encoded(StatusCode, Vec<u8>, Headers),

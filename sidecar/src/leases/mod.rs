@@ -75,7 +75,7 @@ pub enum Outcome {
 pub struct Leases {
     store: Arc<dyn StateStore>,
     clock: Arc<dyn Clock>,
-    keys: Mutex<HashMap<String, Arc<Slot>>>,
+    keys: Mutex<HashMap<String, Arc<Slot>, foldhash::fast::RandomState>>,
     /// Set at graceful shutdown or upgrade: leases are taken for one request and given back at once.
     closing: AtomicBool,
     /// Give-backs the store did not confirm, and leases whose answer was lost: sent again every
@@ -260,6 +260,10 @@ impl Leases {
 
     fn slot(&self, key_id: &str) -> Arc<Slot> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        // Looked up before `entry`, which would copy the id on every request.
+        if let Some(slot) = keys.get(key_id) {
+            return slot.clone();
+        }
         keys.entry(key_id.to_owned())
             .or_insert_with(|| Arc::new(Slot { waiting: AtomicU64::new(0), held: Default::default() }))
             .clone()

@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::sync::OnceLock;
 
 use super::{LogFormat, SafeStderr};
@@ -68,7 +67,7 @@ pub fn write_line(message: &str, fields: &[(&str, Option<Value<'_>>)]) -> bool {
     LINE.with_borrow_mut(|line| {
         line.clear();
         format_line(line, format, message, fields);
-        let _ = SafeStderr { json: format == LogFormat::Json, at_once: false }.write(line.as_bytes());
+        SafeStderr { json: format == LogFormat::Json, at_once: false }.write_text(line);
     });
     true
 }
@@ -89,11 +88,17 @@ fn format_line(line: &mut String, format: LogFormat, message: &str, fields: &[(&
             timestamp(line);
             let _ = write!(line, "  INFO {message}");
             for (name, value) in present {
+                line.push(' ');
+                line.push_str(name);
+                line.push('=');
                 let _ = match value {
-                    Value::Display(v) => write!(line, " {name}={v}"),
-                    Value::Str(v) => write!(line, " {name}={v:?}"),
-                    Value::U64(v) => write!(line, " {name}={v}"),
-                    Value::Bool(v) => write!(line, " {name}={v}"),
+                    Value::Display(v) => write!(line, "{v}"),
+                    Value::Str(v) => {
+                        debug_str(line, v);
+                        Ok(())
+                    }
+                    Value::U64(v) => write!(line, "{v}"),
+                    Value::Bool(v) => write!(line, "{v}"),
                 };
             }
         }
@@ -121,6 +126,18 @@ fn format_line(line: &mut String, format: LogFormat, message: &str, fields: &[(&
         }
     }
     line.push('\n');
+}
+
+/// `{s:?}`: quoted, and escaped as `Debug` escapes; a name or an id, printable ASCII with no
+/// quote or backslash, is copied as it is (what `Debug` would write).
+fn debug_str(line: &mut String, s: &str) {
+    if s.bytes().all(|b| matches!(b, b' '..=b'~') && b != b'"' && b != b'\\') {
+        line.push('"');
+        line.push_str(s);
+        line.push('"');
+    } else {
+        let _ = write!(line, "{s:?}");
+    }
 }
 
 fn json_string(line: &mut String, s: &str) {
@@ -207,10 +224,11 @@ mod tests {
         let method = http::Method::GET;
         // upstream id, domain, cached, items
         type Case<'a> = (Option<&'a str>, Option<&'a str>, Option<bool>, Option<u64>);
-        let cases: [Case<'_>; 3] = [
+        let cases: [Case<'_>; 4] = [
             (Some("abc-1"), Some("gmail.com"), Some(true), None),
             (None, None, None, Some(3)),
             (Some("quote\"back\\slash\u{7f}é"), Some("xn--bcher-kva.example"), Some(false), Some(0)),
+            (Some("it's ~ {plain} `ascii`!"), Some("tab\there\nnew line\u{0}"), None, None),
         ];
         for format in [LogFormat::Text, LogFormat::Json] {
             for (upstream, domain, cached, items) in cases {

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use lru::LruCache;
 
-use email_verdict_core::{Catalog, Decision, Domain, MxInfo, Signals, VerdictResult, VerdictSource};
+use email_verdict_core::details::DomainDetails;
+use email_verdict_core::{Catalog, Decision, Domain, MxInfo, Signals, VerdictSource};
 
-use super::OwnInfra;
+use super::{OwnInfra, SharedResult};
 
 /// Verdicts kept (the least recently used go): the busy names, a few KB each.
 const KEPT: usize = 4_096;
@@ -25,11 +26,12 @@ const KEPT: usize = 4_096;
 /// A verdict that read only its catalog, its MX answer and its decision.
 #[derive(Clone)]
 pub(super) struct Judgement {
-    pub result: VerdictResult,
+    pub result: SharedResult,
     pub signals: Signals,
     pub suggestion: Option<Domain>,
     pub infra: OwnInfra,
     pub source: VerdictSource,
+    pub about: DomainDetails,
 }
 
 /// A verdict and what it was reached from.

@@ -1,23 +1,23 @@
 //! The lookup record: the one place it is built, for the single lookup, batch items and
 //! `check` alike.
 
-use email_verdict_core::{Catalog, LookupInput, LookupRecord, details};
+use email_verdict_core::{LookupInput, LookupRecord, details};
 
-use super::Judged;
+use super::{Judged, SharedResult};
 
 /// The lookup record of `input` (the percent-decoded `raw` text) judged as `judged`: the one
 /// builder of the single lookup's answer and of a batch item. `did_you_mean` is the suggested
-/// provider for a bare domain, and for an email the same local part at it. `details` is read
-/// from `catalog` (roles, relay, provider names) and the verdict's own MX hosts, and its
-/// `domain_age_days` from the verdict's RDAP age when known. `mx_unavailable` says the verdict
-/// came without MX data (DNS failing or too slow: `Verdicts::with_dns_deadline`).
-pub fn record(catalog: &Catalog, raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord {
+/// provider for a bare domain, and for an email the same local part at it. `details`: the
+/// domain's, as the verdict's catalog and MX hosts gave them ([`Judged::about`]), with the
+/// input's own, and `domain_age_days` from the verdict's RDAP age when known. `mx_unavailable` says the verdict
+/// came without MX data (DNS failing or too slow: `Verdicts::with_dns_deadline`). Its `result`
+/// is the shared one: a batch item takes it apart with `map_result(SharedResult::into_owned)`.
+pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord<SharedResult> {
     let did_you_mean = judged.suggestion.map(|domain| match input {
         LookupInput::Domain(_) => domain.to_string(),
         LookupInput::Email(email) => format!("{}@{domain}", email.local()),
     });
-    let r = &judged.result;
-    let mut details = details::details(catalog, input, r.free_provider, r.mx_records.iter().map(String::as_str));
+    let mut details = details::details_at(input, judged.about);
     details.domain_age_days = judged.age.map(|a| a.days);
     LookupRecord {
         input: raw.to_owned(),
@@ -39,7 +39,7 @@ mod tests {
     use super::*;
 
     fn judged(suggestion: Option<&str>) -> Judged {
-        let result = decide(&Signals::default(), &MxInfo::NoDomain, false);
+        let result = SharedResult::new(decide(&Signals::default(), &MxInfo::NoDomain, false));
         Judged {
             result,
             suggestion: suggestion.map(|s| Domain::parse(s).unwrap()),
@@ -47,6 +47,7 @@ mod tests {
             mx_unavailable: false,
             source: VerdictSource::Rules,
             mail: None,
+            about: Default::default(),
         }
     }
 
@@ -54,7 +55,7 @@ mod tests {
     fn the_record_suggests_an_email_for_an_email_and_a_domain_for_a_domain() {
         let check = |raw: &str, suggestion: Option<&str>, expected: Option<&str>| {
             let input = LookupInput::parse(raw).unwrap();
-            let record = record(&Catalog::default(), raw, &input, judged(suggestion));
+            let record = record(raw, &input, judged(suggestion));
             assert_eq!(record.did_you_mean.as_deref(), expected, "{raw}");
             assert_eq!(record.input, raw);
             record

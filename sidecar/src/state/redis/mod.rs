@@ -350,7 +350,7 @@ impl KeyStore for RedisStore {
         .await?;
         self.call(async |c| redis::cmd("ZADD").arg("ev:keys").arg(key.created_at).arg(&key.id).exec_async(c).await)
             .await?;
-        let by_hash = format!("ev:keyhash:{}", hash.0);
+        let by_hash = format!("ev:keyhash:{}", hash.hex());
         let claimed: bool =
             self.call(async |c| redis::cmd("SET").arg(&by_hash).arg(&key.id).arg("NX").query_async(c).await).await?;
         if !claimed {
@@ -369,7 +369,7 @@ impl KeyStore for RedisStore {
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
         let read = async || {
             let id: Option<String> = self
-                .call(async |c| redis::cmd("GET").arg(format!("ev:keyhash:{}", hash.0)).query_async(c).await)
+                .call(async |c| redis::cmd("GET").arg(format!("ev:keyhash:{}", hash.hex())).query_async(c).await)
                 .await?;
             match id {
                 Some(id) => self.record(&id).await,

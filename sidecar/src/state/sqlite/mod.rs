@@ -286,7 +286,7 @@ impl KeyStore for SqliteStore {
         self.with_conn(move |c| {
             c.execute(
                 "INSERT INTO api_keys (id, key_hash, name, plan, allow_ips, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![key.id, hash.0, key.name, key.plan.as_str(), join_networks(&key.allow_ips), key.created_at],
+                params![key.id, hash.hex(), key.name, key.plan.as_str(), join_networks(&key.allow_ips), key.created_at],
             )
             .map_err(unavailable)
         })
@@ -297,7 +297,7 @@ impl KeyStore for SqliteStore {
 
     async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
         let read = async || {
-            let hash = hash.0.clone();
+            let hash = hash.hex();
             self.in_group(move |c| {
                 let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
                 let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
