@@ -15,7 +15,8 @@
 //! ARCHITECTURE.md, "Why never over").
 //!
 //! Block sizes: what this replica spent of the key in about the last second (places a window,
-//! with half more) and in [`HOLD_MS`] at that rate (units), or the requests waiting for the
+//! with half more; in its first 100 ms, the rate so far) and in [`HOLD_MS`] at that rate
+//! (units), or the requests waiting for the
 //! key now if more (a store call about once a hold per replica under load); the store grants
 //! at most a quarter of the day's remainder and half the free places (a renewal: what it spent
 //! and half the free places beyond; never less than the request needs), so a free key's 3 a day
@@ -141,12 +142,20 @@ impl Held {
 
     /// Units spent a second at the rate of about the last second, the current slot left out:
     /// over the slots since the first one spent from when that is less (a key's first second
-    /// is sized from its first 100 ms, not from a second it was idle for most of).
+    /// is sized from its first 100 ms, not from a second it was idle for most of). In that first
+    /// slot, before any other, the rate so far in it, over half a slot at least: a key's second
+    /// request sizes a lease for a hold, where it took one for itself and its next ones one
+    /// call each until the slot was over (four calls in a busy key's first 100 ms in the bench).
     fn recent(&self, now_ms: i64) -> u64 {
         let slot = now_ms.div_euclid(RATE_SLOT_MS);
         let counted = self.rate.iter().filter(|(s, n)| *s < slot && *s > slot - RATE_SLOTS as i64 && *n > 0);
         let (spent, oldest) = counted.fold((0, slot), |(sum, oldest), (s, n)| (sum + n, oldest.min(*s)));
-        if spent == 0 { 0 } else { spent * (RATE_SLOTS as u64 - 1) / (slot - oldest) as u64 }
+        if spent > 0 {
+            return spent * (RATE_SLOTS as u64 - 1) / (slot - oldest) as u64;
+        }
+        let (s, now) = self.rate[slot.rem_euclid(RATE_SLOTS as i64) as usize];
+        let into_slot = (now_ms - slot * RATE_SLOT_MS).max(RATE_SLOT_MS / 2);
+        if s == slot { now * 1_000 / into_slot as u64 } else { 0 }
     }
 
     /// The place block as it ends or is renewed: the places spent in the window before its

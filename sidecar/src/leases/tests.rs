@@ -41,25 +41,30 @@ async fn store_calls_what_they_moved_and_what_is_held_are_counted() {
     let (leases, clock, c) = leases("held");
     let none = LeaseHeld { journal: Some(true), ..LeaseHeld::default() };
     assert_eq!(leases.held(), none, "SQLite: the journal is on");
-    // Nothing spent in the last second: each request leases one unit and one place.
-    for i in 0..5 {
+    // Nothing spent before: the first request leases one unit and one place, spent at once (a
+    // one-place block ends in the store).
+    admit(&leases, T).await;
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (1, 1, 1));
+    assert_eq!(leases.held(), none);
+    // The second, 1 ms later: the rate so far in the slot, over half a slot (1 in 50 ms: 20 a
+    // second), sizes the lease: units for a hold (3 s: 60), places a second with half more (30),
+    // at most half of the 49 free (24). The next three are spent from it.
+    for i in 1..5 {
         admit(&leases, T + i).await;
     }
-    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (5, 5, 5));
-    assert_eq!(leases.held(), none, "each spent at once (a one-place block ends in the store)");
-    // The next slot: the 5 of the first 100 ms size the lease at their rate (50 a second):
-    // units for a hold (3 s: 150), places a second with half more (75), at most half of the 45
-    // free (22); one of each spent now.
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (2, 61, 25));
+    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 56, places: 20, ..none });
+    // The next slot: still from the lease.
     clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
     admit(&leases, T + RATE_SLOT_MS).await;
-    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (6, 155, 27));
-    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 149, places: 21, ..none });
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (2, 61, 25));
+    assert_eq!(leases.held(), LeaseHeld { keys: 1, units: 55, places: 19, ..none });
     assert_eq!((c.give_back_ok.get(), c.lease_error.get(), c.give_back_error.get()), (0, 0, 0));
 
     // Idle: the sweep gives the rest back in one call.
     clock.0.store(T + RATE_SLOT_MS + IDLE_MS, Ordering::Relaxed);
     leases.sweep().await;
-    assert_eq!((c.give_back_ok.get(), c.units_given_back.get()), (1, 149));
+    assert_eq!((c.give_back_ok.get(), c.units_given_back.get()), (1, 55));
     assert_eq!(leases.held(), none);
     assert_eq!(c.units_granted.get() - c.units_given_back.get(), 6, "granted = spent + given back");
 }
@@ -99,19 +104,16 @@ async fn an_unlimited_key_is_leased_for_the_requests_waiting() {
     let gateway = Limits { daily_quota: Limits::UNLIMITED, burst_per_second: Limits::UNLIMITED };
     let admitted = futures::future::join_all((0..50).map(|_| leases.admit("g", gateway, 1, T))).await;
     assert!(admitted.iter().all(|a| matches!(a, Ok(Outcome::Admitted { .. }))), "{admitted:?}");
-    assert_eq!(
-        (c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()),
-        (2, 50, 0),
-        "one, then the 49 queued"
-    );
-    // The next slot: 50 spent in the first 100 ms, so units for a 3 s hold at that rate.
+    // One, then the 49 queued, or a hold at the rate so far in the slot if more (1 spent in
+    // its first 50 ms: 20 a second, 60 units).
+    assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (2, 61, 0));
+    // The next slot: the 11 left spent first, then units for a 3 s hold at the rate of the
+    // first 100 ms (50 in it).
     clock.0.store(T + RATE_SLOT_MS, Ordering::Relaxed);
-    leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
-    assert_eq!((c.lease_ok.get(), c.units_granted.get()), (3, 50 + 1_500));
-    for _ in 0..100 {
+    for _ in 0..101 {
         leases.admit("g", gateway, 1, T + RATE_SLOT_MS).await.unwrap();
     }
-    assert_eq!(c.lease_ok.get(), 3, "spent from the lease");
+    assert_eq!((c.lease_ok.get(), c.units_granted.get()), (3, 61 + 1_500), "one call for the slot");
     clock.0.store(T + RATE_SLOT_MS + IDLE_MS, Ordering::Relaxed);
     leases.sweep().await;
     let used = leases.store.usage("g", &[utc_day(T / 1000)]).await.unwrap();
@@ -194,6 +196,28 @@ async fn a_key_s_first_second_is_leased_at_its_rate() {
     let outcomes = arrivals(&leases, &clock, 105, 100).await;
     assert!(outcomes.iter().all(|(_, o)| matches!(o, Outcome::Admitted { .. })), "{outcomes:?}");
     assert!(c.lease_ok.get() <= 5, "{} lease calls for a key's first 100 requests", c.lease_ok.get());
+}
+
+/// A key at 30 a second from idle (the bench's keys at the start of a run): its second request
+/// leases for a hold at the rate so far, so its first 100 ms cost two store calls, not one a
+/// request until the slot is over, and its first 3 s three in all.
+#[tokio::test]
+async fn a_busy_key_s_first_slot_costs_two_store_calls() {
+    let (leases, clock, c) = leases("busy");
+    let mut calls = Vec::new();
+    for i in 0..90 {
+        let now_ms = T + 7 + i * 33;
+        clock.0.store(now_ms, Ordering::Relaxed);
+        if i % 3 == 0 {
+            leases.sweep().await;
+        }
+        admit(&leases, now_ms).await;
+        if i == 2 {
+            calls.push(c.lease_ok.get());
+        }
+    }
+    calls.push(c.lease_ok.get());
+    assert_eq!(calls, [2, 3], "store calls after the first 100 ms, and after 3 s");
 }
 
 /// `n` requests for "k" from T, at random gaps of 1 to `gap_max` ms, the leases swept every
