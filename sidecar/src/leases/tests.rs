@@ -47,7 +47,7 @@ async fn store_calls_what_they_moved_and_what_is_held_are_counted() {
     assert_eq!((c.lease_ok.get(), c.units_granted.get(), c.places_granted.get()), (1, 1, 1));
     assert_eq!(leases.held(), none);
     // The second, 1 ms later: the rate so far in the slot, over half a slot (1 in 50 ms: 20 a
-    // second), sizes the lease: units for a hold (3 s: 60), places a second with half more (30),
+    // second), sizes the lease: units for a hold (3 s: 60), places a second, twice the rate (40),
     // at most half of the 49 free (24). The next three are spent from it.
     for i in 1..5 {
         admit(&leases, T + i).await;
