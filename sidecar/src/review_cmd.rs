@@ -9,7 +9,7 @@ use crate::clock::{rfc3339, unix_now};
 use crate::review::servers::{self, ServerReport};
 use crate::review::{ReviewError, parse_verdict, set_decision};
 use crate::state::queue::{self, Query, Sort};
-use crate::state::{self, MailServer, ReviewReason, StateStore, covering_names, decision_str, mark_str};
+use crate::state::{self, MailServer, ReviewReason, StateStore, decision_str, mark_str};
 use crate::{keys_cmd, lists, usage_error};
 
 pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Result<()> {
@@ -85,7 +85,7 @@ pub async fn run(store_args: StoreArgs, command: ReviewCommand) -> anyhow::Resul
                 writeln!(out, "{}\t{}\t{}\t{}", rfc3339(r.at), decision_str(r.decision), r.reviewer, r.note)?;
             }
             // The decision in force may be a parent's: say which (a decision covers subdomains).
-            match store.decision(&covering_names(domain.as_str())).await? {
+            match store.decision(&state::covering(&domain)).await? {
                 Some(a) => writeln!(out, "# applies: {} (decided on {})", decision_str(Some(a.decision)), a.on)?,
                 None => writeln!(out, "# applies: none")?,
             }

@@ -42,7 +42,7 @@ use crate::clock::rfc3339;
 use crate::review::servers::{self, ServerReport};
 use crate::review::{ReviewError, parse_verdict, set_decision};
 use crate::state::queue::{self, Query, Sort};
-use crate::state::{MailServer, ReviewItem, ReviewReason, covering_names, decision_str, mark_str};
+use crate::state::{MailServer, ReviewItem, ReviewReason, covering, decision_str, mark_str};
 use crate::verdicts::FACT_LIFETIME_SECS;
 
 /// Entries or groups on a page unless `limit` says otherwise, and the most it may say.
@@ -296,7 +296,7 @@ async fn decide(
 async fn state(admin: &Admin, domain: &str) -> AdminResult {
     let domain = email_verdict_core::Domain::parse(domain).map_err(|e| AdminError::bad_request(e.to_string()))?;
     let own = admin.store.decision(&[domain.to_string()]).await?;
-    let applied = admin.store.decision(&covering_names(domain.as_str())).await?;
+    let applied = admin.store.decision(&covering(&domain)).await?;
     let history: Vec<Value> = admin
         .store
         .decision_history(domain.as_str())
