@@ -274,7 +274,8 @@ fn envoy_section(
 
 /// Section 2: the SQLite sidecar, and the same sidecar with its state in Redis (which shows how
 /// much of a lookup the state store costs); also the capture of a cached `gmail.com` lookup.
-/// With a baseline, its sidecar (SQLite) is measured too, right after this build's.
+/// With a baseline, its sidecars are measured too, each right after this build's: SQLite, and
+/// Redis on a Redis of its own.
 fn lookups(
     ctx: &Ctx,
     dns: &DnsCounter,
@@ -301,6 +302,7 @@ fn lookups(
             versus: Some(0),
         });
     }
+    let redis_at = subjects.len();
     subjects.push(Subject {
         label: "sidecar (state: Redis)".into(),
         sidecar: &on_redis,
@@ -308,6 +310,25 @@ fn lookups(
         pids: [Some(on_redis.pid()), redis.pid()].into_iter().flatten().collect(),
         versus: None,
     });
+    let old_on_redis = match baseline {
+        Some(old) => {
+            let redis = Redis::start();
+            let sidecar = old.build.sidecar().dns(dns.addr()).state(&redis.url()).args(&["--threads", threads]);
+            let sidecar = sidecar.start();
+            let keys = keys::create(&sidecar, ctx.keys.len())?;
+            Some((old, redis, sidecar, keys))
+        }
+        None => None,
+    };
+    if let Some((old, redis, sidecar, keys)) = &old_on_redis {
+        subjects.push(Subject {
+            label: format!("sidecar (state: Redis), {}", old.build.label),
+            sidecar,
+            keys,
+            pids: [Some(sidecar.pid()), redis.pid()].into_iter().flatten().collect(),
+            versus: Some(redis_at),
+        });
+    }
     sidecar::run(ctx, &subjects, &["gmail.com", "mailinator.com"])
 }
 
