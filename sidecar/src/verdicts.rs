@@ -15,7 +15,7 @@
 //! domain's age when it is already known (`crate::rdap`: never waited for); it never changes the
 //! verdict, and a young domain goes higher in the review queue.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -318,7 +318,8 @@ impl Verdicts {
         // `decision` is the reviewer's; the operator's files enter only through `signals`.
         let source = VerdictSource::of(&signals, &result, decision.is_some());
         let about = about(&catalog, domain, &result);
-        let judgement = Judgement { result, signals, suggestion, infra, source, about };
+        let teaches = teaches(domain, &signals, &result, &infra);
+        let judgement = Judgement { result, signals, suggestion, infra, source, about, teaches };
         let decided = self.conclude(domain, how, (catalog.clone(), lookup.mx.clone()), &judgement, judged);
         // What read the store or another name's MX answer is judged again every time.
         if !via_parent && !infra_checked {
@@ -343,7 +344,7 @@ impl Verdicts {
         let age = if how.learn && mx.domain_exists() { self.age_of(domain) } else { None };
         let near = judged.nearest.as_ref().map_or(0, |(_, n)| *n);
         if how.learn {
-            self.record(&catalog, domain, &j.signals, &j.result, &j.infra, (near, judged.cleared, age));
+            self.record(&catalog, domain, j, (near, judged.cleared, age));
         }
         let (result, suggestion, signals, source) = (j.result.clone(), j.suggestion.clone(), j.signals, j.source);
         let about = j.about.clone();
@@ -445,10 +446,10 @@ impl Verdicts {
         e
     }
 
-    /// Whether `fact` was not recorded by this process in the last [`RELEARN_AFTER`] (and marks
-    /// it recorded now). A fact whose write then fails is written again after that time.
-    fn first_sight(&self, fact: impl Hash) -> bool {
-        let key = foldhash::fast::FixedState::default().hash_one(fact);
+    /// Whether the fact hashed as `key` ([`teaches`]) was not recorded by this process in the
+    /// last [`RELEARN_AFTER`] (and marks it recorded now). A fact whose write then fails is
+    /// written again after that time.
+    fn first_sight(&self, key: u64) -> bool {
         let mut learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
         if learned.get(&key).is_some_and(|at| at.elapsed() < RELEARN_AFTER) {
             return false;
@@ -490,36 +491,25 @@ impl Verdicts {
         &self,
         catalog: &Catalog,
         domain: &Domain,
-        signals: &Signals,
-        result: &VerdictResult,
-        infra: &OwnInfra,
+        j: &Judgement,
         (near, cleared, age): (u64, bool, Option<DomainAge>),
     ) {
         if !self.feeds_store {
             return;
         }
+        let (signals, result, infra) = (&j.signals, &*j.result, &j.infra);
         // A domain nothing marks, on a server a reviewer marked safe, waits for no one.
         let cause = review_cause(catalog, domain, signals, result, infra, near, age.map(|a| a.days))
             .filter(|c| !(cleared && c.reason == ReviewReason::Ambiguous));
         self.remember_queued_on(domain, cause.as_ref().and_then(|c| c.servers.first().cloned()));
-        // Learn only from what strong lists and reviewers say: never from a weak-only listing
-        // (the very names in question) nor from mx_ip_match itself.
-        let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
-        let known_legitimate = signals.free || result.allowlisted;
-        let known = known_disposable || known_legitimate;
-        // Only a registrable domain teaches (what a subdomain uses says nothing of the servers
-        // of the domain it belongs to). What it teaches replaces what it taught (its MX moved:
-        // the old facts go); one no longer known (delisted, a decision withdrawn) teaches
-        // nothing, which forgets what it taught. A reviewer's decision can flip,
-        // here or on another replica: those are always written.
-        let registrable = domain.registrable().filter(|r| *r == domain.as_str()).map(str::to_owned);
-        let teach =
-            registrable.filter(|r| signals.decision.is_some() || self.first_sight((r, known, known_disposable, infra)));
+        let (known, known_disposable) = knowledge(signals, result);
+        // A reviewer's decision can flip, here or on another replica: those are always written.
+        let teach = teacher(domain).filter(|_| signals.decision.is_some() || self.first_sight(j.teaches));
         if cause.is_none() && teach.is_none() {
             return;
         }
         let (store, now, metrics) = (self.store.clone(), self.clock.now_ms().div_euclid(1000), self.metrics.clone());
-        let name = domain.as_str().to_owned();
+        let (name, teach) = (domain.as_str().to_owned(), teach.map(str::to_owned));
         let facts = if known && teach.is_some() { infra.facts().to_vec() } else { Vec::new() };
         tokio::spawn(async move {
             if let Some(cause) = cause
@@ -574,6 +564,30 @@ fn review_cause(
         cause.listed_as = listed.entry.to_owned();
     }
     Some(cause)
+}
+
+/// `(known, known_disposable)`: learn only from what strong lists and reviewers say, never from
+/// a weak-only listing (the very names in question) nor from mx_ip_match itself.
+fn knowledge(signals: &Signals, result: &VerdictResult) -> (bool, bool) {
+    let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
+    let known_legitimate = signals.free || result.allowlisted;
+    (known_disposable || known_legitimate, known_disposable)
+}
+
+/// The name `domain`'s lookups teach the infrastructure index under: only a registrable domain
+/// teaches (what a subdomain uses says nothing of the servers of the domain it belongs to).
+fn teacher(domain: &Domain) -> Option<&str> {
+    domain.registrable().filter(|r| *r == domain.as_str())
+}
+
+/// What a lookup of `domain` judged so teaches, hashed: written once per [`RELEARN_AFTER`]
+/// ([`Verdicts::first_sight`]), hashed once per judgement (a kept verdict's lookups do not hash
+/// its mail servers again). What it teaches replaces what it taught (its MX moved: the old facts
+/// go); one no longer known (delisted, a decision withdrawn) teaches nothing, which forgets what
+/// it taught.
+fn teaches(domain: &Domain, signals: &Signals, result: &VerdictResult, infra: &OwnInfra) -> u64 {
+    let (known, known_disposable) = knowledge(signals, result);
+    foldhash::fast::FixedState::default().hash_one((teacher(domain), known, known_disposable, infra))
 }
 
 /// What `details` says of `domain` judged as `result`: its provider as the verdict saw it.

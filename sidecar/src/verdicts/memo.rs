@@ -32,6 +32,8 @@ pub(super) struct Judgement {
     pub infra: OwnInfra,
     pub source: VerdictSource,
     pub about: DomainDetails,
+    /// What its lookups teach the infrastructure index, hashed (`verdicts::teaches`).
+    pub teaches: u64,
 }
 
 /// A verdict and what it was reached from.
