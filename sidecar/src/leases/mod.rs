@@ -145,7 +145,8 @@ impl Held {
     /// is sized from its first 100 ms, not from a second it was idle for most of). In that first
     /// slot, before any other, the rate so far in it, over half a slot at least: a key's second
     /// request sizes a lease for a hold, where it took one for itself and its next ones one
-    /// call each until the slot was over (four calls in a busy key's first 100 ms in the bench).
+    /// call each until the slot was over (three calls in the first 100 ms of a key at 30 a second,
+    /// two now: `tests::a_busy_key_s_first_slot_costs_two_store_calls`).
     fn recent(&self, now_ms: i64) -> u64 {
         let slot = now_ms.div_euclid(RATE_SLOT_MS);
         let counted = self.rate.iter().filter(|(s, n)| *s < slot && *s > slot - RATE_SLOTS as i64 && *n > 0);
