@@ -15,7 +15,6 @@
 //! domain's age when it is already known (`crate::rdap`: never waited for); it never changes the
 //! verdict, and a young domain goes higher in the review queue.
 
-use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ use tokio::time::Instant as Deadline;
 
 use lru::LruCache;
 
-use email_verdict_core::details::{self, DomainDetails};
+use email_verdict_core::details::DomainDetails;
 use email_verdict_core::suggest::did_you_mean;
 use email_verdict_core::verdict::{decide, decide_without_mx};
 use email_verdict_core::{Catalog, Decision, Domain, LookupInput, Mail, MxInfo, Signals, VerdictResult, VerdictSource};
@@ -34,10 +33,12 @@ use crate::dns::{DnsFailure, MxCache};
 use crate::lists::LiveCatalog;
 use crate::metrics::Metrics;
 use crate::rdap::{DomainAge, DomainAges};
-use crate::state::{AppliedDecision, ReviewCause, ReviewReason, StateError, StateStore};
+use crate::state::{AppliedDecision, ReviewReason, StateError, StateStore};
 use infra::InfraJudgement;
 pub(crate) use infra::OwnInfra;
+use learning::{knowledge, review_cause, teacher, teaches};
 use memo::{Judgement, Memo, Reached};
+use record::about;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -528,73 +529,6 @@ impl Verdicts {
     }
 }
 
-/// Why the lookup queues `domain` for review, if it does: the listing that did not decide
-/// (its sources and entry) is named, so a reviewer sees why; with how likely it is to be
-/// disposable (`near`: disposable domains on the closest of its own servers; `age_days`: a
-/// young registered domain is likelier) and those servers.
-fn review_cause(
-    catalog: &Catalog,
-    domain: &Domain,
-    signals: &Signals,
-    result: &VerdictResult,
-    infra: &OwnInfra,
-    near: u64,
-    age_days: Option<u32>,
-) -> Option<ReviewCause> {
-    let reason = if !result.has_mx && !result.disposable {
-        ReviewReason::NoMx
-    } else if !result.review_required {
-        return None;
-    } else if signals.listing_in_question() {
-        if signals.listing.is_some_and(|l| l.via_parent) {
-            ReviewReason::ParentListing
-        } else {
-            ReviewReason::WeakListing
-        }
-    } else {
-        ReviewReason::Ambiguous
-    };
-    let mut cause = ReviewCause::new(reason);
-    let likelihood = crate::state::queue::likelihood(reason, near, !infra.is_empty());
-    cause.likelihood = crate::state::queue::with_age(likelihood, age_days);
-    let servers = infra.hosts.iter().take(crate::state::queue::SERVERS_KEPT / 2).chain(&infra.ips);
-    cause.servers = servers.take(crate::state::queue::SERVERS_KEPT).cloned().collect();
-    if let Some(listed) = catalog.disposable_listing(domain) {
-        cause.sources = catalog.sources_of(listed.sources).map(|s| s.name.to_string()).collect();
-        cause.listed_as = listed.entry.to_owned();
-    }
-    Some(cause)
-}
-
-/// `(known, known_disposable)`: learn only from what strong lists and reviewers say, never from
-/// a weak-only listing (the very names in question) nor from mx_ip_match itself.
-fn knowledge(signals: &Signals, result: &VerdictResult) -> (bool, bool) {
-    let known_disposable = signals.listing_decides() && !result.safe || signals.decision == Some(Decision::Block);
-    let known_legitimate = signals.free || result.allowlisted;
-    (known_disposable || known_legitimate, known_disposable)
-}
-
-/// The name `domain`'s lookups teach the infrastructure index under: only a registrable domain
-/// teaches (what a subdomain uses says nothing of the servers of the domain it belongs to).
-fn teacher(domain: &Domain) -> Option<&str> {
-    domain.registrable().filter(|r| *r == domain.as_str())
-}
-
-/// What a lookup of `domain` judged so teaches, hashed: written once per [`RELEARN_AFTER`]
-/// ([`Verdicts::first_sight`]), hashed once per judgement (a kept verdict's lookups do not hash
-/// its mail servers again). What it teaches replaces what it taught (its MX moved: the old facts
-/// go); one no longer known (delisted, a decision withdrawn) teaches nothing, which forgets what
-/// it taught.
-fn teaches(domain: &Domain, signals: &Signals, result: &VerdictResult, infra: &OwnInfra) -> u64 {
-    let (known, known_disposable) = knowledge(signals, result);
-    foldhash::fast::FixedState::default().hash_one((teacher(domain), known, known_disposable, infra))
-}
-
-/// What `details` says of `domain` judged as `result`: its provider as the verdict saw it.
-fn about(catalog: &Catalog, domain: &Domain, result: &VerdictResult) -> DomainDetails {
-    details::domain_details(catalog, domain, result.free_provider, result.mx_records.iter().map(String::as_str))
-}
-
 /// Only a domain that nothing else decides can be caught by its infrastructure (a weak-only
 /// listing, or a parent's listing whose mail the domain does not share, decides nothing). A
 /// shared MX host beside its own ones does not spare them (issue 24): they are judged alone.
@@ -604,6 +538,7 @@ fn needs_infra_check(s: &Signals) -> bool {
 
 mod decided;
 mod infra;
+mod learning;
 mod memo;
 mod record;
 mod shared;

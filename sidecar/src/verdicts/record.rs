@@ -1,7 +1,8 @@
 //! The lookup record: the one place it is built, for the single lookup, batch items and
 //! `check` alike.
 
-use email_verdict_core::{LookupInput, LookupRecord, details};
+use email_verdict_core::details::{self, DomainDetails};
+use email_verdict_core::{Catalog, Domain, LookupInput, LookupRecord, VerdictResult};
 
 use super::{Judged, SharedResult};
 
@@ -29,6 +30,11 @@ pub fn record(raw: &str, input: &LookupInput, judged: Judged) -> LookupRecord<Sh
         result: judged.result,
         details,
     }
+}
+
+/// What `details` says of `domain` judged as `result`: its provider as the verdict saw it.
+pub(super) fn about(catalog: &Catalog, domain: &Domain, result: &VerdictResult) -> DomainDetails {
+    details::domain_details(catalog, domain, result.free_provider, result.mx_records.iter().map(String::as_str))
 }
 
 #[cfg(test)]

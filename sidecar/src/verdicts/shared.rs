@@ -3,7 +3,7 @@
 //! (BENCHMARKS.md section 2). The JSON is the very bytes `serde_json` writes for the value.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -11,28 +11,35 @@ use serde_json::value::RawValue;
 use email_verdict_core::VerdictResult;
 
 #[derive(Debug, Clone)]
-pub struct SharedResult {
-    value: Arc<VerdictResult>,
-    /// `None` only if encoding failed (it cannot for this type): then encoded at each answer.
-    json: Option<Arc<RawValue>>,
+pub struct SharedResult(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    value: VerdictResult,
+    /// Encoded at the first answer that sends it, so a result only taken apart (a batch item,
+    /// `check`, a page) is never encoded; `None` only if encoding failed (it cannot for this
+    /// type): then encoded at each answer.
+    json: OnceLock<Option<Box<RawValue>>>,
 }
 
 impl SharedResult {
     pub fn new(value: VerdictResult) -> Self {
-        let json = serde_json::value::to_raw_value(&value).ok().map(Arc::from);
-        Self { value: Arc::new(value), json }
+        Self(Arc::new(Inner { value, json: OnceLock::new() }))
     }
 
     /// The value itself, copied only when it is still shared.
     pub fn into_owned(self) -> VerdictResult {
-        Arc::unwrap_or_clone(self.value)
+        match Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.value,
+            Err(shared) => shared.value.clone(),
+        }
     }
 }
 
 /// Equal when the values are: the JSON follows from the value.
 impl PartialEq for SharedResult {
     fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
+        self.0.value == other.0.value
     }
 }
 
@@ -42,15 +49,16 @@ impl Deref for SharedResult {
     type Target = VerdictResult;
 
     fn deref(&self) -> &VerdictResult {
-        &self.value
+        &self.0.value
     }
 }
 
 impl Serialize for SharedResult {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.json {
+        let json = self.0.json.get_or_init(|| serde_json::value::to_raw_value(&self.0.value).ok());
+        match json {
             Some(json) => json.serialize(serializer),
-            None => self.value.serialize(serializer),
+            None => self.0.value.serialize(serializer),
         }
     }
 }
@@ -83,7 +91,10 @@ mod tests {
             request_id: plain.request_id.clone(),
             record: plain.record.clone().map_result(SharedResult::new),
         };
-        assert_eq!(serde_json::to_string(&shared).unwrap(), serde_json::to_string(&plain).unwrap());
+        let expected = serde_json::to_string(&plain).unwrap();
+        assert_eq!(serde_json::to_string(&shared).unwrap(), expected);
+        // A clone answers with the bytes the first answer encoded.
+        assert_eq!(serde_json::to_string(&shared.clone()).unwrap(), expected);
         assert_eq!(shared.record.result.clone().into_owned(), value);
     }
 }
