@@ -80,7 +80,11 @@ impl Authenticator {
     }
 
     /// The active key record for `presented`, if it may be used from `peer`.
-    pub async fn authenticate(&self, presented: Option<&str>, peer: Option<IpAddr>) -> Result<KeyRecord, AuthError> {
+    pub async fn authenticate(
+        &self,
+        presented: Option<&str>,
+        peer: Option<IpAddr>,
+    ) -> Result<Arc<KeyRecord>, AuthError> {
         let key = ApiKey::parse(presented.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
         let record = self.store.key_by_hash(&key.hash()).await?.filter(|r| !r.revoked).ok_or(AuthError::Unknown)?;
         if !allowed_from(&record, peer) {

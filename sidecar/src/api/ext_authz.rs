@@ -325,7 +325,7 @@ async fn judge_all(
         Err(e) => (None, Some(auth_error(api, e))),
     };
     let outcomes =
-        futures::future::join_all(whole.names.iter().map(|n| judge_domain(api, key.as_ref(), n, config.no_mx))).await;
+        futures::future::join_all(whole.names.iter().map(|n| judge_domain(api, key.as_deref(), n, config.no_mx))).await;
     let mut worst = Worst::default();
     worst.set_primary(whole.primary.as_ref().map(EmailAddress::domain));
     let mut local = false;
@@ -353,7 +353,8 @@ async fn judge_all(
         Settled::Disposable(v) | Settled::Safe(v) => {
             let v = if flag_subaddressed { v.flagged_subaddressed() } else { v };
             let refused = v.disposable && blocks(config);
-            match count(api, (config, key.as_ref()), whole.primary.as_ref(), (client, &request.id), refused, log).await
+            match count(api, (config, key.as_deref()), whole.primary.as_ref(), (client, &request.id), refused, log)
+                .await
             {
                 Ok(counts) => verdict_answer(config, &v, details.as_ref(), &counts, counted),
                 Err(answer) => answer,
@@ -361,7 +362,7 @@ async fn judge_all(
         }
         // Counted like every refused signup (as the filter does), then refused.
         Settled::Undeliverable(_) => {
-            match count(api, (config, key.as_ref()), whole.primary.as_ref(), (client, &request.id), true, log).await {
+            match count(api, (config, key.as_deref()), whole.primary.as_ref(), (client, &request.id), true, log).await {
                 Ok(_) => refused(&LocalReply::NO_MX),
                 Err(answer) => answer,
             }

@@ -141,7 +141,7 @@ pub(super) async fn post_with_key(
     session: &mut ServerSession,
     request: &Request,
     log: &mut LogFields,
-) -> Result<KeyRecord, Reply> {
+) -> Result<std::sync::Arc<KeyRecord>, Reply> {
     if request.method != Method::POST {
         session.set_keepalive(None);
         return Err(ApiError::new(ErrorCode::MethodNotAllowed, "only POST is allowed here")

@@ -144,7 +144,7 @@ fn count(metrics: &Metrics, path: &str, reply: &Reply, started: Instant) {
 impl Request {
     /// The caller's key record: a non-Bearer `Authorization` header with no `?key=` is named in
     /// the error (it is the usual mistake), else the key is checked.
-    pub async fn authenticate(&self, api: &Api) -> Result<KeyRecord, AuthError> {
+    pub async fn authenticate(&self, api: &Api) -> Result<Arc<KeyRecord>, AuthError> {
         match (&self.key, &self.other_scheme) {
             (None, Some(scheme)) => Err(AuthError::WrongScheme(scheme.clone())),
             (key, _) => api.auth.authenticate(key.as_deref(), self.client).await,

@@ -33,6 +33,6 @@ impl KeyCheck for ApiKeys {
         let client = client_ip(peer, &forwarded, &self.0.trusted_proxies);
         let key = self.0.auth.authenticate(Some(&key), client).await.ok()?;
         let gateway = key.plan.as_str() == GATEWAY_PLAN;
-        (gateway || self.0.limiter.would_admit(&key).await).then_some(Standing { key_id: key.id, gateway })
+        (gateway || self.0.limiter.would_admit(&key).await).then(|| Standing { key_id: key.id.clone(), gateway })
     }
 }

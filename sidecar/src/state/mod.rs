@@ -246,7 +246,7 @@ pub trait KeyStore: Send + Sync + 'static {
     /// replica yet: an owner's key lost in a failover answers 401. Revoking, changing and
     /// [`ReviewStore::decide`] wait for a replica the same way (and log when it times out).
     async fn insert_key(&self, key: KeyRecord, hash: KeyHash) -> Result<Replication, StateError>;
-    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError>;
+    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<Arc<KeyRecord>>, StateError>;
     async fn key_by_id(&self, id: &str) -> Result<Option<KeyRecord>, StateError>;
     /// Every key, oldest first, with its usage on `day` (`YYYY-MM-DD`, UTC).
     async fn list_keys(&self, day: &str) -> Result<Vec<KeyListing>, StateError>;

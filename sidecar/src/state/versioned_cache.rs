@@ -11,8 +11,8 @@
 use std::borrow::Borrow;
 use std::hash::Hash;
 use std::num::NonZeroUsize;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use lru::LruCache;
@@ -29,9 +29,9 @@ const UNKNOWN: u64 = u64::MAX;
 /// Decisions by the names they cover; an entry at most 1 s old (a decision whose version bump
 /// failed, which is not reported to the reviewer, still arrives).
 pub type DecisionCache = VersionedCache<Vec<String>, Option<AppliedDecision>>;
-/// Key records (`None`: no such key) by hash; an entry at most [`KEY_KEEP_MS`] old (a change
+/// Key records (`None`: no such key) by hash, shared (a lookup copies none of it); an entry at most [`KEY_KEEP_MS`] old (a change
 /// whose version bump failed is an error to whoever made it).
-pub type KeyCache = VersionedCache<KeyHash, Option<KeyRecord>>;
+pub type KeyCache = VersionedCache<KeyHash, Option<Arc<KeyRecord>>>;
 /// How long a key record is served at most, whatever the version says.
 pub const KEY_KEEP_MS: u64 = 10_000;
 

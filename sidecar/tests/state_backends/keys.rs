@@ -5,7 +5,7 @@ use super::*;
 async fn keys_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
     let store = open();
     let (key, secret) = new_key(&*store, plan("free")).await;
-    assert_eq!(store.key_by_hash(&secret.hash()).await.unwrap(), Some(key.clone()));
+    assert_eq!(store.key_by_hash(&secret.hash()).await.unwrap().as_deref(), Some(&key));
     assert_eq!(store.key_by_id(&key.id).await.unwrap(), Some(key.clone()));
     assert_eq!(store.key_by_hash(&ApiKey::generate().unwrap().hash()).await.unwrap(), None);
     let nets = vec!["192.0.2.0/24".parse().unwrap(), "2001:db8::/32".parse().unwrap()];
@@ -15,7 +15,7 @@ async fn keys_round_trip(open: impl Fn() -> Arc<dyn StateStore>) {
     assert_eq!(store.update_key("key_nope", KeyChange::default()).await.unwrap(), None);
     // Another handle (another process) sees the change and the revocation.
     let other = open();
-    assert_eq!(other.key_by_hash(&secret.hash()).await.unwrap(), Some(changed));
+    assert_eq!(other.key_by_hash(&secret.hash()).await.unwrap().as_deref(), Some(&changed));
     assert!(store.revoke_key(&key.id).await.unwrap());
     assert!(!store.revoke_key("key_nope").await.unwrap());
     assert!(other.key_by_id(&key.id).await.unwrap().unwrap().revoked);
@@ -27,7 +27,7 @@ with_all_backends!(keys, keys_round_trip);
 
 /// A key's record as a replica that already read it (and keeps it in memory) reads it again
 /// once its version check is due.
-async fn read_after_a_check(replica: &dyn StateStore, secret: &ApiKey) -> Option<KeyRecord> {
+async fn read_after_a_check(replica: &dyn StateStore, secret: &ApiKey) -> Option<Arc<KeyRecord>> {
     tokio::time::sleep(Duration::from_millis(email_verdict::state::KEY_CHECK_MS * 3)).await;
     replica.key_by_hash(&secret.hash()).await.unwrap()
 }
@@ -37,10 +37,10 @@ async fn read_after_a_check(replica: &dyn StateStore, secret: &ApiKey) -> Option
 async fn a_key_change_reaches_a_replica_that_holds_it_in_memory(open: impl Fn() -> Arc<dyn StateStore>) {
     let (store, replica) = (open(), open());
     let (key, secret) = new_key(&*store, plan("free")).await;
-    assert_eq!(replica.key_by_hash(&secret.hash()).await.unwrap().map(|k| k.plan), Some(plan("free")));
+    assert_eq!(replica.key_by_hash(&secret.hash()).await.unwrap().map(|k| k.plan.clone()), Some(plan("free")));
     let change = KeyChange { plan: Some(plan("pro")), ..KeyChange::default() };
     store.update_key(&key.id, change).await.unwrap().unwrap();
-    assert_eq!(read_after_a_check(&*replica, &secret).await.map(|k| k.plan), Some(plan("pro")), "plan change");
+    assert_eq!(read_after_a_check(&*replica, &secret).await.map(|k| k.plan.clone()), Some(plan("pro")), "plan change");
     assert!(store.revoke_key(&key.id).await.unwrap());
     assert!(read_after_a_check(&*replica, &secret).await.is_some_and(|k| k.revoked), "revocation");
     // A key the replica was shown before it existed (remembered as unknown), then created.
@@ -55,7 +55,7 @@ async fn a_key_change_reaches_a_replica_that_holds_it_in_memory(open: impl Fn() 
         revoked: false,
     };
     store.insert_key(record.clone(), later_secret.hash()).await.unwrap();
-    assert_eq!(read_after_a_check(&*replica, &later_secret).await, Some(record), "a key created");
+    assert_eq!(read_after_a_check(&*replica, &later_secret).await.as_deref(), Some(&record), "a key created");
     assert_eq!(replica.key_by_hash(&later.hash()).await.unwrap(), None);
 }
 with_all_backends!(key_changes, a_key_change_reaches_a_replica_that_holds_it_in_memory);

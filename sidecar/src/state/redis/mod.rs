@@ -14,7 +14,7 @@
 //! Requests that read or write several slots at once go out together ([`RedisStore::each`]).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -366,13 +366,13 @@ impl KeyStore for RedisStore {
         Ok(self.replicate("key created", &[record, "ev:keys".to_owned(), by_hash]).await)
     }
 
-    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
+    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<Arc<KeyRecord>>, StateError> {
         let read = async || {
             let id: Option<String> = self
                 .call(async |c| redis::cmd("GET").arg(format!("ev:keyhash:{}", hash.hex())).query_async(c).await)
                 .await?;
             match id {
-                Some(id) => self.record(&id).await,
+                Some(id) => Ok(self.record(&id).await?.map(Arc::new)),
                 None => Ok(None),
             }
         };

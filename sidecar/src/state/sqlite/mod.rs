@@ -7,7 +7,7 @@
 //! (`worker.rs`); its statements are prepared once and cached.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -295,14 +295,14 @@ impl KeyStore for SqliteStore {
         Ok(Replication::NoReplicas)
     }
 
-    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyRecord>, StateError> {
+    async fn key_by_hash(&self, hash: &KeyHash) -> Result<Option<Arc<KeyRecord>>, StateError> {
         let read = async || {
             let hash = hash.hex();
             self.in_group(move |c| {
                 let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1");
                 let mut stmt = c.prepare_cached(&sql).map_err(unavailable)?;
                 let row = stmt.query_row([hash], KeyRow::read).optional().map_err(unavailable)?;
-                row.map(KeyRow::parse).transpose()
+                Ok(row.map(KeyRow::parse).transpose()?.map(Arc::new))
             })
             .await
         };
@@ -506,7 +506,7 @@ mod tests {
         {
             let store = SqliteStore::open(&path).unwrap();
             store.insert_key(record("key_1"), key.hash()).await.unwrap();
-            assert_eq!(store.key_by_hash(&key.hash()).await.unwrap(), Some(record("key_1")));
+            assert_eq!(store.key_by_hash(&key.hash()).await.unwrap(), Some(Arc::new(record("key_1"))));
             assert!(store.insert_key(record("key_1"), ApiKey::generate().unwrap().hash()).await.is_err());
         }
         let store = SqliteStore::open(&path).unwrap();
