@@ -61,14 +61,19 @@ pub fn configurations(text: &str) -> Result<Contents, String> {
         });
         return Ok(contents);
     }
-    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("not YAML or JSON: {e}"))?;
-    let docs: Vec<Value> = docs.iter().map(to_json).filter(|d| !d.is_null()).collect();
+    let docs = documents(text)?;
     let many = docs.len() > 1;
     for (i, doc) in docs.iter().enumerate() {
         let place = if many { format!("document {}", i + 1) } else { String::new() };
         in_document(doc, place, &mut contents);
     }
     Ok(contents)
+}
+
+/// Every non-empty document of a YAML text, as JSON (as istiod and Envoy Gateway read them).
+pub fn documents(text: &str) -> Result<Vec<Value>, String> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("not YAML or JSON: {e}"))?;
+    Ok(docs.iter().map(to_json).filter(|d| !d.is_null()).collect())
 }
 
 fn in_document(doc: &Value, place: String, out: &mut Contents) {
