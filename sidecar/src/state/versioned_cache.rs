@@ -29,8 +29,8 @@ const UNKNOWN: u64 = u64::MAX;
 /// Decisions by the names they cover; an entry at most 1 s old (a decision whose version bump
 /// failed, which is not reported to the reviewer, still arrives).
 pub type DecisionCache = VersionedCache<Vec<String>, Option<AppliedDecision>>;
-/// Key records (`None`: no such key) by hash, shared (a lookup copies none of it); an entry at most [`KEY_KEEP_MS`] old (a change
-/// whose version bump failed is an error to whoever made it).
+/// Key records (`None`: no such key) by hash, shared (a lookup copies none of it); an entry at
+/// most [`KEY_KEEP_MS`] old (a change whose version bump failed is an error to whoever made it).
 pub type KeyCache = VersionedCache<KeyHash, Option<Arc<KeyRecord>>>;
 /// How long a key record is served at most, whatever the version says.
 pub const KEY_KEEP_MS: u64 = 10_000;
