@@ -51,3 +51,26 @@ fn walk(node: &Value, root: &Value, path: &str, out: &mut BTreeMap<String, BTree
         }
     }
 }
+
+/// The shipped recipes the schemas judge: every `.yaml` and `.json` file under `envoy/`, sorted,
+/// templates (`*.template.yaml`) and the schemas themselves left out.
+pub fn shipped_recipes() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, schemas: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if path != schemas {
+                    walk(&path, schemas, out);
+                }
+            } else if (name.ends_with(".yaml") || name.ends_with(".json")) && !name.ends_with(".template.yaml") {
+                out.push(path);
+            }
+        }
+    }
+    let envoy = crate::workspace_root().join("envoy");
+    let mut files = Vec::new();
+    walk(&envoy, &envoy.join("schema"), &mut files);
+    files.sort();
+    files
+}

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use email_verdict::validate_cmd::found::{Kind, configurations};
 use email_verdict_filter::config::PluginConfig;
-use email_verdict_tests::schema::{fields, objects, plugin_schema};
+use email_verdict_tests::schema::{fields, objects, plugin_schema, shipped_recipes};
 use email_verdict_tests::workspace_root;
 use serde_json::{Value, json};
 
@@ -384,23 +384,9 @@ fn every_field_has_good_and_bad_values() {
 /// Every plugin configuration in the shipped recipes (`envoy/`, templates left out), found as
 /// `validate-config` finds them: `(where, the JSON text)`.
 fn shipped_plugin_configs() -> Vec<(String, Vec<u8>)> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if (name.ends_with(".yaml") || name.ends_with(".json")) && !name.ends_with(".template.yaml") {
-                out.push(path);
-            }
-        }
-    }
     let root = workspace_root();
-    let mut files = Vec::new();
-    walk(&root.join("envoy"), &mut files);
-    files.sort();
     let mut configs = Vec::new();
-    for file in files.into_iter().filter(|f| !f.starts_with(root.join("envoy/schema"))) {
+    for file in shipped_recipes() {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.strip_prefix(&root).unwrap().display().to_string();
         for found in configurations(&text).unwrap_or_else(|e| panic!("{name}: {e}")).found {

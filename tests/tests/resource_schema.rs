@@ -6,6 +6,7 @@
 //! exactly when `validate-config` finds that configuration; resources that are not ours pass.
 
 use email_verdict::validate_cmd::found::{Kind, configurations, documents};
+use email_verdict_tests::schema::shipped_recipes;
 use email_verdict_tests::workspace_root;
 use serde_json::{Value, json};
 
@@ -83,18 +84,11 @@ fn dotted(pointer: &str) -> String {
 fn shipped_resources() -> Vec<(String, Value)> {
     let root = workspace_root();
     let mut out = Vec::new();
-    for dir in ["envoy", "envoy/istio", "envoy/gateway"] {
-        let mut files: Vec<_> = std::fs::read_dir(root.join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
-        files.sort();
-        for file in files {
-            let name = file.file_name().unwrap().to_string_lossy().into_owned();
-            if !name.ends_with(".yaml") || name.ends_with(".template.yaml") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap();
-            for doc in documents(&text).unwrap_or_else(|e| panic!("{dir}/{name}: {e}")) {
-                out.push((format!("{dir}/{name}"), doc));
-            }
+    for file in shipped_recipes().into_iter().filter(|f| f.extension().is_some_and(|e| e == "yaml")) {
+        let name = file.strip_prefix(&root).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for doc in documents(&text).unwrap_or_else(|e| panic!("{name}: {e}")) {
+            out.push((name.clone(), doc));
         }
     }
     out
